@@ -1,0 +1,106 @@
+package token
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Range is Cassandra's (Left, Right] token range. It wraps when Left >= Right: it then holds
+// every token > Left and every token <= Right. Left == Right is the whole ring.
+type Range struct {
+	Left, Right Token
+}
+
+// ErrBadRange reports an unparseable range specification.
+var ErrBadRange = errors.New("bad token range")
+
+// Contains reports whether t is in the range.
+func (r Range) Contains(t Token) bool {
+	c := r.Left.Compare(r.Right)
+	switch {
+	case c == 0:
+		return true
+	case c < 0:
+		return t.Compare(r.Left) > 0 && t.Compare(r.Right) <= 0
+	default:
+		return t.Compare(r.Left) > 0 || t.Compare(r.Right) <= 0
+	}
+}
+
+// IsWrapping reports Left >= Right (the full ring counts as wrapping).
+func (r Range) IsWrapping() bool { return r.Left.Compare(r.Right) >= 0 }
+
+// Unwrap splits a wrapping range at the partitioner minimum into (Left, min] and (min, Right],
+// as Range.unwrap does; a range whose Right is min already runs to the end of the ring and is
+// returned alone. A non-wrapping range is returned as is.
+func (r Range) Unwrap(min Token) []Range {
+	if !r.IsWrapping() || r.Right.Equal(min) {
+		return []Range{r}
+	}
+	return []Range{{Left: r.Left, Right: min}, {Left: min, Right: r.Right}}
+}
+
+func (r Range) String() string { return "(" + r.Left.String() + "," + r.Right.String() + "]" }
+
+// RangeSet is a list of ranges; a token is in the set when any range contains it.
+type RangeSet []Range
+
+func (s RangeSet) Contains(t Token) bool {
+	for _, r := range s {
+		if r.Contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s RangeSet) String() string {
+	parts := make([]string, len(s))
+	for i, r := range s {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseRanges reads a comma-separated list of ranges such as "(-100,250],(300,-200]".
+func ParseRanges(p Partitioner, spec string) (RangeSet, error) {
+	var out RangeSet
+	s := strings.TrimSpace(spec)
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty specification", ErrBadRange)
+	}
+	for len(s) > 0 {
+		if s[0] != '(' {
+			return nil, fmt.Errorf("%w: %q: expected '(' at %q", ErrBadRange, spec, s)
+		}
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return nil, fmt.Errorf("%w: %q: missing ']'", ErrBadRange, spec)
+		}
+		body := s[1:end]
+		comma := strings.IndexByte(body, ',')
+		if comma < 0 {
+			return nil, fmt.Errorf("%w: %q: expected (left,right]", ErrBadRange, spec)
+		}
+		l, err := p.ParseToken(strings.TrimSpace(body[:comma]))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadRange, err)
+		}
+		r, err := p.ParseToken(strings.TrimSpace(body[comma+1:]))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadRange, err)
+		}
+		out = append(out, Range{Left: l, Right: r})
+		s = strings.TrimSpace(s[end+1:])
+		if strings.HasPrefix(s, ",") {
+			s = strings.TrimSpace(s[1:])
+			if s == "" {
+				return nil, fmt.Errorf("%w: %q: trailing comma", ErrBadRange, spec)
+			}
+		} else if s != "" {
+			return nil, fmt.Errorf("%w: %q: expected ',' at %q", ErrBadRange, spec, s)
+		}
+	}
+	return out, nil
+}
