@@ -1,0 +1,191 @@
+package bigindex
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
+)
+
+// The worked example of FORMAT.md §2.7 (legacy_nb_simple).
+func TestParseSummaryOfLegacySimple(t *testing.T) {
+	raw, _ := hex.DecodeString("00000080" + "00000001" + "000000000000000d" + "00000080" + "00000001" +
+		"04000000" + "30" + "0000000000000000" + "00000001" + "30" + "00000001" + "34")
+	s, err := ParseSummary(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MinIndexInterval != 128 || s.SamplingLevel != 128 || s.SizeAtFullSampling != 1 || len(s.Entries) != 1 ||
+		string(s.Entries[0].Key) != "0" || s.Entries[0].IndexPosition != 0 || string(s.First) != "0" || string(s.Last) != "4" {
+		t.Fatalf("parsed %+v", s)
+	}
+	if s.OffHeapSize() != 13 || s.Size() != len(raw) {
+		t.Fatalf("OffHeapSize %d Size %d", s.OffHeapSize(), s.Size())
+	}
+}
+
+func TestSummaryRoundTripsEveryFixture(t *testing.T) {
+	for _, f := range bigFixtures(t) {
+		raw := f.Read(t, "Summary.db")
+		s, err := ParseSummary(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		if got := s.Append(nil); !bytes.Equal(got, raw) {
+			t.Fatalf("%s: Append differs from Summary.db", f.Name)
+		}
+	}
+}
+
+// Summary.db rebuilt from nothing but an Index.db pass is byte-identical to Cassandra's.
+func TestSummaryRebuiltFromIndexIsByteIdentical(t *testing.T) {
+	for _, f := range bigFixtures(t) {
+		raw := f.Read(t, "Summary.db")
+		sb := NewSummaryBuilder(DefaultMinIndexInterval)
+		it := NewIterator(f.Read(t, "Index.db"))
+		var first, last []byte
+		for it.Next() {
+			e := it.Entry()
+			if first == nil {
+				first = e.Key
+			}
+			last = e.Key
+			sb.Add(e.Key, e.Offset)
+		}
+		if it.Err() != nil {
+			t.Fatal(it.Err())
+		}
+		got := sb.Build(first, last).Append(nil)
+		if !bytes.Equal(got, raw) {
+			t.Fatalf("%s: rebuilt summary\n%x\nwant\n%x", f.Name, got, raw)
+		}
+	}
+}
+
+func TestSummaryBuilderSamplesEveryIntervalAndCopiesKeys(t *testing.T) {
+	sb := NewSummaryBuilder(4)
+	key := make([]byte, 1)
+	for i := range 10 {
+		key[0] = byte('a' + i)
+		sb.Add(key, int64(100*i)) // the caller reuses key: sampled keys must be copies
+	}
+	s := sb.Build([]byte("a"), []byte("j"))
+	var got []string
+	for _, e := range s.Entries {
+		got = append(got, string(e.Key)+":"+string(rune('0'+e.IndexPosition/100)))
+	}
+	if strings.Join(got, " ") != "a:0 e:4 i:8" || s.SizeAtFullSampling != 3 || s.MinIndexInterval != 4 || sb.Count() != 10 {
+		t.Fatalf("samples %v, size at full sampling %d", got, s.SizeAtFullSampling)
+	}
+}
+
+func TestVerifySummaryAgreesOnEveryFixture(t *testing.T) {
+	for _, f := range bigFixtures(t) {
+		s, err := ParseSummary(f.Read(t, "Summary.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := f.Read(t, "Index.db")
+		for _, src := range []Source{NewIterator(raw), NewScanner(bytes.NewReader(raw), 32)} {
+			ms, err := VerifySummary(s, src)
+			if err != nil || len(ms) != 0 {
+				t.Fatalf("%s: %v %v", f.Name, ms, err)
+			}
+		}
+	}
+}
+
+func TestVerifySummaryReportsEachDisagreement(t *testing.T) {
+	var f = bigFixtures(t)[0]
+	for _, c := range bigFixtures(t) {
+		if strings.HasSuffix(c.Name, "oa-13-big") {
+			f = c
+		}
+	}
+	index := f.Read(t, "Index.db")
+	fresh := func() *Summary {
+		s, err := ParseSummary(f.Read(t, "Summary.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cases := []struct {
+		name   string
+		mutate func(s *Summary)
+		sample int
+		says   string
+	}{
+		{"wrong key", func(s *Summary) { s.Entries[3].Key = []byte{1, 2, 3, 4} }, 3, "sample key 01020304"},
+		{"position inside an entry", func(s *Summary) { s.Entries[5].IndexPosition++ }, 5, "no index entry starts"},
+		{"position past the end", func(s *Summary) { s.Entries[78].IndexPosition = int64(len(index)) + 10 }, 78, "past the last"},
+		{"first key", func(s *Summary) { s.First = []byte{9} }, -1, "first key 09"},
+		{"last key", func(s *Summary) { s.Last = nil }, -1, "last key"},
+		{"sample at the wrong ordinal", func(s *Summary) {
+			// sample 2 pointing at partition 257 (a real entry, the right key) is still wrong
+			it := NewIterator(index)
+			for n := 0; it.Next(); n++ {
+				if n == 257 {
+					s.Entries[2] = SummaryEntry{Key: append([]byte(nil), it.Entry().Key...), IndexPosition: it.Entry().Offset}
+				}
+			}
+		}, 2, "partition 257, want 256"},
+		{"size at full sampling", func(s *Summary) { s.SizeAtFullSampling = 80 }, -1, "want 79 for 10000"},
+	}
+	for _, c := range cases {
+		s := fresh()
+		c.mutate(s)
+		ms, err := VerifySummary(s, NewIterator(index))
+		if err != nil || len(ms) != 1 || ms[0].Sample != c.sample || !strings.Contains(ms[0].String(), c.says) {
+			t.Errorf("%s: got %v %v; want one mismatch at sample %d saying %q", c.name, ms, err, c.sample, c.says)
+		}
+	}
+	// A broken Index.db is an error, not a mismatch.
+	if _, err := VerifySummary(fresh(), NewIterator(index[:len(index)-1])); !errors.Is(err, ErrTruncated) {
+		t.Errorf("truncated index: got %v", err)
+	}
+}
+
+func TestParseSummaryRejectsInconsistentLayouts(t *testing.T) {
+	good := (&Summary{MinIndexInterval: 128, SamplingLevel: 128, SizeAtFullSampling: 2,
+		Entries: []SummaryEntry{{Key: []byte("a"), IndexPosition: 0}, {Key: []byte("b"), IndexPosition: 7}},
+		First:   []byte("a"), Last: []byte("z")}).Append(nil)
+	if _, err := ParseSummary(good); err != nil {
+		t.Fatal(err)
+	}
+	patch := func(at int, v ...byte) []byte {
+		b := append([]byte(nil), good...)
+		copy(b[at:], v)
+		return b
+	}
+	cases := []struct {
+		name string
+		b    []byte
+		is   error
+		says string
+	}{
+		{"empty", nil, ErrTruncated, ""},
+		{"zero min index interval", patch(0, 0, 0, 0, 0), ErrMalformed, "min index interval"},
+		{"sampling level 0", patch(16, 0, 0, 0, 0), ErrMalformed, "sampling level"},
+		{"sampling level 129", patch(16, 0, 0, 0, 129), ErrMalformed, "sampling level"},
+		{"negative count", patch(4, 0xff, 0xff, 0xff, 0xff), ErrMalformed, "negative"},
+		{"off-heap past the end", patch(8, 0, 0, 0, 1, 0, 0, 0, 0), ErrMalformed, "off-heap"},
+		{"huge count", patch(4, 0, 0, 0, 200), ErrMalformed, "off-heap"},
+		{"first offset gap", patch(24, 9, 0, 0, 0), ErrMalformed, "first offset"},
+		{"big-endian offsets", patch(24, 0, 0, 0, 8), ErrMalformed, "first offset"},
+		{"entry shorter than 8", patch(28, 10, 0, 0, 0), ErrMalformed, "entry 0"},
+		{"offset past off-heap", patch(28, 99, 0, 0, 0), ErrMalformed, "entry"},
+		{"trailing byte", append(append([]byte(nil), good...), 0), ErrMalformed, "trailing"},
+		{"truncated last key", good[:len(good)-1], ErrTruncated, ""},
+	}
+	for _, c := range cases {
+		_, err := ParseSummary(c.b)
+		var oe *encoding.OffsetError
+		if !errors.Is(err, c.is) || !errors.As(err, &oe) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: got %v, want %v saying %q", c.name, err, c.is, c.says)
+		}
+	}
+}

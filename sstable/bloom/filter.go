@@ -1,0 +1,158 @@
+package bloom
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// MaxHashCount bounds the hash count Parse accepts. Cassandra's own specifications never exceed
+// 14; the bound only stops a corrupt file from making every lookup loop billions of times.
+const MaxHashCount = 64
+
+// Filter is a Cassandra Bloom filter (Murmur3BloomFilter over an OffHeapBitSet). Bit i of the
+// filter is bit i&63 of Words[i>>6]; on disk (new format) the words are little-endian, which
+// makes bit i bit i&7 of byte i>>3, the OffHeapBitSet memory layout.
+//
+// Add and MayContain allocate nothing. A Filter is not safe for concurrent Add; concurrent
+// MayContain calls are fine.
+type Filter struct {
+	HashCount int
+	Words     []uint64
+}
+
+// New returns an empty filter sized as FilterFactory.getFilter(numElements, fpChance): the
+// hash count and buckets per element from ComputeSpec and WordCount words. A caller should ask
+// Needed(fpChance) first: at 1.0 Cassandra has no filter, and New fails.
+func New(numElements int64, fpChance float64) (*Filter, error) {
+	k, buckets, err := ComputeSpec(numElements, fpChance)
+	if err != nil {
+		return nil, err
+	}
+	words, err := WordCount(numElements, buckets)
+	if err != nil {
+		return nil, err
+	}
+	return NewSized(k, words), nil
+}
+
+// NewSized returns an empty filter with the given hash count and number of 64-bit words, for
+// rebuilding a filter with the parameters read from an existing Filter.db. It panics unless
+// 1 <= hashCount <= MaxHashCount and wordCount >= 1.
+func NewSized(hashCount, wordCount int) *Filter {
+	if hashCount < 1 || hashCount > MaxHashCount || wordCount < 1 {
+		panic(fmt.Sprintf("bloom: invalid filter size: %d hashes, %d words", hashCount, wordCount))
+	}
+	return &Filter{HashCount: hashCount, Words: make([]uint64, wordCount)}
+}
+
+// Hash is the filter hash of a partition key, DecoratedKey.filterHash: Cassandra's
+// MurmurHash3 x64_128 with seed 0. Under Murmur3Partitioner h0 is also the token, so a caller
+// that already hashed the key can use AddHash and MayContainHash instead.
+func Hash(key []byte) (h0, h1 uint64) { return token.Hash3x64_128(key, 0) }
+
+// Add sets the key's bits.
+func (f *Filter) Add(key []byte) { f.AddHash(Hash(key)) }
+
+// MayContain reports whether all the key's bits are set: false means the key is certainly
+// absent.
+func (f *Filter) MayContain(key []byte) bool { return f.MayContainHash(Hash(key)) }
+
+// AddHash sets the bits of a key whose filter hash is (h0, h1). The bit indexes are
+// BloomFilter.setIndexes(base = h1, inc = h0, max = 64*len(Words)): abs(base % max) with Java's
+// signed remainder, then base += inc with int64 wrap-around, HashCount times.
+func (f *Filter) AddHash(h0, h1 uint64) {
+	limit := int64(len(f.Words)) * 64
+	base, inc := int64(h1), int64(h0)
+	for range f.HashCount {
+		i := abs(base % limit)
+		f.Words[i>>6] |= 1 << (i & 63)
+		base += inc
+	}
+}
+
+// MayContainHash is MayContain for a precomputed filter hash.
+func (f *Filter) MayContainHash(h0, h1 uint64) bool {
+	limit := int64(len(f.Words)) * 64
+	base, inc := int64(h1), int64(h0)
+	for range f.HashCount {
+		i := abs(base % limit)
+		if f.Words[i>>6]&(1<<(i&63)) == 0 {
+			return false
+		}
+		base += inc
+	}
+	return true
+}
+
+// abs is FBUtilities.abs; its argument here is a remainder, never math.MinInt64.
+func abs(v int64) int64 {
+	neg := v >> 63
+	return (v ^ neg) - neg
+}
+
+// Parse decodes a Filter.db:
+//
+//	i32 hashCount, i32 wordCount, wordCount 8-byte words
+//
+// In the new format (na+, and BTI) each word is the raw little-endian memory of the bitset; in
+// the old format (hasOldBfFormat: md, me) each word is stored byte-reversed, as a big-endian
+// long. The words are copied; nothing may follow them. Errors carry the Filter.db offset.
+func Parse(b []byte, oldFormat bool) (*Filter, error) {
+	r := encoding.NewReader(b)
+	hashCount := r.I32()
+	words := r.Count("bloom filter words", 8)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case hashCount < 1 || hashCount > MaxHashCount:
+		return nil, parseErr(0, "hash count %d outside 1..%d", hashCount, MaxHashCount)
+	case words < 1:
+		return nil, parseErr(4, "filter with no words")
+	case r.Len() != 8*words:
+		return nil, parseErr(int64(8+8*words), "%d trailing bytes after %d words", r.Len()-8*words, words)
+	}
+	f := &Filter{HashCount: int(hashCount), Words: make([]uint64, words)}
+	raw := r.Rest()
+	for i := range f.Words {
+		if oldFormat {
+			f.Words[i] = binary.BigEndian.Uint64(raw[8*i:])
+		} else {
+			f.Words[i] = binary.LittleEndian.Uint64(raw[8*i:])
+		}
+	}
+	return f, nil
+}
+
+func parseErr(at int64, format string, args ...any) error {
+	r := encoding.NewReaderAt(nil, at)
+	r.Failf("bloom filter: "+format, args...)
+	return r.Err()
+}
+
+// Size is the encoded size of f in either format.
+func (f *Filter) Size() int { return 8 + 8*len(f.Words) }
+
+// Append appends f in the new Filter.db format, the only one Cassandra 4.0+ writes.
+func (f *Filter) Append(b []byte) []byte {
+	b = encoding.AppendI32(b, int32(f.HashCount))
+	b = encoding.AppendI32(b, int32(len(f.Words)))
+	for _, w := range f.Words {
+		b = binary.LittleEndian.AppendUint64(b, w)
+	}
+	return b
+}
+
+// AppendOld appends f in the old (pre-na) format, each word byte-reversed. sluice writes only
+// na+ versions; this exists so md/me filters can be shown to round-trip.
+func (f *Filter) AppendOld(b []byte) []byte {
+	b = encoding.AppendI32(b, int32(f.HashCount))
+	b = encoding.AppendI32(b, int32(len(f.Words)))
+	for _, w := range f.Words {
+		b = binary.BigEndian.AppendUint64(b, w)
+	}
+	return b
+}
