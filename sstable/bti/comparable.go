@@ -1,0 +1,130 @@
+package bti
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// ByteSource constants (utils/bytecomparable/ByteSource.java, OSS50).
+const (
+	byteEscape          = 0x00
+	byteEscaped0Cont    = 0xFE
+	byteEscaped0Done    = 0xFF
+	byteNextComponent   = 0x40
+	byteNextNull        = 0x3F
+	byteTerminator      = 0x38
+	byteLTNextComponent = 0x20
+	byteGTNextComponent = 0x60
+	byteExcluded        = 0x18
+)
+
+// AppendDecoratedKey appends the OSS50 ByteComparable form of the decorated key (t, key):
+// 0x40, the token, 0x40, the escaped key, 0x38 (DecoratedKey.asComparableBytes). A Murmur3
+// token is 8 big-endian bytes of Long^0x8000000000000000 (ByteSource.of(long)); any other
+// token is its escaped Bytes (BytesToken). It allocates nothing when dst has room.
+func AppendDecoratedKey(dst []byte, t token.Token, key []byte) []byte {
+	dst = append(dst, byteNextComponent)
+	if t.Kind == token.KindMurmur3 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(t.Long)^(1<<63))
+	} else {
+		dst = appendEscaped(dst, t.Bytes)
+	}
+	dst = append(dst, byteNextComponent)
+	dst = appendEscaped(dst, key)
+	return append(dst, byteTerminator)
+}
+
+// appendEscaped appends b in the weakly prefix-free escaped form of
+// ByteSource.AbstractReinterpreter (OSS50): a 0x00 is written as is and opens an escape; a
+// further 0x00 becomes 0xFE, any other byte is preceded by 0xFF; the value ends with 0x00,
+// or with 0xFE when it ended inside an escape.
+func appendEscaped(dst, b []byte) []byte {
+	escaped := false
+	for _, c := range b {
+		if escaped {
+			if c == byteEscape {
+				dst = append(dst, byteEscaped0Cont)
+				continue
+			}
+			dst = append(dst, byteEscaped0Done)
+			escaped = false
+		}
+		dst = append(dst, c)
+		escaped = c == byteEscape
+	}
+	if escaped {
+		return append(dst, byteEscaped0Cont)
+	}
+	return append(dst, byteEscape)
+}
+
+// ClusteringKind is Cassandra's ClusteringPrefix.Kind, numbered by its ordinal.
+type ClusteringKind uint8
+
+const (
+	ExclEndBound ClusteringKind = iota
+	InclStartBound
+	ExclEndInclStartBoundary
+	StaticClustering
+	Clustering
+	InclEndExclStartBoundary
+	InclEndBound
+	ExclStartBound
+)
+
+// terminator is Kind.asByteComparableValue(OSS50).
+func (k ClusteringKind) terminator() (byte, bool) {
+	switch k {
+	case ExclEndBound, InclStartBound, ExclEndInclStartBoundary:
+		return byteLTNextComponent, true
+	case StaticClustering:
+		return byteExcluded, true
+	case Clustering:
+		return byteTerminator, true
+	case InclEndExclStartBoundary, InclEndBound, ExclStartBound:
+		return byteGTNextComponent, true
+	}
+	return 0, false
+}
+
+// AppendClusteringComparable appends the OSS50 ByteComparable form of a clustering prefix
+// (ClusteringComparator.asByteComparable): for each component 0x40 and its type's
+// ByteComparable form (0x3F alone for a nil component), then the kind's terminator.
+// types are the clustering types as Cassandra names them (e.g.
+// "org.apache.cassandra.db.marshal.UTF8Type"); values may be fewer than types for bounds.
+// Only byte-order types are supported (UTF8Type, AsciiType, BytesType, whose form is the
+// escaped value); any other type, including ReversedType, yields ErrUnsupportedType.
+func AppendClusteringComparable(dst []byte, types []string, values [][]byte, kind ClusteringKind) ([]byte, error) {
+	term, ok := kind.terminator()
+	if !ok {
+		return dst, fmt.Errorf("%w: clustering kind %d", ErrInvalid, kind)
+	}
+	if len(values) > len(types) {
+		return dst, fmt.Errorf("%w: %d clustering values for %d types", ErrInvalid, len(values), len(types))
+	}
+	for i, v := range values {
+		if !byteOrderType(types[i]) {
+			return dst, fmt.Errorf("%w: %s", ErrUnsupportedType, types[i])
+		}
+		if v == nil {
+			dst = append(dst, byteNextNull)
+			continue
+		}
+		dst = append(dst, byteNextComponent)
+		dst = appendEscaped(dst, v)
+	}
+	return append(dst, term), nil
+}
+
+// byteOrderType reports whether t's ByteComparable form is ByteSource.of(value): the types
+// whose comparison is plain unsigned byte order.
+func byteOrderType(t string) bool {
+	switch strings.TrimPrefix(t, "org.apache.cassandra.db.marshal.") {
+	case "UTF8Type", "AsciiType", "BytesType":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package bti
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+func TestAppendEscaped(t *testing.T) {
+	// ByteSource.java's examples: A00B -> 4100FEFF4200, A0B0 -> 4100FF4200FE, A0 -> 4100FE.
+	for _, tc := range []struct{ in, want string }{
+		{"", "00"},
+		{"41", "4100"},
+		{"410000", "4100fefe"},
+		{"41000042", "4100feff4200"},
+		{"41004200", "4100ff4200fe"},
+		{"4100", "4100fe"},
+		{"00", "00fe"},
+		{"ff00ff", "ff00ffff00"},
+	} {
+		in, _ := hex.DecodeString(tc.in)
+		if got := hex.EncodeToString(appendEscaped(nil, in)); got != tc.want {
+			t.Errorf("escape(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestAppendDecoratedKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tok  token.Token
+		key  []byte
+		want string
+	}{
+		{"byte ordered", token.ByteOrdered.Token([]byte("0")), []byte("0"), "40300040300038"},
+		{"byte ordered with zero", token.ByteOrdered.Token([]byte{0, 1}), []byte{0, 1}, "4000ff01004000ff010038"},
+		{"murmur3 min", token.Token{Kind: token.KindMurmur3, Long: -1 << 63}, []byte{}, "4000000000000000004000" + "38"},
+		{"murmur3 -1", token.Token{Kind: token.KindMurmur3, Long: -1}, []byte("a"), "407fffffffffffffff40610038"},
+		{"murmur3 1", token.Token{Kind: token.KindMurmur3, Long: 1}, []byte("a"), "40800000000000000140610038"},
+	} {
+		if got := hex.EncodeToString(AppendDecoratedKey(nil, tc.tok, tc.key)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAppendDecoratedKeyOrdersLikeDecoratedKeys(t *testing.T) {
+	keys := [][]byte{{}, {0}, {0, 0}, {0, 1}, {1}, []byte("a"), []byte("ab"), {0xff}, {0xff, 0}}
+	for _, p := range []token.Partitioner{token.Murmur3, token.ByteOrdered} {
+		for _, a := range keys {
+			for _, b := range keys {
+				ta, tb := p.Token(a), p.Token(b)
+				want := token.CompareKeys(ta, a, tb, b)
+				got := bytes.Compare(AppendDecoratedKey(nil, ta, a), AppendDecoratedKey(nil, tb, b))
+				if got != want {
+					t.Errorf("%s %x vs %x: comparable order %d, key order %d", p.Name(), a, b, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestAppendDecoratedKeyAllocatesNothing(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	key := []byte("partition-key")
+	tok := token.Murmur3.Token(key)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendDecoratedKey(buf[:0], tok, key) }); n != 0 {
+		t.Errorf("%v allocations per call", n)
+	}
+}
+
+func TestAppendClusteringComparable(t *testing.T) {
+	types := []string{utf8Type, "BytesType"}
+	for _, tc := range []struct {
+		values [][]byte
+		kind   ClusteringKind
+		want   string
+	}{
+		{[][]byte{[]byte("A"), {0, 5}}, Clustering, "40410040" + "00ff0500" + "38"},
+		{[][]byte{[]byte("A")}, ExclStartBound, "40410060"},
+		{[][]byte{[]byte("A")}, InclStartBound, "40410020"},
+		{[][]byte{{}, nil}, Clustering, "40003f38"},
+		{nil, StaticClustering, "18"},
+		{nil, InclEndBound, "60"},
+	} {
+		got, err := AppendClusteringComparable(nil, types, tc.values, tc.kind)
+		if err != nil || hex.EncodeToString(got) != tc.want {
+			t.Errorf("%q kind %d: %x, %v; want %s", tc.values, tc.kind, got, err, tc.want)
+		}
+	}
+	if _, err := AppendClusteringComparable(nil, []string{"org.apache.cassandra.db.marshal.Int32Type"}, [][]byte{{0, 0, 0, 1}}, Clustering); !errors.Is(err, ErrUnsupportedType) {
+		t.Errorf("Int32Type: %v, want ErrUnsupportedType", err)
+	}
+	if _, err := AppendClusteringComparable(nil, []string{utf8Type}, [][]byte{{1}, {2}}, Clustering); !errors.Is(err, ErrInvalid) {
+		t.Errorf("too many values: %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,62 @@
+package bti
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// DeletionTime is Cassandra's DeletionTime in the oa/da encoding (hasUIntDeletionTime).
+type DeletionTime struct {
+	MarkedForDeleteAt int64
+	LocalDeletionTime uint32
+}
+
+// Live is DeletionTime.LIVE: nothing deleted.
+var Live = DeletionTime{MarkedForDeleteAt: math.MinInt64, LocalDeletionTime: math.MaxInt32}
+
+// IsLive reports whether d is Live.
+func (d DeletionTime) IsLive() bool { return d.MarkedForDeleteAt == math.MinInt64 }
+
+const (
+	deletionTimeSize = 12   // i64 markedForDeleteAt, u32 localDeletionTime
+	isLiveDeletion   = 0x80 // DeletionTime.Serializer.IS_LIVE_DELETION
+)
+
+// append is DeletionTime.Serializer.serialize: one byte 0x80 for Live, else 12 bytes whose
+// first bit is the (zero) sign bit of markedForDeleteAt.
+func (d DeletionTime) append(dst []byte) []byte {
+	if d.IsLive() {
+		return append(dst, isLiveDeletion)
+	}
+	dst = binary.BigEndian.AppendUint64(dst, uint64(d.MarkedForDeleteAt))
+	return binary.BigEndian.AppendUint32(dst, d.LocalDeletionTime)
+}
+
+// serializedSize is the size append writes.
+func (d DeletionTime) serializedSize() int {
+	if d.IsLive() {
+		return 1
+	}
+	return deletionTimeSize
+}
+
+// readDeletionTime is DeletionTime.Serializer.deserialize at b[off:]; it returns the value
+// and its size. Like Cassandra it rejects a first byte with the sign bit set other than 0x80.
+func readDeletionTime(b []byte, off int64) (DeletionTime, int, error) {
+	if off < 0 || off >= int64(len(b)) {
+		return DeletionTime{}, 0, corruptAt(off, "deletion time runs past the end (size %d)", len(b))
+	}
+	if f := b[off]; f&isLiveDeletion != 0 {
+		if f != isLiveDeletion {
+			return DeletionTime{}, 0, corruptAt(off, "invalid deletion time flags %#02x", f)
+		}
+		return Live, 1, nil
+	}
+	if off+deletionTimeSize > int64(len(b)) {
+		return DeletionTime{}, 0, corruptAt(off, "deletion time runs past the end (size %d)", len(b))
+	}
+	return DeletionTime{
+		MarkedForDeleteAt: int64(binary.BigEndian.Uint64(b[off:])),
+		LocalDeletionTime: binary.BigEndian.Uint32(b[off+8:]),
+	}, deletionTimeSize, nil
+}

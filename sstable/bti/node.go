@@ -1,0 +1,399 @@
+package bti
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// nodeType is TrieNode.Types' ordinal, the high nibble of a node's first byte.
+type nodeType uint8
+
+const (
+	typePayloadOnly nodeType = iota
+	typeSingleNoPayload4
+	typeSingle8
+	typeSingleNoPayload12
+	typeSingle16
+	typeSparse8
+	typeSparse12
+	typeSparse16
+	typeSparse24
+	typeSparse40
+	typeDense12
+	typeDense16
+	typeDense24
+	typeDense32
+	typeDense40
+	typeLongDense
+)
+
+var typeNames = [16]string{"PAYLOAD_ONLY", "SINGLE_NOPAYLOAD_4", "SINGLE_8", "SINGLE_NOPAYLOAD_12",
+	"SINGLE_16", "SPARSE_8", "SPARSE_12", "SPARSE_16", "SPARSE_24", "SPARSE_40", "DENSE_12",
+	"DENSE_16", "DENSE_24", "DENSE_32", "DENSE_40", "LONG_DENSE"}
+
+func (t nodeType) String() string { return typeNames[t&15] }
+
+// bytesPerPointer is TrieNode.bytesPerPointer; 0 marks the fractional (4- or 12-bit) types.
+var bytesPerPointer = [16]int{0, 0, 1, 0, 2, 1, 0, 2, 3, 5, 0, 2, 3, 4, 5, 8}
+
+// The selection tables of TrieNode.Types, indexed by the pointer-size class that typeFor
+// finds with the singles' fits().
+var (
+	singleTypes = [8]nodeType{typeSingleNoPayload4, typeSingle8, typeSingleNoPayload12, typeSingle16, typeDense24, typeDense32, typeDense40, typeLongDense}
+	sparseTypes = [8]nodeType{typeSparse8, typeSparse8, typeSparse12, typeSparse16, typeSparse24, typeSparse40, typeSparse40, typeLongDense}
+	denseTypes  = [8]nodeType{typeDense12, typeDense12, typeDense12, typeDense16, typeDense24, typeDense32, typeDense40, typeLongDense}
+)
+
+func (t nodeType) isSingle() bool { return t >= typeSingleNoPayload4 && t <= typeSingle16 }
+func (t nodeType) isSparse() bool { return t >= typeSparse8 && t <= typeSparse40 }
+func (t nodeType) isDense() bool  { return t >= typeDense12 }
+
+// fits is TrieNode.fits: whether a backward distance can be stored in the type's pointers.
+func (t nodeType) fits(delta int64) bool {
+	switch t {
+	case typeSingleNoPayload4:
+		return delta >= 0 && delta <= 0xF
+	case typeSingleNoPayload12, typeSparse12, typeDense12:
+		return delta >= 0 && delta <= 0xFFF
+	case typeLongDense:
+		return true
+	}
+	return delta >= 0 && delta < int64(1)<<(8*bytesPerPointer[t])
+}
+
+// node is a decoded trie node header. Positions are absolute offsets into the file slice.
+type node struct {
+	pos        int64
+	typ        nodeType
+	flags      int   // payload bits; 0 for the types that cannot carry a payload
+	n          int   // transition range (child slots)
+	first      int   // dense: first transition byte
+	trans      int64 // sparse: offset of the transition bytes; single: offset of the byte
+	ptrs       int64 // offset of the pointer area
+	payloadPos int64 // first byte after the node, where its payload starts
+}
+
+// readNode decodes the node at pos, checking that the node itself lies inside b.
+func readNode(b []byte, pos int64) (node, error) {
+	if pos < 0 || pos >= int64(len(b)) {
+		return node{}, corruptAt(pos, "trie node position outside the file (size %d)", len(b))
+	}
+	h := b[pos]
+	nd := node{pos: pos, typ: nodeType(h >> 4), flags: int(h & 0xF)}
+	need := func(end int64) error {
+		if end > int64(len(b)) {
+			return corruptAt(pos, "%s node runs past the end of the file", nd.typ)
+		}
+		return nil
+	}
+	switch t := nd.typ; {
+	case t == typePayloadOnly:
+		nd.payloadPos = pos + 1
+	case t == typeSingleNoPayload4:
+		nd.flags, nd.n, nd.trans, nd.payloadPos = 0, 1, pos+1, pos+2
+	case t == typeSingleNoPayload12:
+		nd.flags, nd.n, nd.trans, nd.payloadPos = 0, 1, pos+2, pos+3
+	case t.isSingle():
+		nd.n, nd.trans, nd.ptrs = 1, pos+1, pos+2
+		nd.payloadPos = pos + 2 + int64(bytesPerPointer[t])
+	case t.isSparse():
+		if err := need(pos + 2); err != nil {
+			return node{}, err
+		}
+		nd.n = int(b[pos+1])
+		nd.trans = pos + 2
+		nd.ptrs = pos + 2 + int64(nd.n)
+		if t == typeSparse12 {
+			nd.payloadPos = pos + 2 + int64(5*nd.n+1)/2
+		} else {
+			nd.payloadPos = nd.ptrs + int64(nd.n*bytesPerPointer[t])
+		}
+	default: // dense
+		if err := need(pos + 3); err != nil {
+			return node{}, err
+		}
+		nd.first = int(b[pos+1])
+		nd.n = int(b[pos+2]) + 1
+		if nd.first+nd.n > 256 {
+			return node{}, corruptAt(pos, "%s node transitions run past 0xFF", t)
+		}
+		nd.ptrs = pos + 3
+		if t == typeDense12 {
+			nd.payloadPos = pos + 3 + int64(nd.n*3+1)/2
+		} else {
+			nd.payloadPos = pos + 3 + int64(nd.n*bytesPerPointer[t])
+		}
+	}
+	if err := need(nd.payloadPos); err != nil {
+		return node{}, err
+	}
+	return nd, nil
+}
+
+// transition returns the transition byte of child slot i (0 <= i < n).
+func (nd *node) transition(b []byte, i int) int {
+	if nd.typ.isDense() {
+		return nd.first + i
+	}
+	return int(b[nd.trans+int64(i)])
+}
+
+// child returns the position of child slot i (0 <= i < n), or -1 for an empty dense slot.
+// A pointer must go strictly backwards and stay inside the file.
+func (nd *node) child(b []byte, i int) (int64, error) {
+	var delta uint64
+	switch t := nd.typ; t {
+	case typeSingleNoPayload4:
+		delta = uint64(b[nd.pos] & 0xF)
+	case typeSingleNoPayload12:
+		delta = uint64(binary.BigEndian.Uint16(b[nd.pos:]) & 0xFFF)
+	case typeSparse12, typeDense12:
+		delta = uint64(read12(b, nd.ptrs, i))
+	default:
+		bpp := bytesPerPointer[t]
+		p := nd.ptrs + int64(i*bpp)
+		for _, c := range b[p : p+int64(bpp)] {
+			delta = delta<<8 | uint64(c)
+		}
+	}
+	if delta == 0 {
+		if nd.typ.isDense() {
+			return -1, nil
+		}
+		return 0, corruptAt(nd.pos, "%s node has a zero child pointer", nd.typ)
+	}
+	if delta > uint64(nd.pos) {
+		return 0, corruptAt(nd.pos, "%s node child pointer %d reaches before the file start", nd.typ, delta)
+	}
+	return nd.pos - int64(delta), nil
+}
+
+// read12 is TrieNode.read12Bits: entry i of a packed 12-bit pointer array at base.
+func read12(b []byte, base int64, i int) int {
+	w := int(binary.BigEndian.Uint16(b[base+int64(3*i/2):]))
+	if i&1 == 0 {
+		w >>= 4
+	}
+	return w & 0xFFF
+}
+
+// search finds the child slot for transition byte c, as TrieNode.search does for an exact
+// match; it returns -1 when there is none.
+func (nd *node) search(b []byte, c int) int {
+	switch {
+	case nd.n == 0:
+		return -1
+	case nd.typ.isDense():
+		i := c - nd.first
+		if i < 0 || i >= nd.n {
+			return -1
+		}
+		return i
+	case nd.typ.isSingle():
+		if int(b[nd.trans]) == c {
+			return 0
+		}
+		return -1
+	}
+	lo, hi := 0, nd.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch t := int(b[nd.trans+int64(m)]); {
+		case t == c:
+			return m
+		case t < c:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return -1
+}
+
+// readSized is SizedInts.read: a big-endian signed integer of n (1..8) bytes.
+func readSized(p []byte) int64 {
+	v := int64(int8(p[0]))
+	for _, c := range p[1:] {
+		v = v<<8 | int64(c)
+	}
+	return v
+}
+
+// nonZeroSize is SizedInts.nonZeroSize: bytes needed for v as a signed integer, at least 1.
+func nonZeroSize(v int64) int {
+	if v < 0 {
+		v = ^v
+	}
+	lz := 64
+	for u := uint64(v); u != 0; u >>= 1 {
+		lz--
+	}
+	return (64 - lz + 1 + 7) / 8
+}
+
+// appendSized is SizedInts.write.
+func appendSized(dst []byte, v int64, size int) []byte {
+	for i := size - 1; i >= 0; i-- {
+		dst = append(dst, byte(v>>(8*uint(i))))
+	}
+	return dst
+}
+
+// --- Serialization (TrieNode.typeFor / sizeofNode / serialize) ---
+
+// sizeofType is TrieNode.sizeofNode for a node of this writer.
+func sizeofType(t nodeType, n *wnode) int {
+	c := len(n.children)
+	switch {
+	case t == typePayloadOnly:
+		return 1
+	case t == typeSingleNoPayload4:
+		return 2
+	case t == typeSingleNoPayload12:
+		return 3
+	case t.isSingle():
+		return 2 + bytesPerPointer[t]
+	case t == typeSparse12:
+		return 2 + (c*5+1)/2
+	case t.isSparse():
+		return 2 + c*(1+bytesPerPointer[t])
+	}
+	r := int(n.children[c-1].transition) - int(n.children[0].transition) + 1
+	if t == typeDense12 {
+		return 3 + (r*3+1)/2
+	}
+	return 3 + r*bytesPerPointer[t]
+}
+
+// typeFor is TrieNode.typeFor: the smallest type whose pointers reach the farthest child.
+func typeFor(n *wnode, nodePos int64) nodeType {
+	c := len(n.children)
+	if c == 0 {
+		return typePayloadOnly
+	}
+	delta := n.maxPositionDelta(nodePos)
+	i := 0
+	for !singleTypes[i].fits(-delta) {
+		i++
+	}
+	if c == 1 {
+		if n.payload.set && bytesPerPointer[singleTypes[i]] == 0 {
+			i++ // the fractional singles cannot carry a payload
+		}
+		return singleTypes[i]
+	}
+	sp, de := sparseTypes[i], denseTypes[i]
+	if sizeofType(sp, n) < sizeofType(de, n) {
+		return sp
+	}
+	return de
+}
+
+// appendNodeBody is TrieNode.serialize: the node without its payload.
+func appendNodeBody(dst []byte, t nodeType, n *wnode, payloadBits int, nodePos int64) ([]byte, error) {
+	c := len(n.children)
+	delta := func(i int) (int64, error) {
+		ch := n.children[i]
+		if ch.filePos < 0 {
+			return 0, fmt.Errorf("%w: child %#x of node at %d not written", errInternal, ch.transition, nodePos)
+		}
+		d := nodePos - ch.filePos
+		if d <= 0 || !t.fits(d) {
+			return 0, fmt.Errorf("%w: pointer %d does not fit %s at %d", errInternal, d, t, nodePos)
+		}
+		return d, nil
+	}
+	head := byte(t)<<4 | byte(payloadBits&0xF)
+	switch {
+	case t == typePayloadOnly:
+		return append(dst, head), nil
+	case t == typeSingleNoPayload4:
+		d, err := delta(0)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, byte(t)<<4|byte(d), byte(n.children[0].transition)), nil
+	case t == typeSingleNoPayload12:
+		d, err := delta(0)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, byte(t)<<4|byte(d>>8&0xF), byte(d), byte(n.children[0].transition)), nil
+	case t.isSingle():
+		d, err := delta(0)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, head, byte(n.children[0].transition))
+		return appendSized(dst, d, bytesPerPointer[t]), nil
+	case t.isSparse():
+		dst = append(dst, head, byte(c))
+		for _, ch := range n.children {
+			dst = append(dst, byte(ch.transition))
+		}
+		if t != typeSparse12 {
+			for i := range c {
+				d, err := delta(i)
+				if err != nil {
+					return dst, err
+				}
+				dst = appendSized(dst, d, bytesPerPointer[t])
+			}
+			return dst, nil
+		}
+		i := 0
+		for ; i+2 <= c; i += 2 {
+			p0, err := delta(i)
+			if err != nil {
+				return dst, err
+			}
+			p1, err := delta(i + 1)
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, byte(p0>>4), byte(p0<<4)|byte(p1>>8), byte(p1))
+		}
+		if i < c {
+			d, err := delta(i)
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, byte(d>>4), byte(d<<4))
+		}
+		return dst, nil
+	}
+	// Dense: slots from the first to the last transition, 0 for absent ones.
+	l := int(n.children[0].transition)
+	r := int(n.children[c-1].transition)
+	dst = append(dst, head, byte(l), byte(r-l))
+	start, carry := l, 0
+	put := func(v int64) {
+		switch t {
+		case typeDense12:
+			if (l-start)&1 == 0 {
+				dst = append(dst, byte(v>>4))
+				carry = int(v<<4) & 0xF0
+			} else {
+				dst = append(dst, byte(carry)|byte(v>>8), byte(v))
+				carry = 0
+			}
+		default:
+			dst = appendSized(dst, v, bytesPerPointer[t])
+		}
+	}
+	for i, ch := range n.children {
+		for next := int(ch.transition); l < next; l++ {
+			put(0)
+		}
+		d, err := delta(i)
+		if err != nil {
+			return dst, err
+		}
+		put(d)
+		l++
+	}
+	if t == typeDense12 && (l-start)&1 == 1 {
+		dst = append(dst, byte(carry))
+	}
+	return dst, nil
+}

@@ -1,0 +1,158 @@
+package bti
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/sstable/encoding"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// btiFixtures returns every BTI fixture sstable.
+func btiFixtures(t *testing.T) []fixtures.SSTable {
+	t.Helper()
+	var out []fixtures.SSTable
+	for _, s := range fixtures.All(t) {
+		if s.Format == "bti" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no BTI fixtures")
+	}
+	return out
+}
+
+// expectedPosition is what Partitions.db must store for a keys.tsv row.
+func expectedPosition(k fixtures.Key) int64 {
+	if k.IndexPos >= 0 {
+		return k.IndexPos
+	}
+	return ^k.DataPos
+}
+
+func hashByte(key []byte) byte {
+	_, h1 := token.Hash3x64_128(key, 0)
+	return byte(h1)
+}
+
+func TestWalkMatchesKeysOracle(t *testing.T) {
+	for _, s := range btiFixtures(t) {
+		t.Run(s.Name, func(t *testing.T) {
+			keys := s.Keys(t)
+			p, err := OpenPartitionIndex(s.Read(t, "Partitions.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.KeyCount != int64(len(keys)) {
+				t.Errorf("key count %d, want %d", p.KeyCount, len(keys))
+			}
+			if !bytes.Equal(p.FirstKey, keys[0].Key) || !bytes.Equal(p.LastKey, keys[len(keys)-1].Key) {
+				t.Errorf("first/last %x/%x, want %x/%x", p.FirstKey, p.LastKey, keys[0].Key, keys[len(keys)-1].Key)
+			}
+			i := 0
+			err = p.Walk(func(e PartitionEntry) error {
+				if i >= len(keys) {
+					t.Fatalf("walk yields more than %d entries", len(keys))
+				}
+				k := keys[i]
+				i++
+				comparable := AppendDecoratedKey(nil, token.ByteOrdered.Token(k.Key), k.Key)
+				if !bytes.HasPrefix(comparable, e.Prefix) {
+					t.Errorf("key %x: path %x is not a prefix of %x", k.Key, e.Prefix, comparable)
+				}
+				if !e.HasHash || e.HashByte != hashByte(k.Key) {
+					t.Errorf("key %x: hash byte %#02x (has %v), want %#02x", k.Key, e.HashByte, e.HasHash, hashByte(k.Key))
+				}
+				if want := expectedPosition(k); e.Position != want {
+					t.Errorf("key %x: position %d, want %d", k.Key, e.Position, want)
+				}
+				got, ok, err := p.Lookup(comparable)
+				if err != nil || !ok || got.Position != e.Position || !bytes.Equal(got.Prefix, e.Prefix) {
+					t.Errorf("Lookup(%x) = %+v, %v, %v; want the walked entry %+v", comparable, got, ok, err, e)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i != len(keys) {
+				t.Errorf("walk yielded %d entries, want %d", i, len(keys))
+			}
+		})
+	}
+}
+
+func TestRebuildPartitionsByteIdentical(t *testing.T) {
+	for _, s := range btiFixtures(t) {
+		t.Run(s.Name, func(t *testing.T) {
+			want := s.Read(t, "Partitions.db")
+			keys := s.Keys(t)
+			var out bytes.Buffer
+			b := NewPartitionIndexBuilder(&out)
+			for _, k := range keys {
+				c := AppendDecoratedKey(nil, token.ByteOrdered.Token(k.Key), k.Key)
+				if err := b.Add(c, hashByte(k.Key), expectedPosition(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			size, err := b.Finish(keys[0].Key, keys[len(keys)-1].Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if size != int64(out.Len()) || !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("rebuilt Partitions.db differs:\n got %x\nwant %x", out.Bytes(), want)
+			}
+		})
+	}
+}
+
+func TestLookupMisses(t *testing.T) {
+	s := btiFixtures(t)[0]
+	p, err := OpenPartitionIndex(s.Read(t, "Partitions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range [][]byte{[]byte("5"), []byte("/"), {}} {
+		c := AppendDecoratedKey(nil, token.ByteOrdered.Token(key), key)
+		if e, ok, err := p.Lookup(c); err != nil || ok {
+			t.Errorf("Lookup(%x) = %+v, %v, %v; want a miss", c, e, ok, err)
+		}
+	}
+	// A longer key under an existing leaf is a candidate: the trie keeps prefixes only.
+	key := []byte("0x")
+	c := AppendDecoratedKey(nil, token.ByteOrdered.Token(key), key)
+	if _, ok, err := p.Lookup(c); err != nil || !ok {
+		t.Errorf("Lookup(%x): want a prefix candidate, got %v, %v", c, ok, err)
+	}
+}
+
+func TestOpenPartitionIndexRejectsBadFooters(t *testing.T) {
+	good := btiFixtures(t)[0].Read(t, "Partitions.db")
+	f := len(good) - footerSize
+	mutate := func(off int, v int64) []byte {
+		b := bytes.Clone(good)
+		copy(b[off:], encoding.AppendI64(nil, v))
+		return b
+	}
+	for name, b := range map[string][]byte{
+		"short":               good[:10],
+		"firstKeyPos past":    mutate(f, int64(f+1)),
+		"firstKeyPos zero":    mutate(f, 0),
+		"negative count":      mutate(f+8, -1),
+		"root past trie":      mutate(f+16, int64(f)),
+		"negative root":       mutate(f+16, -5),
+		"key past footer":     append(bytes.Clone(good[:f-1]), good[f:]...),
+		"extra bytes in keys": mutate(f, int64(f-7)),
+	} {
+		if _, err := OpenPartitionIndex(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: err = %v, want ErrCorrupt", name, err)
+		}
+		var oe *encoding.OffsetError
+		if _, err := OpenPartitionIndex(b); !errors.As(err, &oe) {
+			t.Errorf("%s: err %v carries no offset", name, err)
+		}
+	}
+}

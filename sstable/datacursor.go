@@ -1,0 +1,124 @@
+package sstable
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluicedb/sluice/sstable/compress"
+)
+
+// dataCursor reads uncompressed Data.db bytes at non-decreasing positions with one sequential
+// pass over the chunks: each chunk is read, CRC-checked and decompressed exactly once. It lets
+// a verifier walk the partition index and Data.db in lockstep instead of decompressing a chunk
+// again for every partition that starts in it.
+//
+// A chunk that fails its check is reported through onBad and skipped; reads that need its bytes
+// fail with that chunk's error, and the pass continues with the next chunk.
+type dataCursor struct {
+	r     *compress.Reader
+	sc    *compress.Scanner
+	next  int // index of the next chunk the scanner will produce
+	total int
+
+	// window holds uncompressed bytes [winStart, winStart+len(window)). It is the current chunk,
+	// or a copy spanning several chunks when a read crossed a boundary.
+	window        []byte
+	winStart      int64
+	windowIsCarry bool
+	carry         []byte
+
+	badChunk int   // the last chunk that failed, -1 if none
+	badErr   error // its error
+	onBad    func(chunk int, err error)
+}
+
+func newDataCursor(r *compress.Reader, onBad func(int, error)) *dataCursor {
+	c := &dataCursor{r: r, total: r.ChunkCount(), badChunk: -1, onBad: onBad}
+	c.sc = r.NewScanner(0, c.total)
+	return c
+}
+
+// advance decodes the next chunk into the window. With keep, the chunk's bytes are appended to
+// the window (copied into the carry buffer, since the scanner reuses its output) so that one
+// read can span a chunk boundary.
+func (c *dataCursor) advance(keep bool) error {
+	if keep && len(c.window) > 0 && !c.windowIsCarry {
+		c.carry = append(c.carry[:0], c.window...)
+		c.window, c.windowIsCarry = c.carry, true
+	}
+	for {
+		if c.next >= c.total {
+			return errEndOfData
+		}
+		if c.sc.Next() {
+			c.next = c.sc.Chunk() + 1
+			start, b := c.sc.Offset(), c.sc.Bytes()
+			if keep && c.windowIsCarry && c.winStart+int64(len(c.window)) == start {
+				c.carry = append(c.carry, b...)
+				c.window = c.carry
+			} else {
+				c.window, c.winStart, c.windowIsCarry = b, start, false
+			}
+			return nil
+		}
+		err := c.sc.Err()
+		if err == nil {
+			return errEndOfData
+		}
+		failed := c.next
+		var ce *compress.ChunkError
+		if errors.As(err, &ce) {
+			failed = ce.Chunk
+		}
+		c.badChunk, c.badErr = failed, err
+		if c.onBad != nil {
+			c.onBad(failed, err)
+		}
+		// Go on after the bad chunk; what the window held is no longer contiguous.
+		c.next = failed + 1
+		c.window, c.windowIsCarry = nil, false
+		c.sc = c.r.NewScanner(c.next, c.total)
+		if keep {
+			return err
+		}
+	}
+}
+
+var errEndOfData = errors.New("past the end of Data.db")
+
+// bytesAt returns n uncompressed bytes at pos. pos must not be below the previous call's pos.
+// The result is valid until the next call.
+func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
+	if pos < 0 || n < 0 || pos+int64(n) > c.r.DataLength() {
+		return nil, fmt.Errorf("bytes [%d, %d) outside Data.db's %d uncompressed bytes", pos, pos+int64(n), c.r.DataLength())
+	}
+	want := int(pos / int64(c.r.ChunkLength()))
+	// Move forward to the chunk holding pos; chunks skipped on the way are still checked.
+	for c.window == nil || pos >= c.winStart+int64(len(c.window)) {
+		if c.next > want {
+			if c.badChunk == want {
+				return nil, c.badErr
+			}
+			return nil, fmt.Errorf("internal: position %d is behind the data cursor", pos)
+		}
+		if err := c.advance(false); err != nil {
+			return nil, err
+		}
+	}
+	if pos < c.winStart {
+		return nil, fmt.Errorf("internal: read at %d behind the cursor at %d", pos, c.winStart)
+	}
+	for pos+int64(n) > c.winStart+int64(len(c.window)) {
+		if err := c.advance(true); err != nil {
+			return nil, err
+		}
+	}
+	off := int(pos - c.winStart)
+	return c.window[off : off+n], nil
+}
+
+// drain checks every chunk not read yet.
+func (c *dataCursor) drain() {
+	for c.advance(false) == nil {
+	}
+}

@@ -1,0 +1,59 @@
+package sstable
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/sluicedb/sluice/sstable/bigindex"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// Partition is one entry of the partition index, delivered in partitioner order.
+type Partition struct {
+	Ordinal  int64
+	Key      []byte      // valid only during the callback
+	Token    token.Token // for ByteOrdered its Bytes alias Key
+	Position int64       // uncompressed Data.db offset of the partition header
+	IndexPos int64       // Index.db / Rows.db offset of the entry; -1 for a BTI partition without row index
+	Promoted []byte      // BIG promoted index, verbatim (nil when none); valid only during the callback
+}
+
+// indexBufferSize is the Index.db read buffer: big enough that reads are few, small enough to
+// keep a scan's memory independent of the index size.
+const indexBufferSize = 1 << 20
+
+// ScanPartitions calls fn for every partition in index order. It reads only the index
+// components (and, for BTI partitions without a row index, the key at their Data.db position);
+// it never reads rows. The Partition passed to fn is reused between calls.
+func (t *Table) ScanPartitions(fn func(p *Partition) error) error {
+	if t.Desc.Version.Format == version.BTI {
+		return t.scanBTI(fn)
+	}
+	return t.scanBig(fn)
+}
+
+func (t *Table) scanBig(fn func(p *Partition) error) error {
+	path := t.Path(descriptor.Index)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMissingComponent, err)
+	}
+	defer f.Close()
+	sc := bigindex.NewScanner(f, indexBufferSize)
+	var p Partition
+	for sc.Next() {
+		e := sc.Entry()
+		p.Key = e.Key
+		p.Token = t.Partitioner.Token(e.Key)
+		p.Position = e.Position
+		p.IndexPos = e.Offset
+		p.Promoted = e.Promoted
+		if err := fn(&p); err != nil {
+			return err
+		}
+		p.Ordinal++
+	}
+	return fileErr(path, sc.Err())
+}

@@ -1,0 +1,77 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	"github.com/sluicedb/sluice/sstable/bti"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+)
+
+// readBTIIndex loads Partitions.db and Rows.db. Both are read whole: they hold only keys,
+// trie nodes and row-index blocks, a small fraction of Data.db.
+func (t *Table) readBTIIndex() (*bti.PartitionIndex, []byte, error) {
+	ppath, rpath := t.Path(descriptor.Partitions), t.Path(descriptor.Rows)
+	pb, err := os.ReadFile(ppath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrMissingComponent, err)
+	}
+	rb, err := os.ReadFile(rpath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrMissingComponent, err)
+	}
+	pi, err := bti.OpenPartitionIndex(pb)
+	if err != nil {
+		return nil, nil, fileErr(ppath, err)
+	}
+	return pi, rb, nil
+}
+
+// scanBTI walks Partitions.db in order. A partition with a row index has its key and Data.db
+// position in its Rows.db entry; one without has only a Data.db position in the trie, so its key
+// is read from the partition header there (one sequential pass, each chunk decoded once).
+func (t *Table) scanBTI(fn func(p *Partition) error) error {
+	pi, rows, err := t.readBTIIndex()
+	if err != nil {
+		return err
+	}
+	return t.walkBTI(pi, rows, func(p *Partition, _ bti.PartitionEntry) error { return fn(p) })
+}
+
+func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partition, e bti.PartitionEntry) error) error {
+	ppath, rpath := t.Path(descriptor.Partitions), t.Path(descriptor.Rows)
+	var p Partition
+	var hdr [2]byte
+	var keyBuf []byte
+	err := pi.Walk(func(e bti.PartitionEntry) error {
+		if pos, direct := e.DataPosition(); direct {
+			p.Position, p.IndexPos = pos, -1
+			if _, err := t.Data.ReadAt(hdr[:], pos); err != nil {
+				return fileErrf(t.Path(descriptor.Data), "key of partition %d at position %d (from Partitions.db): %w", p.Ordinal, pos, err)
+			}
+			n := int(binary.BigEndian.Uint16(hdr[:]))
+			keyBuf = append(keyBuf[:0], make([]byte, n)...)
+			if _, err := t.Data.ReadAt(keyBuf, pos+2); err != nil {
+				return fileErrf(t.Path(descriptor.Data), "key of partition %d at position %d (from Partitions.db): %w", p.Ordinal, pos, err)
+			}
+			p.Key = keyBuf
+		} else {
+			re, err := bti.ReadRowIndexEntry(rows, e.Position)
+			if err != nil {
+				return fileErr(rpath, fmt.Errorf("partition %d (from Partitions.db): %w", p.Ordinal, err))
+			}
+			p.Key, p.Position, p.IndexPos = re.Key, re.DataPosition, e.Position
+		}
+		p.Token = t.Partitioner.Token(p.Key)
+		if err := fn(&p, e); err != nil {
+			return err
+		}
+		p.Ordinal++
+		return nil
+	})
+	if err != nil {
+		return fileErr(ppath, err)
+	}
+	return nil
+}
