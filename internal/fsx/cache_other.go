@@ -1,0 +1,27 @@
+//go:build !linux
+
+package fsx
+
+import (
+	"errors"
+	"os"
+)
+
+// EvictPageCache fsyncs f; this platform has no way to drop its cached pages, so it then
+// returns an error wrapping errors.ErrUnsupported.
+func EvictPageCache(f *os.File) error {
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return &os.PathError{Op: "evict", Path: f.Name(), Err: errors.ErrUnsupported}
+}
+
+// ResidentBytes is not available on this platform.
+func ResidentBytes(f *os.File) (int64, error) {
+	return 0, &os.PathError{Op: "mincore", Path: f.Name(), Err: errors.ErrUnsupported}
+}
+
+// FreeBytes is not available on this platform.
+func FreeBytes(dir string) (int64, error) {
+	return 0, &os.PathError{Op: "statfs", Path: dir, Err: errors.ErrUnsupported}
+}

@@ -1,0 +1,402 @@
+package fsx
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// TempPrefix starts the name of every file an Install creates before Commit publishes it.
+// Nothing else in a data directory may use it: CleanLeftovers deletes such files.
+const TempPrefix = ".sluice-tmp-"
+
+// intentSuffix ends the name of an install's intent record, TempPrefix+id+intentSuffix.
+const intentSuffix = ".intent"
+
+// intentHeader and intentTrailer frame an intent record; a record without the trailer was torn
+// by a crash while it was written, before any rename. The trailer holds a '/', so it cannot be
+// a file name.
+const (
+	intentHeader  = "sluice-install 1"
+	intentTrailer = "/end"
+)
+
+// Install publishes a set of files in one directory so that a reader, even after a crash,
+// sees either none of them under their final names or all of them complete (the hashicorp/raft
+// file_snapshot discipline). Use it from one goroutine:
+//
+//	in, err := NewInstall(dir, "nb-1-big-TOC.txt")
+//	defer in.Abort() // no-op after a successful Commit
+//	f, err := in.Create("nb-1-big-Data.db") // write through f; do not Close it
+//	...
+//	err = in.Commit()
+//
+// The crash-consistency argument, step by step (Commit):
+//
+//  1. Every file is written under TempPrefix+id+"-"+name, then fsynced and closed, so its
+//     bytes are durable before any final name can point at them.
+//  2. An intent record (TempPrefix+id+".intent": the final names in rename order, then a
+//     trailer) is written and fsynced, and the directory is fsynced, so the record is durable
+//     before the first rename. A crash up to here leaves only TempPrefix files.
+//  3. Every file but the last is renamed to its final name with RENAME_NOREPLACE, so an
+//     existing file is never replaced and every final name the record lists whose temporary
+//     is gone was made by this install. The directory is fsynced.
+//  4. The last file (the marker, normally TOC.txt) is renamed and the directory fsynced. Step
+//     3's fsync makes every other rename durable first, so a durable marker implies a durable,
+//     complete set, on any POSIX file system and not only on those that journal in order.
+//  5. The intent record is removed.
+//
+// A crash between 2 and 5 leaves the record. CleanLeftovers, run at start-up before any
+// Install in the directory, reads it: if the marker exists and its temporary does not, the
+// install completed and only the leftovers go; otherwise each listed final name whose
+// temporary is gone is removed (it is a partial set of this install), and then every
+// TempPrefix file. Readers that trust only marked sets never see a partial one, and after
+// CleanLeftovers no final-named partial set remains.
+//
+// A failure inside Commit rolls back the same way in process: renamed finals are removed and
+// the directory fsynced before the intent record is removed, so a crash during the rollback
+// still leaves a record describing what to undo.
+type Install struct {
+	dir    string
+	id     string
+	marker string
+	files  []*installFile
+	done   bool
+
+	// beforeRename, when set by tests, runs before each rename with the final name; an error
+	// fails Commit at that point.
+	beforeRename func(name string) error
+}
+
+type installFile struct {
+	name, tmp string
+	f         *os.File
+	renamed   bool
+}
+
+// NewInstall starts an install into dir. marker is the final name renamed last (the TOC);
+// with "" the last created file is renamed last.
+func NewInstall(dir, marker string) (*Install, error) {
+	if marker != "" {
+		if err := checkName(marker); err != nil {
+			return nil, err
+		}
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	return &Install{dir: dir, id: hex.EncodeToString(b[:]), marker: marker}, nil
+}
+
+// Dir returns the install's directory.
+func (in *Install) Dir() string { return in.dir }
+
+// Create creates the file that Commit will publish as name, under its temporary name, open for
+// reading and writing. The Install owns the returned file and closes it; the caller only reads
+// and writes it (including with CloneRange, CopyRange, Mover.Move and SpliceToFile). It fails
+// with an error wrapping fs.ErrExist if name already exists in the directory.
+func (in *Install) Create(name string) (*os.File, error) {
+	if in.done {
+		return nil, ErrInstallDone
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	for _, f := range in.files {
+		if f.name == name {
+			return nil, fmt.Errorf("%w: %q created twice", ErrBadName, name)
+		}
+	}
+	final := filepath.Join(in.dir, name)
+	if _, err := os.Lstat(final); err == nil {
+		return nil, &os.PathError{Op: "install", Path: final, Err: fs.ErrExist}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	tmp := filepath.Join(in.dir, TempPrefix+in.id+"-"+name)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	in.files = append(in.files, &installFile{name: name, tmp: tmp, f: f})
+	return f, nil
+}
+
+// Commit makes the created files durable and publishes them under their final names, the
+// marker last, as described on Install. On failure it rolls back (removes whatever it had
+// published and every temporary) and returns the error joined with any rollback error.
+func (in *Install) Commit() error {
+	if in.done {
+		return ErrInstallDone
+	}
+	in.done = true
+	order, err := in.renameOrder()
+	if err != nil {
+		return errors.Join(err, in.rollback())
+	}
+	if err := in.commit(order); err != nil {
+		return errors.Join(err, in.rollback())
+	}
+	// The set is durable and complete. If removing the record fails, CleanLeftovers finds the
+	// marker in place and only removes the record, so the install has still succeeded.
+	_ = os.Remove(in.intentPath())
+	return nil
+}
+
+func (in *Install) commit(order []*installFile) error {
+	for _, f := range in.files {
+		if err := f.f.Sync(); err != nil {
+			return err
+		}
+		if err := f.f.Close(); err != nil {
+			return err
+		}
+		f.f = nil
+	}
+	if err := in.writeIntent(order); err != nil {
+		return err
+	}
+	if err := syncDir(in.dir); err != nil {
+		return err
+	}
+	for i, f := range order {
+		if i == len(order)-1 {
+			// Everything before the marker must be durable before the marker can be.
+			if err := syncDir(in.dir); err != nil {
+				return err
+			}
+		}
+		if in.beforeRename != nil {
+			if err := in.beforeRename(f.name); err != nil {
+				return err
+			}
+		}
+		if err := renameNoReplace(f.tmp, filepath.Join(in.dir, f.name)); err != nil {
+			return err
+		}
+		f.renamed = true
+	}
+	return syncDir(in.dir)
+}
+
+// renameOrder puts the marker last, keeping creation order otherwise.
+func (in *Install) renameOrder() ([]*installFile, error) {
+	if len(in.files) == 0 {
+		return nil, fmt.Errorf("fsx: install into %s: no files", in.dir)
+	}
+	if in.marker == "" {
+		return in.files, nil
+	}
+	order := make([]*installFile, 0, len(in.files))
+	var marker *installFile
+	for _, f := range in.files {
+		if f.name == in.marker {
+			marker = f
+			continue
+		}
+		order = append(order, f)
+	}
+	if marker == nil {
+		return nil, fmt.Errorf("fsx: install into %s: marker %q was not created", in.dir, in.marker)
+	}
+	return append(order, marker), nil
+}
+
+func (in *Install) intentPath() string {
+	return filepath.Join(in.dir, TempPrefix+in.id+intentSuffix)
+}
+
+func (in *Install) writeIntent(order []*installFile) error {
+	var b bytes.Buffer
+	b.WriteString(intentHeader + "\n")
+	for _, f := range order {
+		b.WriteString(f.name + "\n")
+	}
+	b.WriteString(intentTrailer + "\n")
+	f, err := os.OpenFile(in.intentPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// Abort discards the install: it closes and removes every temporary (and, after a failed
+// Commit, whatever that had published). It is a no-op after a successful Commit or a previous
+// Abort, so `defer in.Abort()` is the usual pattern.
+func (in *Install) Abort() error {
+	if in.done {
+		return nil
+	}
+	in.done = true
+	return in.rollback()
+}
+
+// rollback undoes an unfinished install: renamed finals first and durably, then the intent
+// record, then temporaries, so that at every instant a crash leaves either a record that
+// describes what to undo or nothing to undo.
+func (in *Install) rollback() error {
+	var errs []error
+	renamed := false
+	for _, f := range in.files {
+		if f.f != nil {
+			errs = append(errs, f.f.Close())
+			f.f = nil
+		}
+		if f.renamed {
+			errs = append(errs, removeIfExists(filepath.Join(in.dir, f.name)))
+			renamed = true
+		}
+	}
+	if renamed {
+		errs = append(errs, syncDir(in.dir))
+	}
+	errs = append(errs, removeIfExists(in.intentPath()))
+	for _, f := range in.files {
+		if !f.renamed {
+			errs = append(errs, removeIfExists(f.tmp))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CleanLeftovers removes what interrupted installs left in dir and returns the removed base
+// names: the final-named files of an install that crashed before its marker was durable, then
+// every TempPrefix file. Call it at start-up, before any Install in dir begins: it cannot tell
+// a running install's temporaries from a dead one's.
+func CleanLeftovers(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	remove := func(name string) error {
+		if err := removeIfExists(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		removed = append(removed, name)
+		return nil
+	}
+	// Partial sets first, while their records and temporaries still say what is ours.
+	for _, e := range entries {
+		id, ok := intentID(e.Name())
+		if !ok {
+			continue
+		}
+		names, err := readIntent(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return removed, err
+		}
+		if len(names) == 0 || installComplete(dir, id, names[len(names)-1]) {
+			continue
+		}
+		for _, name := range names {
+			if exists(filepath.Join(dir, name)) && !exists(filepath.Join(dir, TempPrefix+id+"-"+name)) {
+				if err := remove(name); err != nil {
+					return removed, err
+				}
+			}
+		}
+	}
+	if len(removed) > 0 {
+		// The partial sets must be gone durably before their records go.
+		if err := syncDir(dir); err != nil {
+			return removed, err
+		}
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), TempPrefix) {
+			if err := remove(e.Name()); err != nil {
+				return removed, err
+			}
+		}
+	}
+	if len(removed) > 0 {
+		return removed, syncDir(dir)
+	}
+	return removed, nil
+}
+
+// installComplete reports whether the marker was published: its final name exists and its
+// temporary does not (a final name with the temporary still present is someone else's).
+func installComplete(dir, id, marker string) bool {
+	return exists(filepath.Join(dir, marker)) && !exists(filepath.Join(dir, TempPrefix+id+"-"+marker))
+}
+
+// intentID returns the install id of an intent record's name.
+func intentID(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, TempPrefix)
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutSuffix(rest, intentSuffix)
+	if !ok || id == "" || strings.ContainsAny(id, "-.") {
+		return "", false
+	}
+	return id, true
+}
+
+// readIntent returns the final names of an intent record, or none for a torn record (written
+// before any rename, so nothing was published).
+func readIntent(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseIntent(data), nil
+}
+
+// parseIntent parses an intent record; anything but a complete, well-formed record yields nil.
+func parseIntent(data []byte) []string {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	if !sc.Scan() || sc.Text() != intentHeader {
+		return nil
+	}
+	var names []string
+	for sc.Scan() {
+		line := sc.Text()
+		if line == intentTrailer {
+			if len(data) == 0 || data[len(data)-1] != '\n' || sc.Scan() {
+				return nil
+			}
+			return names
+		}
+		if checkName(line) != nil {
+			return nil
+		}
+		names = append(names, line)
+	}
+	return nil
+}
+
+// checkName accepts a plain file name that an Install may publish.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\n\x00") ||
+		strings.HasPrefix(name, TempPrefix) {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

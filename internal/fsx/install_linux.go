@@ -1,0 +1,37 @@
+package fsx
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// renameNoReplace renames without replacing an existing target (renameat2 RENAME_NOREPLACE).
+// File systems without the flag (EINVAL) get a check-then-rename, which is racy but only
+// against another writer choosing the same final name, which sstable generations rule out.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errnoIn(err, unix.EINVAL, unix.ENOSYS) {
+		if _, serr := os.Lstat(to); serr == nil {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+		} else if !errors.Is(serr, fs.ErrNotExist) {
+			return serr
+		}
+		return os.Rename(from, to)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making the creations, renames and removals in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}

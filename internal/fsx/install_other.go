@@ -1,0 +1,34 @@
+//go:build !linux
+
+package fsx
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"runtime"
+)
+
+// renameNoReplace checks, then renames: portable, and racy only against another writer
+// choosing the same final name.
+func renameNoReplace(from, to string) error {
+	if _, err := os.Lstat(to); err == nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(from, to)
+}
+
+// syncDir fsyncs a directory where the platform allows it. Windows cannot open a directory for
+// syncing and makes renames durable on its own terms, so there it is skipped.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
