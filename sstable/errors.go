@@ -25,8 +25,10 @@ func fileErr(file string, err error) error {
 	if err == nil {
 		return nil
 	}
+	// The innermost file is the one to blame: a Rows.db failure found while walking
+	// Partitions.db stays a Rows.db failure.
 	var fe *FileError
-	if errors.As(err, &fe) && fe.File == file {
+	if errors.As(err, &fe) {
 		return err
 	}
 	return &FileError{File: file, Err: err}

@@ -156,3 +156,18 @@ func (f *Filter) AppendOld(b []byte) []byte {
 	}
 	return b
 }
+
+// Equal reports whether two filters have the same hash count and bits. A verifier rebuilds the
+// filter of an sstable's keys with the file's sizes and compares: Cassandra sets exactly the
+// keys' bits, so any other difference is damage.
+func (f *Filter) Equal(o *Filter) bool {
+	if f.HashCount != o.HashCount || len(f.Words) != len(o.Words) {
+		return false
+	}
+	for i, w := range f.Words {
+		if o.Words[i] != w {
+			return false
+		}
+	}
+	return true
+}
