@@ -277,6 +277,8 @@ func (v *verifier) checkIndexAndData() {
 		extended  = newRowChecker(v)
 		dataLen   = t.DataLength()
 		partStart int64
+		promoted  []byte // the previous partition's promoted index, copied
+		hasProm   bool
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
 		at := p.IndexPos
@@ -299,9 +301,10 @@ func (v *verifier) checkIndexAndData() {
 		} else if p.Position > prevPos {
 			// Extended: the previous partition is complete now that its end is known.
 			if count > 0 {
-				extended.partition(cur, partStart, p.Position)
+				extended.partition(cur, partStart, p.Position, promotedOrNil(promoted, hasProm))
 			}
 			partStart = p.Position
+			promoted, hasProm = append(promoted[:0], p.Promoted...), p.Promoted != nil
 			v.checkKeyAt(cur, p)
 		}
 		if filter != nil {
@@ -365,7 +368,7 @@ func (v *verifier) checkIndexAndData() {
 		v.addErr(file, err)
 	}
 	if count > 0 && prevPos < dataLen {
-		extended.partition(cur, partStart, dataLen)
+		extended.partition(cur, partStart, dataLen, promotedOrNil(promoted, hasProm))
 		sizes.Add(dataLen - prevPos)
 	}
 	cur.drain()
@@ -491,4 +494,11 @@ func (v *verifier) checkSummary() {
 	for _, m := range mism {
 		v.add(path, -1, "sample %d (Index.db offset %d): %s", m.Sample, m.IndexOffset, m.What)
 	}
+}
+
+func promotedOrNil(b []byte, has bool) []byte {
+	if !has {
+		return nil
+	}
+	return b
 }

@@ -16,6 +16,7 @@ type rowChecker struct {
 	table *schema.Table
 	cur   rows.Cursor
 	rows  int64
+	spans []unfilteredSpan
 }
 
 func newRowChecker(v *verifier) *rowChecker {
@@ -30,8 +31,9 @@ func newRowChecker(v *verifier) *rowChecker {
 	return &rowChecker{v: v, table: table}
 }
 
-// partition checks the partition occupying uncompressed Data.db bytes [start, end).
-func (rc *rowChecker) partition(cur *dataCursor, start, end int64) {
+// partition checks the partition occupying uncompressed Data.db bytes [start, end), and its
+// BIG promoted index when it has one.
+func (rc *rowChecker) partition(cur *dataCursor, start, end int64, promoted []byte) {
 	if rc.table == nil {
 		return
 	}
@@ -47,14 +49,30 @@ func (rc *rowChecker) partition(cur *dataCursor, start, end int64) {
 	if st := rc.cur.Static(); err == nil && st != nil && len(st.Columns) > 0 {
 		rc.rows++ // compact tables without clustering keep their values in the static row
 	}
+	rc.spans = rc.spans[:0]
 	for err == nil && rc.cur.Next() {
 		rc.rows++
+		if promoted != nil {
+			s, _ := rc.cur.Span()
+			var cl [][]byte
+			if rc.cur.Kind() == rows.KindRow {
+				cl = rc.cur.Row().Clustering
+			} else {
+				cl = rc.cur.Marker().Values
+			}
+			rc.spans = append(rc.spans, unfilteredSpan{start: int64(s), clustering: append([][]byte(nil), cl...)})
+		}
 	}
 	if err == nil {
 		err = rc.cur.Err()
 	}
 	if err == nil && !rc.cur.Done() {
 		err = errors.New("partition ends without its end-of-partition marker")
+	}
+	if err == nil && promoted != nil {
+		if perr := rc.checkPromoted(promoted, rc.spans, rc.cur.HeaderSize(), end-start); perr != nil {
+			rc.v.add(rc.v.t.Path(descriptor.Index), -1, "promoted index of the partition at uncompressed position %d: %v", start, perr)
+		}
 	}
 	if err != nil {
 		var ce *rows.CorruptError

@@ -17,9 +17,14 @@ import (
 // DefaultChunkLength is CompressionParams.DEFAULT_CHUNK_LENGTH (4.0+).
 const DefaultChunkLength = 16384
 
-// inFlight is how many full chunks may wait for or sit in the compression worker while the
+// inFlight is how many full batches may wait for or sit in the compression worker while the
 // caller fills the next one.
 const inFlight = 2
+
+// batchBytes is the uncompressed size of a batch of chunks handed to the worker at once. A
+// handoff costs a goroutine wake-up, so batching several small chunks keeps that cost (and
+// the number of writes to the underlying io.Writer) well below the cost of compressing them.
+const batchBytes = 256 << 10
 
 // WriterOptions configures a Writer. The zero value of each field is its default.
 type WriterOptions struct {
@@ -53,9 +58,9 @@ type Result struct {
 }
 
 // Writer turns uncompressed bytes into a Data.db written to an io.Writer, chunk by chunk, as
-// CompressedSequentialWriter (or ChecksummedSequentialWriter when uncompressed) does. Full
-// chunks are compressed and written on a worker goroutine, in order, while the caller fills
-// the next one.
+// CompressedSequentialWriter (or ChecksummedSequentialWriter when uncompressed) does. Batches
+// of full chunks are compressed and written on a worker goroutine, in order, while the caller
+// fills the next batch.
 //
 // A Writer is not safe for concurrent use. Close must be called, also after an error, to stop
 // the worker. The Writer never closes w.
@@ -64,6 +69,7 @@ type Writer struct {
 	codec       Codec // nil when uncompressed
 	opts        WriterOptions
 	chunkLength int
+	batch       int // bytes per batch: a whole number of chunks
 	rawAt       int // maxCompressedLength
 	position    int64
 	closed      bool
@@ -83,9 +89,10 @@ type Writer struct {
 	digest     uint32
 }
 
+// chunkJob is one batch: the uncompressed bytes of consecutive chunks, and their records.
 type chunkJob struct {
-	buf []byte // uncompressed; capacity chunkLength + CRCLength, so a raw chunk gets its CRC in place
-	out []byte // compressed chunk and CRC
+	buf []byte // uncompressed
+	out []byte // the batch's on-disk records (compressed files only)
 }
 
 // NewWriter returns a Writer that writes Data.db to w.
@@ -123,13 +130,15 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 		}
 		wr.rawAt = int(MaxCompressedLength(wr.chunkLength, r))
 	}
+	chunks := max(1, batchBytes/wr.chunkLength)
+	wr.batch = chunks * wr.chunkLength
 	wr.jobs = make(chan *chunkJob, inFlight)
 	wr.free = make(chan *chunkJob, inFlight+1)
 	wr.done = make(chan struct{})
 	for range inFlight + 1 {
-		j := &chunkJob{buf: make([]byte, 0, wr.chunkLength+CRCLength)}
+		j := &chunkJob{buf: make([]byte, 0, wr.batch)}
 		if wr.codec != nil {
-			j.out = make([]byte, 0, wr.codec.Bound(wr.chunkLength)+CRCLength)
+			j.out = make([]byte, 0, chunks*(wr.codec.Bound(wr.chunkLength)+CRCLength))
 		}
 		wr.free <- j
 	}
@@ -152,12 +161,12 @@ func (w *Writer) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		buf := w.cur.buf
-		k := copy(buf[len(buf):w.chunkLength], p)
+		k := copy(buf[len(buf):w.batch], p)
 		w.cur.buf = buf[:len(buf)+k]
 		p = p[k:]
 		written += k
 		w.position += int64(k)
-		if len(w.cur.buf) == w.chunkLength {
+		if len(w.cur.buf) == w.batch {
 			w.jobs <- w.cur
 			w.cur = <-w.free
 			if err := w.failure(); err != nil {
@@ -180,7 +189,7 @@ func (w *Writer) work() {
 	failed := false
 	for j := range w.jobs {
 		if !failed {
-			if err := w.writeChunk(j); err != nil {
+			if err := w.writeBatch(j); err != nil {
 				failed = true
 				w.mu.Lock()
 				w.err = err
@@ -192,30 +201,40 @@ func (w *Writer) work() {
 	}
 }
 
-func (w *Writer) writeChunk(j *chunkJob) error {
-	var rec []byte
-	switch {
-	case w.codec == nil:
-		w.crcs = append(w.crcs, crc32.ChecksumIEEE(j.buf))
-		rec = j.buf
-	default:
-		out, err := w.codec.Compress(j.out[:0], j.buf)
-		if err != nil {
+// writeBatch encodes the chunks of one batch and writes them with one call. Only the batch
+// Close hands over can end with a short chunk, or be empty: then it is one empty chunk.
+func (w *Writer) writeBatch(j *chunkJob) error {
+	if w.codec == nil {
+		for off := 0; off < len(j.buf) || off == 0; off += w.chunkLength {
+			w.crcs = append(w.crcs, crc32.ChecksumIEEE(j.buf[off:min(off+w.chunkLength, len(j.buf))]))
+		}
+		return w.emit(j.buf)
+	}
+	out := j.out[:0]
+	for off := 0; off < len(j.buf) || off == 0; off += w.chunkLength {
+		chunk := j.buf[off:min(off+w.chunkLength, len(j.buf))]
+		start := len(out)
+		var err error
+		if out, err = w.codec.Compress(out, chunk); err != nil {
 			return fmt.Errorf("compress chunk %d: %w", len(w.offsets), err)
 		}
-		j.out = out
-		rec = out
-		if len(out) >= w.rawAt {
+		if len(out)-start >= w.rawAt {
 			// CASSANDRA-10520: store the raw buffer; a short last chunk is zero-padded to
 			// rawAt so that its length still says "raw" (FORMAT §2.2).
-			rec = j.buf
-			if pad := w.rawAt - len(rec); pad > 0 {
-				rec = append(rec, make([]byte, pad)...)
+			out = append(out[:start], chunk...)
+			if pad := w.rawAt - len(chunk); pad > 0 {
+				out = append(out, make([]byte, pad)...)
 			}
 		}
-		rec = binary.BigEndian.AppendUint32(rec, crc32.ChecksumIEEE(rec))
-		w.offsets = append(w.offsets, w.fileLength)
+		out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[start:]))
+		w.offsets = append(w.offsets, w.fileLength+int64(start))
 	}
+	j.out = out
+	return w.emit(out)
+}
+
+// emit writes a batch's records and folds them into the digest.
+func (w *Writer) emit(rec []byte) error {
 	if _, err := w.w.Write(rec); err != nil {
 		return err
 	}

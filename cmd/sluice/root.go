@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func newRootCmd() *cobra.Command {
+	var logLevel, logFormat string
+	root := &cobra.Command{
+		Use:   "sluice",
+		Short: "Move partial Cassandra sstables without re-serialising a row",
+		Long: `sluice reads, verifies, writes and splits Apache Cassandra sstables (BIG md me nb nc oa,
+BTI da) byte-compatibly, and moves token ranges of them by copying compressed chunks verbatim.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return setupLogging(cmd.ErrOrStderr(), logLevel, logFormat)
+		},
+	}
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console, json")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newSSTableCmd())
+	return root
+}
+
+// setupLogging configures the global zerolog logger: a human console writer on a TTY, JSON
+// lines otherwise (so logs from a node under a supervisor stay machine-readable).
+func setupLogging(w io.Writer, level, format string) error {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		return usagef("--log-level %q: want trace, debug, info, warn or error", level)
+	}
+	zerolog.SetGlobalLevel(lvl)
+	var out io.Writer = w
+	switch format {
+	case "auto":
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+		}
+	case "console":
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
+	case "json":
+	default:
+		return usagef("--log-format %q: want auto, console or json", format)
+	}
+	logger = zerolog.New(out).With().Timestamp().Logger()
+	return nil
+}
+
+// logger is the process logger, set up before any command runs.
+var logger = zerolog.New(os.Stderr).With().Timestamp().Logger()
+
+// exactArgs is cobra.ExactArgs with a usage error (exit 2).
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s: want %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) != 0 {
+		return usagef("%s: unexpected arguments %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
