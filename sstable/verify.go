@@ -276,9 +276,7 @@ func (v *verifier) checkIndexAndData() {
 		comp      []byte
 		extended  = newRowChecker(v)
 		dataLen   = t.DataLength()
-		partStart int64
-		promoted  []byte // the previous partition's promoted index, copied
-		hasProm   bool
+		pending   pendingPartition // the partition whose end the next index entry gives
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
 		at := p.IndexPos
@@ -299,13 +297,11 @@ func (v *verifier) checkIndexAndData() {
 		if p.Position >= dataLen {
 			v.add(indexPath, at, "partition %d position %d is past the end of Data.db's %d uncompressed bytes", p.Ordinal, p.Position, dataLen)
 		} else if p.Position > prevPos {
-			// Extended: the previous partition is complete now that its end is known.
-			if count > 0 {
-				extended.partition(cur, partStart, p.Position, promotedOrNil(promoted, hasProm))
+			// The previous partition is complete now that its end is known.
+			if pending.valid {
+				v.checkPartition(cur, extended, &pending, p.Position)
 			}
-			partStart = p.Position
-			promoted, hasProm = append(promoted[:0], p.Promoted...), p.Promoted != nil
-			v.checkKeyAt(cur, p)
+			pending.set(p)
 		}
 		if filter != nil {
 			if !filter.MayContain(p.Key) {
@@ -368,7 +364,9 @@ func (v *verifier) checkIndexAndData() {
 		v.addErr(file, err)
 	}
 	if count > 0 && prevPos < dataLen {
-		extended.partition(cur, partStart, dataLen, promotedOrNil(promoted, hasProm))
+		if pending.valid {
+			v.checkPartition(cur, extended, &pending, dataLen)
+		}
 		sizes.Add(dataLen - prevPos)
 	}
 	cur.drain()
@@ -385,27 +383,58 @@ func (v *verifier) checkIndexAndData() {
 	v.checkKeyRange(count, firstKey, lastKey, pi)
 }
 
-// checkKeyAt compares the partition key stored at the partition's Data.db position with the
-// indexed key.
-func (v *verifier) checkKeyAt(cur *dataCursor, p *Partition) {
+// pendingPartition is a copy of the index entry of a partition not yet checked against Data.db.
+type pendingPartition struct {
+	valid       bool
+	ordinal     int64
+	position    int64
+	key         []byte
+	promoted    []byte
+	hasPromoted bool
+}
+
+func (pp *pendingPartition) set(p *Partition) {
+	pp.valid, pp.ordinal, pp.position = true, p.Ordinal, p.Position
+	pp.key = append(pp.key[:0], p.Key...)
+	pp.promoted, pp.hasPromoted = append(pp.promoted[:0], p.Promoted...), p.Promoted != nil
+}
+
+// checkPartition checks the partition occupying uncompressed Data.db bytes [pp.position, end):
+// the key stored in its header against the index, and with Extended every row. Reads go through
+// the data cursor in position order, so each chunk is decoded once.
+func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPartition, end int64) {
 	dataPath := v.t.Path(descriptor.Data)
-	hdr, err := cur.bytesAt(p.Position, 2)
+	// Without the row pass only the key is needed; with it, the whole partition.
+	n := int64(2 + len(pp.key))
+	if rc.table != nil {
+		n = end - pp.position
+	}
+	n = min(n, end-pp.position)
+	b, err := cur.bytesAt(pp.position, int(n))
 	if err != nil {
 		if !isChunkErr(err) { // a bad chunk was reported once already
-			v.add(dataPath, -1, "partition %d at position %d: %v", p.Ordinal, p.Position, err)
+			v.add(dataPath, -1, "partition %d at uncompressed position %d: %v", pp.ordinal, pp.position, err)
 		}
 		return
 	}
-	n := int(hdr[0])<<8 | int(hdr[1])
-	key, err := cur.bytesAt(p.Position+2, n)
-	if err != nil {
-		if !isChunkErr(err) {
-			v.add(dataPath, -1, "partition %d at position %d: key of %d bytes: %v", p.Ordinal, p.Position, n, err)
+	var key []byte
+	if len(b) >= 2 {
+		kl := int(b[0])<<8 | int(b[1])
+		key = b[2:min(len(b), 2+kl)]
+		if 2+kl > len(b) {
+			key = nil
 		}
+	}
+	if !bytes.Equal(key, pp.key) || key == nil {
+		v.add(dataPath, -1, "partition %d at uncompressed position %d does not hold the indexed key %x", pp.ordinal, pp.position, pp.key)
 		return
 	}
-	if !bytes.Equal(key, p.Key) {
-		v.add(dataPath, -1, "partition %d at uncompressed position %d holds key %x, the index says %x", p.Ordinal, p.Position, key, p.Key)
+	if rc.table != nil {
+		var promoted []byte
+		if pp.hasPromoted {
+			promoted = pp.promoted
+		}
+		rc.partition(b, pp.position, promoted)
 	}
 }
 
@@ -494,11 +523,4 @@ func (v *verifier) checkSummary() {
 	for _, m := range mism {
 		v.add(path, -1, "sample %d (Index.db offset %d): %s", m.Sample, m.IndexOffset, m.What)
 	}
-}
-
-func promotedOrNil(b []byte, has bool) []byte {
-	if !has {
-		return nil
-	}
-	return b
 }

@@ -31,21 +31,12 @@ func newRowChecker(v *verifier) *rowChecker {
 	return &rowChecker{v: v, table: table}
 }
 
-// partition checks the partition occupying uncompressed Data.db bytes [start, end), and its
-// BIG promoted index when it has one.
-func (rc *rowChecker) partition(cur *dataCursor, start, end int64, promoted []byte) {
-	if rc.table == nil {
-		return
-	}
+// partition checks the partition b, which starts at uncompressed Data.db position start, and
+// its BIG promoted index when it has one.
+func (rc *rowChecker) partition(b []byte, start int64, promoted []byte) {
 	dataPath := rc.v.t.Path(descriptor.Data)
-	b, err := cur.bytesAt(start, int(end-start))
-	if err != nil {
-		if !isChunkErr(err) {
-			rc.v.add(dataPath, -1, "partition at uncompressed position %d: %v", start, err)
-		}
-		return
-	}
-	err = rc.cur.Reset(rc.table, rc.v.t.Version(), b)
+	end := start + int64(len(b))
+	err := rc.cur.Reset(rc.table, rc.v.t.Version(), b)
 	if st := rc.cur.Static(); err == nil && st != nil && len(st.Columns) > 0 {
 		rc.rows++ // compact tables without clustering keep their values in the static row
 	}

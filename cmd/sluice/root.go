@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -74,4 +73,3 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
-

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -252,4 +251,3 @@ func (t *table) flush() error {
 	}
 	return nil
 }
-

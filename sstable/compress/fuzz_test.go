@@ -1,10 +1,6 @@
 package compress
 
 import (
-	"fmt"
-	"os"
-	"runtime"
-	"time"
 	"bytes"
 	"reflect"
 	"testing"
@@ -92,13 +88,6 @@ func FuzzReader(f *testing.F) {
 }
 
 func fuzzReader(t *testing.T, infoBytes, file []byte) {
-	tm := time.AfterFunc(2*time.Second, func() {
-		os.WriteFile("/tmp/hang.txt", []byte(fmt.Sprintf("%q\n%q\n", infoBytes, file)), 0o644)
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		os.WriteFile("/tmp/hang-stack.txt", buf[:n], 0o644)
-	})
-	defer tm.Stop()
 	info, err := ParseInfo(infoBytes, vOA)
 	if err != nil || info.ChunkLength > 4096 {
 		return

@@ -19,34 +19,18 @@ func stressHeader() *schema.Header {
 	}
 }
 
-// stressRow is a row as a generator would fill it, reusing every slice.
-type stressRow struct {
-	ck    [1][]byte
-	cells [1]Cell
-	cols  [1]ColumnData
-	row   Row
-}
-
-func (s *stressRow) set(ck []byte, ts int64, value []byte) *Row {
-	s.ck[0] = ck
-	s.cells[0] = Cell{Timestamp: ts, LocalDeletionTime: NoDeletionTime, Value: value}
-	s.cols[0] = ColumnData{Column: 0, Deletion: Live, Cells: s.cells[:]}
-	s.row = Row{Clustering: s.ck[:], Liveness: Liveness{Timestamp: ts, LocalExpirationTime: NoDeletionTime}, Deletion: Live, Columns: s.cols[:]}
-	return &s.row
-}
-
 func generatedPartition(b testing.TB, tb *schema.Table, rows, size int) []byte {
 	w := NewWriter(tb, vOA)
 	buf, err := w.BeginPartition(nil, []byte("partition-key-0001"), Live)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var s stressRow
+	var s SimpleRow
 	value := []byte(strings.Repeat("v", size))
 	ck := []byte("clustering-0000")
 	for i := 0; i < rows; i++ {
 		ck[len(ck)-1] = byte('a' + i)
-		if buf, err = w.AppendRow(buf, s.set(ck, 1_700_000_000_000_000+int64(i), value)); err != nil {
+		if buf, err = w.AppendRow(buf, s.Set(ck, 0, 1_700_000_000_000_000+int64(i), value)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -106,7 +90,7 @@ func BenchmarkWriteRow(b *testing.B) {
 	w := NewWriter(tb, vOA)
 	value := make([]byte, 4096)
 	ck := []byte("clustering-0001")
-	var s stressRow
+	var s SimpleRow
 	buf := make([]byte, 0, 1<<20)
 	buf, _ = w.BeginPartition(buf, []byte("pk"), Live)
 	b.SetBytes(int64(len(value)))
@@ -117,7 +101,7 @@ func BenchmarkWriteRow(b *testing.B) {
 			buf = buf[:0] // the caller flushed; the writer only tracks sizes
 		}
 		var err error
-		if buf, err = w.AppendRow(buf, s.set(ck, 1_700_000_000_000_000+int64(i), value)); err != nil {
+		if buf, err = w.AppendRow(buf, s.Set(ck, 0, 1_700_000_000_000_000+int64(i), value)); err != nil {
 			b.Fatal(err)
 		}
 		if w.Facts().Cells != 1 {

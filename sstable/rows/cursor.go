@@ -119,7 +119,6 @@ func (d *dec) value(width int, what string) []byte {
 // offset within the partition and what was being read.
 type Cursor struct {
 	t *schema.Table
-	v version.Version
 	s deltas
 	d dec
 
@@ -154,10 +153,10 @@ type rowBuf struct {
 // Reset positions c at the start of partition, which must hold exactly one partition (from
 // its index position to the next partition's), and reads its header and static row.
 func (c *Cursor) Reset(t *schema.Table, v version.Version, partition []byte) error {
-	c.t, c.v, c.s = t, v, newDeltas(t.Header)
+	c.t, c.s = t, newDeltas(t.Header)
 	c.d = dec{b: partition}
-	c.kind, c.start, c.end, c.prevStart, c.count, c.done = 0, 0, 0, 0, 0, false
-	c.hasStatic = false
+	c.kind, c.start, c.end, c.prevStart, c.count, c.headerSize, c.done = 0, 0, 0, 0, 0, 0, false
+	c.hasStatic, c.deletion = false, Live
 
 	c.key = c.d.bytes(c.d.u16("partition key length"), "partition key")
 	if c.d.err == nil {

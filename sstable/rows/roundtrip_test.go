@@ -93,3 +93,28 @@ func head(b []byte) []byte {
 	}
 	return b
 }
+
+// Unfiltered spans tile the partition: the first starts at HeaderSize, each starts where the
+// previous ended, and the last ends at the end-of-partition byte.
+func TestFixtureSpans(t *testing.T) {
+	var c Cursor
+	for _, fx := range loadAll(t) {
+		for i := range fx.partitions {
+			part := fx.partition(i)
+			if err := c.Reset(fx.table, fx.v, part); err != nil {
+				t.Fatalf("%s: %v", fx.Name, err)
+			}
+			next := c.HeaderSize()
+			for c.Next() {
+				start, end := c.Span()
+				if start != next || end <= start {
+					t.Fatalf("%s partition %d unfiltered %d: span [%d, %d), expected start %d", fx.Name, i, c.Count(), start, end, next)
+				}
+				next = end
+			}
+			if c.Err() != nil || next != len(part)-1 {
+				t.Fatalf("%s partition %d: unfiltereds end at %d of %d: %v", fx.Name, i, next, len(part), c.Err())
+			}
+		}
+	}
+}

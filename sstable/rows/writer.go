@@ -28,7 +28,7 @@ const (
 // it returns dst unchanged and the Writer's state is unchanged. Rows and cells are not
 // retained. Appending allocates nothing beyond the growth of dst.
 //
-// A Writer is not safe for concurrent use.
+// A Writer is not safe for concurrent use. A zero Writer must be Reset before use.
 type Writer struct {
 	t *schema.Table
 	v version.Version
@@ -90,14 +90,14 @@ func (w *Writer) BeginPartition(dst []byte, key []byte, deletion DeletionTime) (
 	return dst, nil
 }
 
-// AppendStatic appends the static row; r's Clustering must be empty and its columns index
-// schema.Table.Static. It must directly follow BeginPartition.
+// AppendStatic appends the static row: r.Static must be set, its Clustering empty and its
+// columns index schema.Table.Static. It must directly follow BeginPartition.
 func (w *Writer) AppendStatic(dst []byte, r *Row) ([]byte, error) {
 	if w.state != awaitingStatic {
 		return dst, invalidf("static row out of place (table has static columns: %v)", w.t.HasStatic())
 	}
-	if len(r.Clustering) != 0 {
-		return dst, invalidf("static row with %d clustering values", len(r.Clustering))
+	if !r.Static || len(r.Clustering) != 0 {
+		return dst, invalidf("static row with Static %v and %d clustering values", r.Static, len(r.Clustering))
 	}
 	n0 := len(dst)
 	dst, err := w.appendRow(dst, r, true)
@@ -581,4 +581,30 @@ func (w *Writer) appendMarker(dst []byte, m *Marker) ([]byte, error) {
 	}
 	w.record(w.pos, len(dst)-n0, false)
 	return dst, nil
+}
+
+// SimpleRow is a reusable row with one clustering value and one simple cell, for generators
+// of single-clustering-column tables: Set fills it and returns it for AppendRow without
+// allocating. The row carries the cell's timestamp as its primary key liveness, as an INSERT
+// does.
+type SimpleRow struct {
+	clustering [1][]byte
+	cells      [1]Cell
+	columns    [1]ColumnData
+	row        Row
+}
+
+// Set makes s the row (clustering) with the regular column at index column set to value at
+// timestamp ts. The slices are referenced, not copied.
+func (s *SimpleRow) Set(clustering []byte, column int, ts int64, value []byte) *Row {
+	s.clustering[0] = clustering
+	s.cells[0] = Cell{Timestamp: ts, LocalDeletionTime: NoDeletionTime, Value: value}
+	s.columns[0] = ColumnData{Column: column, Deletion: Live, Cells: s.cells[:]}
+	s.row = Row{
+		Clustering: s.clustering[:],
+		Liveness:   Liveness{Timestamp: ts, LocalExpirationTime: NoDeletionTime},
+		Deletion:   Live,
+		Columns:    s.columns[:],
+	}
+	return &s.row
 }
