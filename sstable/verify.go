@@ -267,16 +267,16 @@ func (v *verifier) checkIndexAndData() {
 	var rowIndex rowIndexChecker
 
 	var (
-		prevKey   []byte
-		prevTok   token.Token
-		prevPos   int64 = -1
-		firstKey  []byte
-		lastKey   []byte
-		count     int64
-		comp      []byte
-		extended  = newRowChecker(v)
-		dataLen   = t.DataLength()
-		pending   pendingPartition // the partition whose end the next index entry gives
+		prevKey  []byte
+		prevTok  token.Token
+		prevPos  int64 = -1
+		firstKey []byte
+		lastKey  []byte
+		count    int64
+		comp     []byte
+		extended = newRowChecker(v)
+		dataLen  = t.DataLength()
+		pending  pendingPartition // the partition whose end the next index entry gives
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
 		at := p.IndexPos
