@@ -1,0 +1,216 @@
+package wire
+
+// Run is one contiguous run of compressed chunks copied from the source Data.db: chunks
+// FirstChunk..FirstChunk+ChunkCount-1 of the source, occupying Length bytes at FileOffset
+// in the child Data.db.
+type Run struct {
+	FirstChunk uint64
+	ChunkCount uint64
+	FileOffset uint64
+	Length     uint64
+}
+
+// ComponentSpec names a component sent whole (Data.Stream == StreamComponent addresses it
+// by its index in Manifest.Components) and its length in bytes.
+type ComponentSpec struct {
+	Name   string
+	Length uint64
+}
+
+// Manifest describes one sstable before its bytes are sent: enough for the receiver to
+// allocate, place and verify every Data frame and to rebuild what is not sent.
+type Manifest struct {
+	SSTableID      string
+	Version        string // sstable format version, e.g. "nb"
+	Format         string // "big" or "bti"
+	Kind           Kind
+	DataLength     uint64 // uncompressed length of the child's data
+	DataFileLength uint64 // length of the child Data.db file
+	ChunkLength    uint32
+	// Compression is the child's CompressionInfo.db (or CRC.db for an uncompressed
+	// table) as the sender rebased it onto the child's chunk offsets; opaque here.
+	Compression      []byte
+	Runs             []Run
+	Components       []ComponentSpec
+	IndexSliceLength uint64
+	Partitions       uint64
+	Statistics       []byte // opaque Statistics.db bytes
+	Digest           uint32 // Digest.crc32 of the child Data.db
+}
+
+const (
+	manifestSSTableID        = 1
+	manifestVersion          = 2
+	manifestFormat           = 3
+	manifestKind             = 4
+	manifestDataLength       = 5
+	manifestDataFileLength   = 6
+	manifestChunkLength      = 7
+	manifestCompression      = 8
+	manifestRuns             = 9
+	manifestComponents       = 10
+	manifestIndexSliceLength = 11
+	manifestPartitions       = 12
+	manifestStatistics       = 13
+	manifestDigest           = 14
+
+	runFirstChunk = 1
+	runChunkCount = 2
+	runFileOffset = 3
+	runLength     = 4
+
+	componentName   = 1
+	componentLength = 2
+)
+
+var manifestSchema = schema{
+	name: "Manifest",
+	fields: []string{
+		manifestSSTableID:        "SSTableID",
+		manifestVersion:          "Version",
+		manifestFormat:           "Format",
+		manifestKind:             "Kind",
+		manifestDataLength:       "DataLength",
+		manifestDataFileLength:   "DataFileLength",
+		manifestChunkLength:      "ChunkLength",
+		manifestCompression:      "Compression",
+		manifestRuns:             "Runs",
+		manifestComponents:       "Components",
+		manifestIndexSliceLength: "IndexSliceLength",
+		manifestPartitions:       "Partitions",
+		manifestStatistics:       "Statistics",
+		manifestDigest:           "Digest",
+	},
+	repeated: 1<<manifestRuns | 1<<manifestComponents,
+}
+
+var runSchema = schema{
+	name: "Run",
+	fields: []string{
+		runFirstChunk: "FirstChunk",
+		runChunkCount: "ChunkCount",
+		runFileOffset: "FileOffset",
+		runLength:     "Length",
+	},
+}
+
+var componentSchema = schema{
+	name:   "ComponentSpec",
+	fields: []string{componentName: "Name", componentLength: "Length"},
+}
+
+func (m *Manifest) Type() MsgType          { return MsgManifest }
+func (m *Manifest) Length() int            { return frameLength(m) }
+func (m *Manifest) Append(b []byte) []byte { return AppendMessage(b, m) }
+
+func (m *Manifest) encode(w *writer) {
+	w.string(manifestSSTableID, m.SSTableID)
+	w.string(manifestVersion, m.Version)
+	w.string(manifestFormat, m.Format)
+	w.uint(manifestKind, uint64(m.Kind))
+	w.uint(manifestDataLength, m.DataLength)
+	w.uint(manifestDataFileLength, m.DataFileLength)
+	w.uint(manifestChunkLength, uint64(m.ChunkLength))
+	w.bytes(manifestCompression, m.Compression)
+	for i := range m.Runs {
+		w.group(manifestRuns, &m.Runs[i])
+	}
+	for i := range m.Components {
+		w.group(manifestComponents, &m.Components[i])
+	}
+	w.uint(manifestIndexSliceLength, m.IndexSliceLength)
+	w.uint(manifestPartitions, m.Partitions)
+	w.bytes(manifestStatistics, m.Statistics)
+	w.uint(manifestDigest, uint64(m.Digest))
+}
+
+func (m *Manifest) decode(d *decoder) {
+	if n := d.count(manifestRuns, d.lim.MaxRuns); n > 0 {
+		m.Runs = make([]Run, 0, n)
+	}
+	if n := d.count(manifestComponents, d.lim.MaxComponents); n > 0 {
+		m.Components = make([]ComponentSpec, 0, n)
+	}
+	// Opaque blobs are bounded only by the frame, which is already in memory.
+	blob := len(d.body)
+	for d.next() {
+		switch d.tag {
+		case manifestSSTableID:
+			d.string(&m.SSTableID)
+		case manifestVersion:
+			d.string(&m.Version)
+		case manifestFormat:
+			d.string(&m.Format)
+		case manifestKind:
+			m.Kind = Kind(d.u8())
+		case manifestDataLength:
+			m.DataLength = d.u64()
+		case manifestDataFileLength:
+			m.DataFileLength = d.u64()
+		case manifestChunkLength:
+			m.ChunkLength = d.u32()
+		case manifestCompression:
+			m.Compression = d.bytes(blob)
+		case manifestRuns:
+			var r Run
+			e := d.element(&runSchema, len(m.Runs))
+			r.decode(&e)
+			if d.join(&e) {
+				m.Runs = append(m.Runs, r)
+			}
+		case manifestComponents:
+			var c ComponentSpec
+			e := d.element(&componentSchema, len(m.Components))
+			c.decode(&e)
+			if d.join(&e) {
+				m.Components = append(m.Components, c)
+			}
+		case manifestIndexSliceLength:
+			m.IndexSliceLength = d.u64()
+		case manifestPartitions:
+			m.Partitions = d.u64()
+		case manifestStatistics:
+			m.Statistics = d.bytes(blob)
+		case manifestDigest:
+			m.Digest = d.u32()
+		}
+	}
+}
+
+func (r *Run) encode(w *writer) {
+	w.uint(runFirstChunk, r.FirstChunk)
+	w.uint(runChunkCount, r.ChunkCount)
+	w.uint(runFileOffset, r.FileOffset)
+	w.uint(runLength, r.Length)
+}
+
+func (r *Run) decode(d *decoder) {
+	for d.next() {
+		switch d.tag {
+		case runFirstChunk:
+			r.FirstChunk = d.u64()
+		case runChunkCount:
+			r.ChunkCount = d.u64()
+		case runFileOffset:
+			r.FileOffset = d.u64()
+		case runLength:
+			r.Length = d.u64()
+		}
+	}
+}
+
+func (c *ComponentSpec) encode(w *writer) {
+	w.string(componentName, c.Name)
+	w.uint(componentLength, c.Length)
+}
+
+func (c *ComponentSpec) decode(d *decoder) {
+	for d.next() {
+		switch d.tag {
+		case componentName:
+			d.string(&c.Name)
+		case componentLength:
+			c.Length = d.u64()
+		}
+	}
+}
