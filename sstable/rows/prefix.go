@@ -54,7 +54,7 @@ func ReadClusteringPrefix(b []byte, t *schema.Table, dst [][]byte) (kind uint8, 
 		switch (header >> (2 * uint(i%32))) & 3 {
 		case 1:
 			dst = append(dst, b[r.Offset():r.Offset()])
-		case 2:
+		case 2, 3: // isNull is tested first (ClusteringPrefix.Serializer)
 			dst = append(dst, nil)
 		default:
 			w := t.ClusteringWidths[i]

@@ -322,19 +322,7 @@ func clusteringHeader(values [][]byte, offset int) uint64 {
 }
 
 func (w *Writer) appendClustering(dst []byte, values [][]byte) []byte {
-	for i, v := range values {
-		if i%32 == 0 {
-			dst = encoding.AppendUVint(dst, clusteringHeader(values, i))
-		}
-		if len(v) == 0 {
-			continue
-		}
-		if w.t.ClusteringWidths[i] < 0 {
-			dst = encoding.AppendUVint(dst, uint64(len(v)))
-		}
-		dst = append(dst, v...)
-	}
-	return dst
+	return appendClusteringValues(dst, w.t.ClusteringWidths, values)
 }
 
 func (w *Writer) deletionSize(d DeletionTime) int {
