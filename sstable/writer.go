@@ -98,7 +98,7 @@ type Writer struct {
 	inst  *fsx.Install
 
 	dataFile *os.File
-	dataBuf  *bufio.Writer
+	dataBuf  *asyncWriter
 	data     *compress.Writer
 	buf      []byte // partition bytes not yet handed to data
 	rw       *rows.Writer
@@ -202,7 +202,8 @@ func (w *Writer) open() error {
 	if w.dataFile, err = w.create(descriptor.Data); err != nil {
 		return err
 	}
-	w.dataBuf = bufio.NewWriterSize(w.dataFile, 1<<20)
+	w.dataBuf = newAsyncWriter(w.dataFile, 1<<20, 4)
+	w.dataBuf.file = w.dataFile
 	w.data, err = compress.NewWriter(w.dataBuf, compress.WriterOptions{
 		Version: w.v, Compressor: w.opts.Compressor, Options: w.opts.CompressorOptions,
 		ChunkLength: w.opts.ChunkLength, MinCompressRatio: w.opts.MinCompressRatio,
@@ -593,10 +594,13 @@ func (w *Writer) finish() error {
 		return err
 	}
 	res, err := w.data.Close()
+	w.data = nil
 	if err != nil {
 		return err
 	}
-	if err := w.dataBuf.Flush(); err != nil {
+	err = w.dataBuf.Close()
+	w.dataBuf = nil
+	if err != nil {
 		return err
 	}
 	written := []descriptor.Component{descriptor.Data}
@@ -689,6 +693,9 @@ func (w *Writer) writeComponent(c descriptor.Component, b []byte) error {
 func (w *Writer) Abort() {
 	if w.data != nil {
 		_, _ = w.data.Close()
+	}
+	if w.dataBuf != nil {
+		_ = w.dataBuf.Close()
 	}
 	_ = w.inst.Abort()
 }

@@ -81,3 +81,11 @@ func FreeBytes(dir string) (int64, error) {
 	}
 	return int64(st.Bavail) * unit, nil
 }
+
+// StartWriteback asks the kernel to begin writing back the dirty pages of [off, off+n) of f
+// without waiting (sync_file_range SYNC_FILE_RANGE_WRITE), as Cassandra's trickle fsync does:
+// a writer that calls it as it goes leaves little for its final fsync, and the device works
+// while the writer computes. It is advisory; errors are returned only for the caller to log.
+func StartWriteback(f *os.File, off, n int64) error {
+	return unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+}

@@ -25,3 +25,6 @@ func ResidentBytes(f *os.File) (int64, error) {
 func FreeBytes(dir string) (int64, error) {
 	return 0, &os.PathError{Op: "statfs", Path: dir, Err: errors.ErrUnsupported}
 }
+
+// StartWriteback is a no-op where sync_file_range does not exist.
+func StartWriteback(f *os.File, off, n int64) error { return nil }

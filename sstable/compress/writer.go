@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -17,9 +18,9 @@ import (
 // DefaultChunkLength is CompressionParams.DEFAULT_CHUNK_LENGTH (4.0+).
 const DefaultChunkLength = 16384
 
-// inFlight is how many full batches may wait for or sit in the compression worker while the
-// caller fills the next one.
-const inFlight = 2
+// inFlight is how many full batches may be queued or compressing while the caller fills the
+// next one; it is at least the number of compression workers plus one.
+const inFlight = 4
 
 // batchBytes is the uncompressed size of a batch of chunks handed to the worker at once. A
 // handoff costs a goroutine wake-up, so batching several small chunks keeps that cost (and
@@ -74,10 +75,12 @@ type Writer struct {
 	position    int64
 	closed      bool
 
-	cur  *chunkJob
-	jobs chan *chunkJob
-	free chan *chunkJob
-	done chan struct{}
+	cur     *chunkJob
+	jobs    chan *chunkJob // to the compression workers, any order
+	order   chan *chunkJob // to the emitter, in submission order
+	free    chan *chunkJob
+	done    chan struct{} // closed when the emitter has written everything
+	workers sync.WaitGroup
 
 	mu  sync.Mutex
 	err error // the worker's first failure
@@ -91,8 +94,12 @@ type Writer struct {
 
 // chunkJob is one batch: the uncompressed bytes of consecutive chunks, and their records.
 type chunkJob struct {
-	buf []byte // uncompressed
-	out []byte // the batch's on-disk records (compressed files only)
+	buf    []byte  // uncompressed
+	out    []byte  // the batch's on-disk records (compressed files only)
+	starts []int64 // where each record starts in out
+	crcs   []uint32
+	err    error
+	ready  chan struct{} // signalled when the batch is encoded
 }
 
 // NewWriter returns a Writer that writes Data.db to w.
@@ -133,17 +140,32 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 	chunks := max(1, batchBytes/wr.chunkLength)
 	wr.batch = chunks * wr.chunkLength
 	wr.jobs = make(chan *chunkJob, inFlight)
+	wr.order = make(chan *chunkJob, inFlight)
 	wr.free = make(chan *chunkJob, inFlight+1)
 	wr.done = make(chan struct{})
 	for range inFlight + 1 {
-		j := &chunkJob{buf: make([]byte, 0, wr.batch)}
+		j := &chunkJob{buf: make([]byte, 0, wr.batch), ready: make(chan struct{}, 1)}
 		if wr.codec != nil {
 			j.out = make([]byte, 0, chunks*(wr.codec.Bound(wr.chunkLength)+CRCLength))
 		}
 		wr.free <- j
 	}
 	wr.cur = <-wr.free
-	go wr.work()
+	// Compression is the expensive step: spread batches over the cores, each worker with its
+	// own codec state, and let one emitter write them back in order.
+	workers := min(max(runtime.GOMAXPROCS(0), 1), inFlight-1)
+	for range workers {
+		codec := wr.codec
+		if codec != nil {
+			var err error
+			if codec, err = CodecFor(opts.Compressor, opts.Options); err != nil {
+				return nil, err
+			}
+		}
+		wr.workers.Add(1)
+		go wr.work(codec)
+	}
+	go wr.emitter()
 	return wr, nil
 }
 
@@ -167,7 +189,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		written += k
 		w.position += int64(k)
 		if len(w.cur.buf) == w.batch {
-			w.jobs <- w.cur
+			w.submit(w.cur)
 			w.cur = <-w.free
 			if err := w.failure(); err != nil {
 				return written, err
@@ -183,13 +205,34 @@ func (w *Writer) failure() error {
 	return w.err
 }
 
-// work runs on its own goroutine: it encodes and writes each chunk, in order.
-func (w *Writer) work() {
+// submit queues a full batch for a worker and, in order, for the emitter.
+func (w *Writer) submit(j *chunkJob) {
+	w.order <- j
+	w.jobs <- j
+}
+
+// work runs on a worker goroutine: it encodes batches as they come.
+func (w *Writer) work(codec Codec) {
+	defer w.workers.Done()
+	for j := range w.jobs {
+		j.err = w.encode(j, codec)
+		j.ready <- struct{}{}
+	}
+}
+
+// emitter runs on its own goroutine: it writes encoded batches in submission order and owns
+// the offsets, checksums, file length and digest.
+func (w *Writer) emitter() {
 	defer close(w.done)
 	failed := false
-	for j := range w.jobs {
+	for j := range w.order {
+		<-j.ready
 		if !failed {
-			if err := w.writeBatch(j); err != nil {
+			err := j.err
+			if err == nil {
+				err = w.emit(j)
+			}
+			if err != nil {
 				failed = true
 				w.mu.Lock()
 				w.err = err
@@ -201,22 +244,23 @@ func (w *Writer) work() {
 	}
 }
 
-// writeBatch encodes the chunks of one batch and writes them with one call. Only the batch
-// Close hands over can end with a short chunk, or be empty: then it is one empty chunk.
-func (w *Writer) writeBatch(j *chunkJob) error {
-	if w.codec == nil {
+// encode turns one batch into its records. Only the batch Close hands over can end with a
+// short chunk, or be empty: then it is one empty chunk.
+func (w *Writer) encode(j *chunkJob, codec Codec) error {
+	j.starts, j.crcs = j.starts[:0], j.crcs[:0]
+	if codec == nil {
 		for off := 0; off < len(j.buf) || off == 0; off += w.chunkLength {
-			w.crcs = append(w.crcs, crc32.ChecksumIEEE(j.buf[off:min(off+w.chunkLength, len(j.buf))]))
+			j.crcs = append(j.crcs, crc32.ChecksumIEEE(j.buf[off:min(off+w.chunkLength, len(j.buf))]))
 		}
-		return w.emit(j.buf)
+		return nil
 	}
 	out := j.out[:0]
 	for off := 0; off < len(j.buf) || off == 0; off += w.chunkLength {
 		chunk := j.buf[off:min(off+w.chunkLength, len(j.buf))]
 		start := len(out)
 		var err error
-		if out, err = w.codec.Compress(out, chunk); err != nil {
-			return fmt.Errorf("compress chunk %d: %w", len(w.offsets), err)
+		if out, err = codec.Compress(out, chunk); err != nil {
+			return fmt.Errorf("compress chunk at uncompressed offset %d of the batch: %w", off, err)
 		}
 		if len(out)-start >= w.rawAt {
 			// CASSANDRA-10520: store the raw buffer; a short last chunk is zero-padded to
@@ -227,14 +271,22 @@ func (w *Writer) writeBatch(j *chunkJob) error {
 			}
 		}
 		out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[start:]))
-		w.offsets = append(w.offsets, w.fileLength+int64(start))
+		j.starts = append(j.starts, int64(start))
 	}
 	j.out = out
-	return w.emit(out)
+	return nil
 }
 
-// emit writes a batch's records and folds them into the digest.
-func (w *Writer) emit(rec []byte) error {
+// emit writes a batch's records (or raw bytes) and folds them into the metadata and digest.
+func (w *Writer) emit(j *chunkJob) error {
+	rec := j.out
+	if w.codec == nil {
+		rec = j.buf
+		w.crcs = append(w.crcs, j.crcs...)
+	}
+	for _, s := range j.starts {
+		w.offsets = append(w.offsets, w.fileLength+s)
+	}
 	if _, err := w.w.Write(rec); err != nil {
 		return err
 	}
@@ -251,9 +303,11 @@ func (w *Writer) Close() (Result, error) {
 	}
 	w.closed = true
 	if len(w.cur.buf) > 0 || w.position == 0 {
-		w.jobs <- w.cur
+		w.submit(w.cur)
 	}
 	close(w.jobs)
+	close(w.order)
+	w.workers.Wait()
 	<-w.done
 	if w.err != nil {
 		return Result{}, w.err

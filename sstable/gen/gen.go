@@ -220,28 +220,50 @@ func write(ctx context.Context, w *sstable.Writer, o Options) (Result, error) {
 // RowGen produces the rows of the workload into reusable storage: generating a row allocates
 // nothing. Row p/r is the same for the same seed whatever was generated before it, so a reader
 // can regenerate any row to compare.
+//
+// The compressible part of a value is a slice of a megabyte of random words from a small
+// vocabulary, so LZ4 meets text-like data (matches at varying distances, about 2:1) rather
+// than a repeated pattern it would skip through at memory speed.
 type RowGen struct {
-	seed    uint64
-	pattern []byte
-	value   []byte
-	ck      []byte
-	cells   [1]rows.Cell
-	cols    [1]rows.ColumnData
-	clust   [1][]byte
-	random  int // bytes of each value that are random
-	rng     *rand.PCG
+	seed   uint64
+	text   []byte
+	value  []byte
+	ck     []byte
+	cells  [1]rows.Cell
+	cols   [1]rows.ColumnData
+	clust  [1][]byte
+	random int // bytes of each value that are random
+	rng    *rand.PCG
 }
 
 // NewRowGen returns a generator of values of valueSize bytes.
 func NewRowGen(seed uint64, valueSize int, compressibility float64) *RowGen {
 	g := &RowGen{seed: seed, value: make([]byte, valueSize), ck: make([]byte, 0, 16), rng: rand.NewPCG(0, 0)}
 	g.random = valueSize - int(float64(valueSize)*compressibility)
-	g.pattern = make([]byte, 64)
-	pr := rand.NewPCG(seed, 0x9a77e5)
-	for i := range g.pattern {
-		g.pattern[i] = 'a' + byte(pr.Uint64()%26)
-	}
+	g.text = wordText(seed, textSize+valueSize)
 	return g
+}
+
+const textSize = 1 << 20
+
+// wordText is n bytes of space-separated words drawn from a vocabulary of 256 words of 3 to 10
+// letters.
+func wordText(seed uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed, 0x9a77e5))
+	vocab := make([][]byte, 256)
+	for i := range vocab {
+		w := make([]byte, 3+rng.IntN(8))
+		for j := range w {
+			w[j] = 'a' + byte(rng.IntN(26))
+		}
+		vocab[i] = w
+	}
+	text := make([]byte, 0, n+16)
+	for len(text) < n {
+		text = append(text, vocab[rng.IntN(len(vocab))]...)
+		text = append(text, ' ')
+	}
+	return text[:n]
 }
 
 // Row fills row with row r of partition p. The row aliases g's buffers until the next call.
@@ -259,8 +281,8 @@ func (g *RowGen) Row(row *rows.Row, p int64, r int) {
 	for ; i < g.random; i++ {
 		v[i] = byte(g.rng.Uint64())
 	}
-	for ; i < len(v); i += copy(v[i:], g.pattern) {
-	}
+	off := int(g.rng.Uint64() % textSize)
+	copy(v[i:], g.text[off:])
 	ts := int64(baseTimestamp) + p
 	g.cells[0] = rows.Cell{Timestamp: ts, LocalDeletionTime: rows.NoDeletionTime, TTL: rows.NoTTL, Value: v}
 	g.cols[0] = rows.ColumnData{Column: 0, Deletion: rows.Live, Cells: g.cells[:]}

@@ -1,0 +1,91 @@
+package sstable
+
+import (
+	"io"
+	"os"
+	"sync"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+)
+
+// asyncWriter hands full buffers to a goroutine that writes them to w, so that the write
+// system calls (copying into the page cache) overlap with compression instead of following it.
+// At most depth buffers are in flight. Close flushes, waits and reports the first error.
+type asyncWriter struct {
+	w       io.Writer
+	file    *os.File // when set, writeback is started every trickleBytes (trickle fsync)
+	written int64
+	synced  int64
+	size    int
+	buf     []byte
+	free    chan []byte
+	full    chan []byte
+	done    chan struct{}
+	errOnce sync.Once
+	err     error
+}
+
+// trickleBytes is how often a file's written bytes are handed to writeback, so that the
+// final fsync of a large component does not wait for all of it at once.
+const trickleBytes = 8 << 20
+
+func newAsyncWriter(w io.Writer, size, depth int) *asyncWriter {
+	a := &asyncWriter{w: w, size: size, free: make(chan []byte, depth), full: make(chan []byte, depth), done: make(chan struct{})}
+	for i := 0; i < depth; i++ {
+		a.free <- make([]byte, 0, size)
+	}
+	a.buf = <-a.free
+	go a.run()
+	return a
+}
+
+func (a *asyncWriter) run() {
+	defer close(a.done)
+	for b := range a.full {
+		if a.failed() == nil {
+			if _, err := a.w.Write(b); err != nil {
+				a.setErr(err)
+			}
+			a.written += int64(len(b))
+			if a.file != nil && a.written-a.synced >= trickleBytes {
+				_ = fsx.StartWriteback(a.file, a.synced, a.written-a.synced) // advisory
+				a.synced = a.written
+			}
+		}
+		a.free <- b[:0]
+	}
+}
+
+func (a *asyncWriter) setErr(err error) { a.errOnce.Do(func() { a.err = err }) }
+
+// failed reads the error; it is only set by run before it returns the buffer, and read after
+// receiving a buffer from free or after done, so the channel operations order the accesses.
+func (a *asyncWriter) failed() error { return a.err }
+
+func (a *asyncWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := copy(a.buf[len(a.buf):cap(a.buf)], p)
+		a.buf = a.buf[:len(a.buf)+k]
+		p, n = p[k:], n+k
+		if len(a.buf) == cap(a.buf) {
+			a.full <- a.buf
+			a.buf = <-a.free
+			if err := a.failed(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// Close writes what is buffered, stops the goroutine and returns the first write error.
+func (a *asyncWriter) Close() error {
+	if a.buf != nil && len(a.buf) > 0 {
+		a.full <- a.buf
+	}
+	a.buf = nil
+	close(a.full)
+	<-a.done
+	return a.err
+}
