@@ -156,3 +156,7 @@ func (t *Table) Close() error {
 	t.data = nil
 	return err
 }
+
+// DataFile is the open Data.db, for movers that copy its bytes (reflink, copy_file_range).
+// It belongs to the Table: callers must not close it or move its file position.
+func (t *Table) DataFile() *os.File { return t.data }

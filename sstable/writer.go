@@ -46,6 +46,9 @@ type WriterOptions struct {
 	CompressorOptions []compress.Option // e.g. lz4_compressor_type
 	ChunkLength       int               // default 16 KiB
 	MinCompressRatio  float64           // 0 (default) never stores chunks raw
+	// MaxCompressedLength, when not 0, is the raw-chunk threshold itself (overriding
+	// MinCompressRatio), for rewrites that must keep an existing sstable's.
+	MaxCompressedLength int32
 	BloomFPChance     float64           // default 0.01; 1.0 writes no Filter.db
 	MinIndexInterval  int               // Summary.db sampling interval, default 128
 	IndexBlockSize    int               // row index granularity: default 64 KiB (BIG), 16 KiB (BTI)
@@ -207,6 +210,7 @@ func (w *Writer) open() error {
 	w.data, err = compress.NewWriter(w.dataBuf, compress.WriterOptions{
 		Version: w.v, Compressor: w.opts.Compressor, Options: w.opts.CompressorOptions,
 		ChunkLength: w.opts.ChunkLength, MinCompressRatio: w.opts.MinCompressRatio,
+		MaxCompressedLength: w.opts.MaxCompressedLength,
 	})
 	if err != nil {
 		return err

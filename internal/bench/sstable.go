@@ -175,4 +175,3 @@ func row(name string, bytes int64, s Sample, unit, target string) SSTableRow {
 	return SSTableRow{Name: name, Bytes: bytes, Seconds: s.Wall.Seconds(), CPU: s.CPU.Seconds(),
 		Rate: MBps(bytes, s.Wall), Unit: unit, Target: target, PerItem: float64(s.Mallocs) / float64(max(bytes>>14, 1))}
 }
-

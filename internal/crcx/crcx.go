@@ -4,56 +4,58 @@
 // instead of the whole file.
 package crcx
 
-// gf2Times multiplies the 32x32 GF(2) matrix mat by vec.
-func gf2Times(mat *[32]uint32, vec uint32) uint32 {
-	var sum uint32
-	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
-		if vec&1 != 0 {
-			sum ^= mat[i]
+// poly is the reflected IEEE polynomial.
+const poly = 0xedb88320
+
+// multModP multiplies a and b modulo the CRC polynomial, in the reflected bit order CRCs use
+// (the top bit is x^0).
+func multModP(a, b uint32) uint32 {
+	m := uint32(1) << 31
+	var p uint32
+	for {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				break
+			}
+		}
+		m >>= 1
+		if b&1 != 0 {
+			b = b>>1 ^ poly
+		} else {
+			b >>= 1
 		}
 	}
-	return sum
+	return p
 }
 
-func gf2Square(square, mat *[32]uint32) {
-	for n := 0; n < 32; n++ {
-		square[n] = gf2Times(mat, mat[n])
+// x2n[k] is x^(2^k) modulo the polynomial.
+var x2n = func() (t [32]uint32) {
+	p := uint32(1) << 30 // x^1
+	t[0] = p
+	for k := 1; k < 32; k++ {
+		p = multModP(p, p)
+		t[k] = p
 	}
+	return t
+}()
+
+// x8nModP is x^(8n) modulo the polynomial: the operator that appends n zero bytes.
+func x8nModP(n int64) uint32 {
+	p := uint32(1) << 31 // x^0
+	for k := 3; n != 0; n, k = n>>1, k+1 {
+		if n&1 != 0 {
+			p = multModP(x2n[k&31], p)
+		}
+	}
+	return p
 }
 
 // Combine returns the CRC-32 (IEEE) of A followed by B, given crc1 = CRC(A), crc2 = CRC(B) and
-// len2 = len(B). It costs O(log len2) matrix squarings.
+// len2 = len(B). Its cost grows with the number of bits set in len2, not with len2.
 func Combine(crc1, crc2 uint32, len2 int64) uint32 {
 	if len2 <= 0 {
 		return crc1
 	}
-	var even, odd [32]uint32
-	odd[0] = 0xedb88320 // the reflected IEEE polynomial: the operator for one zero bit
-	row := uint32(1)
-	for n := 1; n < 32; n++ {
-		odd[n] = row
-		row <<= 1
-	}
-	gf2Square(&even, &odd) // two zero bits
-	gf2Square(&odd, &even) // four zero bits
-	// Apply len2 zero bytes to crc1: the first squaring below gives one zero byte.
-	for {
-		gf2Square(&even, &odd)
-		if len2&1 != 0 {
-			crc1 = gf2Times(&even, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-		gf2Square(&odd, &even)
-		if len2&1 != 0 {
-			crc1 = gf2Times(&odd, crc1)
-		}
-		len2 >>= 1
-		if len2 == 0 {
-			break
-		}
-	}
-	return crc1 ^ crc2
+	return multModP(x8nModP(len2), crc1) ^ crc2
 }

@@ -117,3 +117,14 @@ func checkRange(dstOff, srcOff, n int64) error {
 func newRangeError(op string, dst *os.File, dstOff int64, src *os.File, srcOff, n int64, err error) error {
 	return &RangeError{Op: op, Src: src.Name(), SrcOff: srcOff, Dst: dst.Name(), DstOff: dstOff, N: n, Err: err}
 }
+
+// BlockSize is the block size of the file system holding path (a file or directory): the
+// granularity a reflink clone needs its offsets and length aligned to.
+func BlockSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return fsBlockSize(f)
+}

@@ -117,7 +117,7 @@ func TestChunkDecodeErrors(t *testing.T) {
 		n    int64
 		is   error
 	}{
-		{"lz4 header disagrees with the span", []byte{5, 0, 0, 0, 0x50, 'a', 'b', 'c', 'd', 'e'}, 4, ErrLength},
+		{"lz4 header below the span", []byte{3, 0, 0, 0, 0x30, 'a', 'b', 'c'}, 4, ErrLength},
 		{"lz4 block short of the span", []byte{5, 0, 0, 0, 0x40, 'a', 'b', 'c', 'd'}, 5, ErrLength},
 		{"lz4 garbage", []byte{10, 0, 0, 0, 0xff, 0xff, 0xff}, 10, ErrDecompress},
 		{"no lz4 header", []byte{1, 2}, 10, ErrDecompress},
@@ -133,13 +133,28 @@ func TestChunkDecodeErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %v in a ChunkError", c.name, err, c.is)
 		}
 	}
-	// A raw chunk (length >= maxCompressedLength) must be the span, or the padded threshold.
-	info, file := chunkFile(make([]byte, 12), 10)
-	info.MaxCompressedLength = 11
+	// The last chunk of a split child may hold more than the file addresses: it decodes and is
+	// cut at dataLength.
+	info, file := chunkFile([]byte{5, 0, 0, 0, 0x50, 'a', 'b', 'c', 'd', 'e'}, 4)
 	r, _ := NewReader(bytes.NewReader(file), int64(len(file)), info)
-	if _, err := r.ReadChunk(0, nil); !errors.Is(err, ErrLength) {
-		t.Errorf("raw chunk of 12 bytes for 10 with threshold 11: %v", err)
+	if got, err := r.ReadChunk(0, nil); err != nil || string(got) != "abcd" {
+		t.Errorf("cut last chunk: %q, %v", got, err)
 	}
+	// A raw chunk (length >= maxCompressedLength) is the span, the padded threshold, or for a
+	// cut last chunk anything up to a full chunk; never more.
+	info, file = chunkFile(make([]byte, 12), 10)
+	info.MaxCompressedLength = 11
+	r, _ = NewReader(bytes.NewReader(file), int64(len(file)), info)
+	if got, err := r.ReadChunk(0, nil); err != nil || len(got) != 10 {
+		t.Errorf("cut raw last chunk of 12 bytes for 10: %d bytes, %v", len(got), err)
+	}
+	info, file = chunkFile(make([]byte, 16385), 10)
+	info.MaxCompressedLength = 11
+	r, _ = NewReader(bytes.NewReader(file), int64(len(file)), info)
+	if _, err := r.ReadChunk(0, nil); !errors.Is(err, ErrLength) {
+		t.Errorf("raw last chunk longer than a chunk: %v", err)
+	}
+	info, file = chunkFile(make([]byte, 12), 10)
 	info.MaxCompressedLength = 12
 	r, _ = NewReader(bytes.NewReader(file), int64(len(file)), info)
 	if got, err := r.ReadChunk(0, nil); err != nil || len(got) != 10 {

@@ -8,6 +8,9 @@ import (
 	"io"
 	"math"
 	"sync"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 )
 
 // scanBlockSize is how many bytes of Data.db a Scanner reads per ReadAt: large enough that the
@@ -139,20 +142,55 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 			Err: fmt.Errorf("%w: stored %08x, bytes have %08x", ErrChecksum, want, got)}
 	}
 	_, n := r.info.UncompressedSpan(i)
+	// The last chunk of a file cut from a larger one (a zero-copy split child) may hold more
+	// than the file addresses: Cassandra reads it whole and stops at dataLength. Its stored
+	// length may then be anything from the span to a full chunk.
+	cut := i == r.chunks-1 && n < int64(r.chunkLength)
 	m := int64(len(body))
 	if m >= r.rawAt {
 		// Stored raw: the whole chunk, or a short last chunk zero-padded to rawAt.
-		if m != max(n, r.rawAt) {
+		want := max(n, r.rawAt)
+		if m != want && !(cut && m > want && m <= max(int64(r.chunkLength), r.rawAt)) {
 			return dst, &ChunkError{Chunk: i, FileOffset: off,
-				Err: fmt.Errorf("%w: raw chunk of %d bytes, want %d", ErrLength, m, max(n, r.rawAt))}
+				Err: fmt.Errorf("%w: raw chunk of %d bytes, want %d", ErrLength, m, want)}
 		}
 		return append(dst, body[:n]...), nil
 	}
-	out, err := codec.Decompress(dst, body, int(n))
+	full := int(n)
+	if cut {
+		if d, ok := declaredLength(codec, body); ok && d > int(n) && d <= r.chunkLength {
+			full = d
+		}
+	}
+	start := len(dst)
+	out, err := codec.Decompress(dst, body, full)
 	if err != nil {
 		return dst, &ChunkError{Chunk: i, FileOffset: off, Err: err}
 	}
-	return out, nil
+	return out[:start+int(n)], nil
+}
+
+// declaredLength is the uncompressed length a chunk's own header states, for the codecs whose
+// framing has one.
+func declaredLength(codec Codec, body []byte) (int, bool) {
+	switch codec.(type) {
+	case *lz4Codec:
+		if len(body) >= 4 {
+			return int(binary.LittleEndian.Uint32(body)), true
+		}
+	case snappyCodec:
+		if n, err := snappy.DecodedLen(body); err == nil {
+			return n, true
+		}
+	case *zstdCodec:
+		var h zstd.Header
+		if h.Decode(body) == nil && h.HasFCS && h.FrameContentSize <= MaxChunkLength {
+			return int(h.FrameContentSize), true
+		}
+	case noopCodec:
+		return len(body), true
+	}
+	return 0, false
 }
 
 // ReadChunk appends the uncompressed bytes of chunk i to dst, after checking its CRC32.

@@ -42,6 +42,9 @@ type WriterOptions struct {
 	// MinCompressRatio is min_compress_ratio: 0 (never store raw) or at least 1. Chunks that
 	// do not compress to under ChunkLength/MinCompressRatio bytes are stored raw.
 	MinCompressRatio float64
+	// MaxCompressedLength, when not 0, sets the raw-chunk threshold directly (it overrides
+	// MinCompressRatio): what a rewrite of an existing sstable must keep.
+	MaxCompressedLength int32
 }
 
 // MaxCompressedLength is CompressionParams.calcMaxCompressedLength.
@@ -136,6 +139,14 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 				ErrInvalid, opts.Version)
 		}
 		wr.rawAt = int(MaxCompressedLength(wr.chunkLength, r))
+		if m := opts.MaxCompressedLength; m != 0 {
+			// A copy of an existing sstable keeps its exact threshold rather than a ratio
+			// that floating point may not map back to it.
+			if m < 0 || (m != math.MaxInt32 && int(m) > wr.chunkLength) {
+				return nil, fmt.Errorf("%w: writer MaxCompressedLength %d", ErrInvalid, m)
+			}
+			wr.rawAt = int(m)
+		}
 	}
 	chunks := max(1, batchBytes/wr.chunkLength)
 	wr.batch = chunks * wr.chunkLength

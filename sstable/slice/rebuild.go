@@ -1,0 +1,291 @@
+package slice
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/bigindex"
+	"github.com/sluicedb/sluice/sstable/bloom"
+	"github.com/sluicedb/sluice/sstable/bti"
+	"github.com/sluicedb/sluice/sstable/compress"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/stats"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// Spec is what a child inherits from its parent: everything the rebuild needs besides the
+// partitions. A local split takes it from the opened parent; a streaming receiver from the
+// sender's manifest.
+type Spec struct {
+	Version     version.Version
+	Partitioner token.Partitioner
+	Statistics  *stats.Statistics // the parent's, copied and adjusted per child
+	// Compression is the parent's CompressionInfo (nil for an uncompressed parent).
+	Compression *compress.Info
+	// CRCChunkLength is the CRC.db chunk length of an uncompressed parent.
+	CRCChunkLength   int
+	MinIndexInterval int
+	// ParentRows is the parent's Rows.db (BTI); children take the slice their entries need.
+	ParentRows []byte
+}
+
+// SpecOf reads the Spec of an opened sstable.
+func SpecOf(t *sstable.Table) (*Spec, error) {
+	s := &Spec{Version: t.Version(), Partitioner: t.Partitioner, Statistics: t.Statistics,
+		Compression: t.Compression, MinIndexInterval: bigindex.DefaultMinIndexInterval}
+	if t.CRC != nil {
+		s.CRCChunkLength = t.CRC.ChunkLength
+	} else if t.Compression == nil {
+		s.CRCChunkLength = compress.DefaultCRCChunkLength
+	}
+	if t.Version().Format == version.BTI {
+		b, err := os.ReadFile(t.Path(descriptor.Rows))
+		if err != nil {
+			return nil, err
+		}
+		s.ParentRows = b
+	}
+	return s, nil
+}
+
+func (s *Spec) parentPartitions() int64 {
+	if s.Statistics.Stats == nil {
+		return 0
+	}
+	return s.Statistics.Stats.EstimatedPartitionSize.Total()
+}
+
+// Builder rebuilds a child's components from the parent's index entries alone: Index.db with
+// rebased positions and promoted indexes copied verbatim, Summary.db, Filter.db, Statistics.db
+// (BIG); Partitions.db and the child's slice of Rows.db with patched data positions (BTI). It
+// keeps O(1) state per partition besides the 16-byte key hash the filter needs, and allocates
+// nothing per partition in steady state.
+//
+// Add partitions in order; then Finish with what the mover produced. The Builder writes
+// through inst, which the caller commits or aborts.
+type Builder struct {
+	spec  *Spec
+	desc  descriptor.Descriptor
+	inst  *fsx.Install
+	shift int64
+	hi    int64
+
+	// BIG
+	index    *bufio.Writer
+	indexPos int64
+	summary  *bigindex.SummaryBuilder
+	entry    []byte
+	// BTI
+	partitions *bufio.Writer
+	pib        *bti.PartitionIndexBuilder
+	comparable []byte
+	rowsCut    int64 // child Rows.db = parent Rows.db [rowsCut, rowsEnd)
+	rowsEnd    int64
+	rows       []byte
+	patches    []patch
+
+	hashes      [][2]uint64
+	sizes       stats.EstimatedHistogram
+	cardinality *stats.Cardinality
+	count       int64
+	prevPos     int64
+	first, last []byte
+	lastTok     token.Token
+}
+
+type patch struct {
+	entry bti.RowIndexEntry
+	pos   int64
+}
+
+// NewBuilder starts a child whose Data.db positions are the parent's less shift and whose
+// last partition ends at parent position hi. For BTI, rowsCut is where the child's slice of
+// the parent Rows.db begins (a multiple of the 4 KiB page, so tries keep their page layout).
+func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, shift, hi, rowsCut int64) (*Builder, error) {
+	b := &Builder{spec: spec, desc: desc, inst: inst, shift: shift, hi: hi, rowsCut: rowsCut, prevPos: -1,
+		cardinality: stats.NewCardinality()}
+	buckets := stats.PartitionSizeBuckets5 + 1
+	if spec.Statistics.Stats != nil {
+		buckets = len(spec.Statistics.Stats.EstimatedPartitionSize.Counts)
+	}
+	b.sizes = stats.NewEstimatedHistogram(buckets)
+	if spec.Version.Format == version.BTI {
+		f, err := inst.Create(desc.Filename(descriptor.Partitions))
+		if err != nil {
+			return nil, err
+		}
+		b.partitions = bufio.NewWriterSize(f, 256<<10)
+		b.pib = bti.NewPartitionIndexBuilder(b.partitions)
+		b.rowsEnd = rowsCut
+	} else {
+		f, err := inst.Create(desc.Filename(descriptor.Index))
+		if err != nil {
+			return nil, err
+		}
+		b.index = bufio.NewWriterSize(f, 256<<10)
+		b.summary = bigindex.NewSummaryBuilder(spec.MinIndexInterval)
+	}
+	return b, nil
+}
+
+// Add appends one partition of the parent (positions as in the parent).
+func (b *Builder) Add(p *sstable.Partition) error {
+	pos := p.Position - b.shift
+	if pos < 0 {
+		return fmt.Errorf("slice: partition %d at %d is before the child's start %d", p.Ordinal, p.Position, b.shift)
+	}
+	if b.prevPos >= 0 {
+		b.sizes.Add(p.Position - b.prevPos)
+	}
+	b.prevPos = p.Position
+	if b.count == 0 {
+		b.first = append(b.first[:0], p.Key...)
+	}
+	b.last = append(b.last[:0], p.Key...)
+	b.count++
+	h0, h1 := bloom.Hash(p.Key)
+	b.hashes = append(b.hashes, [2]uint64{h0, h1})
+	b.cardinality.Add(p.Key)
+
+	if b.pib != nil {
+		indexPos := ^pos
+		if p.IndexPos >= 0 {
+			e, err := bti.ReadRowIndexEntry(b.spec.ParentRows, p.IndexPos)
+			if err != nil {
+				return err
+			}
+			b.patches = append(b.patches, patch{entry: e, pos: pos})
+			b.rowsEnd = max(b.rowsEnd, e.End)
+			indexPos = p.IndexPos - b.rowsCut
+		}
+		b.comparable = bti.AppendDecoratedKey(b.comparable[:0], p.Token, p.Key)
+		return b.pib.Add(b.comparable, byte(h1), indexPos)
+	}
+	b.summary.Add(p.Key, b.indexPos)
+	b.entry = bigindex.AppendEntry(b.entry[:0], p.Key, pos, p.Promoted)
+	if _, err := b.index.Write(b.entry); err != nil {
+		return err
+	}
+	b.indexPos += int64(len(b.entry))
+	return nil
+}
+
+// Count is the number of partitions added.
+func (b *Builder) Count() int64 { return b.count }
+
+// DataResult describes the child's Data.db as the mover left it.
+type DataResult struct {
+	Compression *compress.Info    // CompressionInfo.db of the child (compressed)
+	CRC         *compress.CRCInfo // CRC.db of the child (uncompressed)
+	DataLength  int64
+	FileLength  int64
+	Digest      uint32
+	HasDigest   bool // false: write no Digest.crc32 (--no-digest)
+}
+
+// Finish writes every remaining component and returns the TOC it wrote. Data.db must already
+// be complete in inst.
+func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
+	if b.count == 0 {
+		return nil, fmt.Errorf("slice: child %s has no partitions", b.desc)
+	}
+	v := b.spec.Version
+	b.sizes.Add(b.hi - b.prevPos)
+	written := []descriptor.Component{descriptor.Data}
+	if b.pib != nil {
+		if _, err := b.pib.Finish(b.first, b.last); err != nil {
+			return nil, err
+		}
+		if err := b.partitions.Flush(); err != nil {
+			return nil, err
+		}
+		rows := append([]byte(nil), b.spec.ParentRows[b.rowsCut:b.rowsEnd]...)
+		for _, p := range b.patches {
+			e := p.entry
+			e.Pos -= b.rowsCut
+			e.DataPositionOffset -= b.rowsCut
+			if err := bti.PatchDataPosition(rows, e, p.pos); err != nil {
+				return nil, err
+			}
+		}
+		if err := b.write(descriptor.Rows, rows); err != nil {
+			return nil, err
+		}
+		written = append(written, descriptor.Partitions, descriptor.Rows)
+	} else {
+		if err := b.index.Flush(); err != nil {
+			return nil, err
+		}
+		if err := b.write(descriptor.Summary, b.summary.Build(b.first, b.last).Append(nil)); err != nil {
+			return nil, err
+		}
+		written = append(written, descriptor.Index, descriptor.Summary)
+	}
+
+	fp := b.spec.Statistics.Validation.BloomFilterFPChance
+	if bloom.Needed(fp) {
+		f, err := bloom.New(b.count, fp)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range b.hashes {
+			f.AddHash(h[0], h[1])
+		}
+		raw := f.Append(nil)
+		if v.HasOldBfFormat() {
+			raw = f.AppendOld(nil)
+		}
+		if err := b.write(descriptor.Filter, raw); err != nil {
+			return nil, err
+		}
+		written = append(written, descriptor.Filter)
+	}
+
+	st, err := childStatistics(b.spec.Statistics, v, childFacts{
+		partitions: b.count, sizes: b.sizes, first: b.first, last: b.last,
+		cardinality: b.cardinality.Bytes(), dataLength: d.DataLength, dataFileLength: d.FileLength,
+		compressed: d.Compression != nil, parentPartitions: b.spec.parentPartitions(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.write(descriptor.Statistics, st.Append(nil, v)); err != nil {
+		return nil, err
+	}
+	written = append(written, descriptor.Statistics)
+	if d.Compression != nil {
+		if err := b.write(descriptor.CompressionInfo, d.Compression.Append(nil, v)); err != nil {
+			return nil, err
+		}
+		written = append(written, descriptor.CompressionInfo)
+	} else if d.CRC != nil {
+		if err := b.write(descriptor.CRC, d.CRC.Append(nil)); err != nil {
+			return nil, err
+		}
+		written = append(written, descriptor.CRC)
+	}
+	if d.HasDigest {
+		if err := b.write(descriptor.Digest, compress.AppendDigest(nil, d.Digest)); err != nil {
+			return nil, err
+		}
+		written = append(written, descriptor.Digest)
+	}
+	written = append(written, descriptor.TOC)
+	if err := b.write(descriptor.TOC, descriptor.AppendTOC(nil, written)); err != nil {
+		return nil, err
+	}
+	return written, nil
+}
+
+func (b *Builder) write(c descriptor.Component, data []byte) error {
+	f, err := b.inst.Create(b.desc.Filename(c))
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return err
+}

@@ -1,0 +1,267 @@
+package slice
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// partition is one partition as a test sees it: key, token and its exact bytes.
+type partition struct {
+	key   []byte
+	tok   token.Token
+	bytes []byte
+}
+
+// readAll returns every partition of an sstable with its Data.db bytes. A partition ends where
+// the next begins, or at the end of the data.
+func readAll(t *testing.T, prefix string) []partition {
+	t.Helper()
+	tb, err := sstable.Open(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	var out []partition
+	var pos []int64
+	if err := tb.ScanPartitions(func(p *sstable.Partition) error {
+		tok := p.Token
+		if tok.Bytes != nil {
+			tok.Bytes = append([]byte(nil), tok.Bytes...)
+		}
+		out = append(out, partition{key: append([]byte(nil), p.Key...), tok: tok})
+		pos = append(pos, p.Position)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pos = append(pos, tb.DataLength())
+	for i := range out {
+		out[i].bytes = make([]byte, pos[i+1]-pos[i])
+		if _, err := tb.Data.ReadAt(out[i].bytes, pos[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// checkSplit splits parent by ranges in mode and checks the contract: every child verifies
+// (extended), holds only partitions of its range, and the children together hold exactly the
+// parent's partitions in the ranges, byte for byte, each once.
+func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, noDigest bool) *Result {
+	t.Helper()
+	parent, err := sstable.Open(parentPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	dir := t.TempDir()
+	res, err := Split(context.Background(), parent, ranges, dir, Options{Mode: mode, NoDigest: noDigest})
+	if err != nil {
+		t.Fatalf("split %s by %s (%s): %v", parentPrefix, ranges, mode, err)
+	}
+	want := map[string]partition{}
+	for _, p := range readAll(t, parentPrefix) {
+		if ranges.Contains(p.tok) {
+			want[string(p.key)] = p
+		}
+	}
+	got := 0
+	for _, c := range res.Children {
+		rep, err := sstable.Verify(c.Desc.Prefix(), sstable.VerifyOptions{Extended: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rep.Problems {
+			t.Errorf("child %s (%s): %s", c.Desc, c.Range, p)
+		}
+		parts := readAll(t, c.Desc.Prefix())
+		if int64(len(parts)) != c.Partitions {
+			t.Errorf("child %s: %d partitions, reported %d", c.Desc, len(parts), c.Partitions)
+		}
+		for _, p := range parts {
+			if !c.Range.Contains(p.tok) {
+				t.Errorf("child %s holds key %x (token %s) outside %s", c.Desc, p.key, p.tok, c.Range)
+			}
+			w, ok := want[string(p.key)]
+			if !ok {
+				t.Errorf("child %s holds key %x, which is not a parent partition in the ranges (or is duplicated)", c.Desc, p.key)
+				continue
+			}
+			if !bytes.Equal(w.bytes, p.bytes) {
+				t.Errorf("child %s: partition %x differs from the parent's", c.Desc, p.key)
+			}
+			delete(want, string(p.key))
+			got++
+		}
+	}
+	for k := range want {
+		t.Errorf("parent partition %x in the ranges is in no child", k)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return res
+}
+
+func fixture(t *testing.T, name string) fixtures.SSTable {
+	for _, f := range fixtures.All(t) {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no fixture %s", name)
+	return fixtures.SSTable{}
+}
+
+var modes = []Mode{ModeCopy, ModeRechunk, ModeRewrite, ModeAuto}
+
+// The 10,000-partition Murmur3 fixture (with its trailing empty chunk) split three ways, and by
+// ranges that wrap, hit one chunk, or cover everything.
+func TestSplitMurmur3Fixture(t *testing.T) {
+	f := fixture(t, "sstable-transformer/oa/spark_test.testtable_10k/oa-13-big")
+	for _, spec := range []string{
+		"(-9223372036854775808,-3000000000000000000],(-3000000000000000000,3000000000000000000],(3000000000000000000,-9223372036854775808]",
+		"(9000000000000000000,-9000000000000000000]", // wraps: two pieces, two children
+		"(-100,-100]",                                // the whole ring
+		"(-9223297786983086898,-9223297786983086897]", // the first partition only
+		"(1,2]",                                       // empty: no child
+	} {
+		ranges, err := token.ParseRanges(token.Murmur3, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range modes {
+			t.Run(fmt.Sprintf("%s/%s", m, spec), func(t *testing.T) {
+				res := checkSplit(t, f.Prefix, ranges, m, false)
+				if spec == "(1,2]" && len(res.Children) != 0 {
+					t.Errorf("empty range gave %d children", len(res.Children))
+				}
+			})
+		}
+	}
+}
+
+// Every fixture, BIG and BTI, compressed and not, split in two at its middle key.
+func TestSplitEveryFixtureInTwo(t *testing.T) {
+	for _, f := range fixtures.All(t) {
+		keys := f.Keys(t)
+		if len(keys) < 2 {
+			continue
+		}
+		mid := keys[len(keys)/2-1].Token
+		p, _ := partitionerOf(f)
+		min := p.MinToken().String()
+		spec := fmt.Sprintf("(%s,%s],(%s,%s]", min, mid, mid, min)
+		ranges, err := token.ParseRanges(p, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range modes {
+			if m == ModeRewrite && (f.Version == "md" || f.Version == "me") {
+				continue // sluice writes nb and later only
+			}
+			t.Run(fmt.Sprintf("%s/%s", f.Name, m), func(t *testing.T) {
+				res := checkSplit(t, f.Prefix, ranges, m, false)
+				if len(res.Children) != 2 {
+					t.Errorf("%d children, want 2", len(res.Children))
+				}
+			})
+		}
+	}
+}
+
+func partitionerOf(f fixtures.SSTable) (token.Partitioner, error) {
+	if filepath.Dir(f.Name) != "" && len(f.Name) > 13 && f.Name[:13] == "apache-legacy" {
+		return token.ByteOrdered, nil
+	}
+	return token.Murmur3, nil
+}
+
+// Generated sstables of every writable version, compressed (with raw CASSANDRA-10520 chunks
+// too) and not, split by random range sets: wrapping ranges, ranges inside one chunk, ranges
+// ending exactly where a chunk ends, and empty ranges.
+func TestSplitGeneratedRandomRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(42, 1))
+	for _, vn := range []string{"nb", "nc", "oa", "da"} {
+		for _, c := range []struct {
+			comp  string
+			ratio float64
+			cmp   float64
+		}{{"lz4", 0, 0.5}, {"lz4", 1.1, 0.05}, {"none", 0, 0.5}} {
+			v, _ := version.ParseWritable(vn)
+			root := t.TempDir()
+			res, err := gen.Generate(context.Background(), root, gen.Options{Version: v, Partitions: 300,
+				PartitionSize: 2 << 10, RowSize: 512, Compression: c.comp, MinCompressRatio: c.ratio,
+				Compressibility: c.cmp, ChunkLength: 4 << 10, IndexBlockSize: 1 << 10, Seed: uint64(rng.Uint32())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := readAll(t, res.Desc.Prefix())
+			for trial := 0; trial < 3; trial++ {
+				ranges := randomRanges(rng, parts)
+				for _, m := range modes {
+					t.Run(fmt.Sprintf("%s/%s-%v/%d/%s", vn, c.comp, c.ratio, trial, m), func(t *testing.T) {
+						checkSplit(t, res.Desc.Prefix(), ranges, m, trial == 2)
+					})
+				}
+			}
+		}
+	}
+}
+
+// randomRanges picks up to 5 disjoint ranges whose bounds are partition tokens (so that they
+// fall exactly on partition, and often chunk, boundaries) or random tokens; the last may wrap.
+func randomRanges(rng *rand.Rand, parts []partition) token.RangeSet {
+	var bounds []int64
+	for i := 0; i < 2+rng.IntN(9); i++ {
+		if rng.IntN(2) == 0 {
+			bounds = append(bounds, parts[rng.IntN(len(parts))].tok.Long)
+		} else {
+			bounds = append(bounds, int64(rng.Uint64()))
+		}
+	}
+	sort.Slice(bounds, func(a, b int) bool { return bounds[a] < bounds[b] })
+	tok := func(v int64) token.Token { return token.Token{Kind: token.KindMurmur3, Long: v} }
+	var rs token.RangeSet
+	for i := 0; i+1 < len(bounds); i += 2 {
+		if bounds[i] != bounds[i+1] {
+			rs = append(rs, token.Range{Left: tok(bounds[i]), Right: tok(bounds[i+1])})
+		}
+	}
+	if len(bounds) >= 2 && rng.IntN(2) == 0 && len(rs) > 0 {
+		// Turn the last range into one that wraps around the ring from the top bound.
+		last := bounds[len(bounds)-1]
+		if first := rs[0].Left.Long; last > rs[len(rs)-1].Right.Long && first > -9223372036854775000 {
+			rs = append(rs[1:], token.Range{Left: tok(last), Right: tok(first - 1)})
+			rs = append(rs, token.Range{Left: tok(first - 1), Right: rs[0].Left})[:len(rs)]
+		}
+	}
+	if len(rs) == 0 {
+		rs = token.RangeSet{{Left: tok(0), Right: tok(0)}}
+	}
+	return rs
+}
+
+// A hash summary (count, XOR and sum of a 64-bit hash per key) of a large split, as a second
+// check on top of the exact lists.
+func keyDigest(keys [][]byte) (n int, xor, sum uint64) {
+	for _, k := range keys {
+		h := fnv.New64a()
+		h.Write(k)
+		v := h.Sum64()
+		n, xor, sum = n+1, xor^v, sum+v
+	}
+	return
+}
