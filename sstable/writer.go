@@ -49,9 +49,9 @@ type WriterOptions struct {
 	// MaxCompressedLength, when not 0, is the raw-chunk threshold itself (overriding
 	// MinCompressRatio), for rewrites that must keep an existing sstable's.
 	MaxCompressedLength int32
-	BloomFPChance     float64           // default 0.01; 1.0 writes no Filter.db
-	MinIndexInterval  int               // Summary.db sampling interval, default 128
-	IndexBlockSize    int               // row index granularity: default 64 KiB (BIG), 16 KiB (BTI)
+	BloomFPChance       float64 // default 0.01; 1.0 writes no Filter.db
+	MinIndexInterval    int     // Summary.db sampling interval, default 128
+	IndexBlockSize      int     // row index granularity: default 64 KiB (BIG), 16 KiB (BTI)
 	// ExpectedPartitions sizes the bloom filter up front, as Cassandra does from its estimate.
 	// With 0 the writer keeps each key's 16-byte hash and sizes the filter exactly at Finish.
 	ExpectedPartitions int64
@@ -101,7 +101,7 @@ type Writer struct {
 	inst  *fsx.Install
 
 	dataFile *os.File
-	dataBuf  *asyncWriter
+	dataBuf  *fsx.AsyncWriter
 	data     *compress.Writer
 	buf      []byte // partition bytes not yet handed to data
 	rw       *rows.Writer
@@ -205,8 +205,7 @@ func (w *Writer) open() error {
 	if w.dataFile, err = w.create(descriptor.Data); err != nil {
 		return err
 	}
-	w.dataBuf = newAsyncWriter(w.dataFile, 1<<20, 4)
-	w.dataBuf.file = w.dataFile
+	w.dataBuf = fsx.NewAsyncWriter(w.dataFile, 1<<20, 4)
 	w.data, err = compress.NewWriter(w.dataBuf, compress.WriterOptions{
 		Version: w.v, Compressor: w.opts.Compressor, Options: w.opts.CompressorOptions,
 		ChunkLength: w.opts.ChunkLength, MinCompressRatio: w.opts.MinCompressRatio,

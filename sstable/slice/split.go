@@ -1,7 +1,6 @@
 package slice
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -405,7 +404,7 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) (int64, error)
 func (sp *splitter) rechunk(oc *openChild, dst *os.File) (int64, error) {
 	info := sp.parent.Compression
 	run := LayoutCompressed(info, sp.parent.DataFileLength, oc.plan.Lo, oc.plan.Hi, 1)
-	bw := bufio.NewWriterSize(dst, 1<<20)
+	bw := fsx.NewAsyncWriter(dst, 1<<20, 4)
 	w, err := compress.NewWriter(bw, compress.WriterOptions{Version: sp.parent.Version(), Compressor: info.Compressor,
 		Options: info.Options, ChunkLength: info.ChunkLength, MaxCompressedLength: rawThreshold(sp.parent)})
 	if err != nil {
@@ -419,15 +418,13 @@ func (sp *splitter) rechunk(oc *openChild, dst *os.File) (int64, error) {
 		if lo < hi {
 			if _, err := w.Write(b[lo:hi]); err != nil {
 				_, _ = w.Close()
+				_ = bw.Close()
 				return 0, err
 			}
 		}
 	}
 	res, cerr := w.Close()
-	if err := errors.Join(sc.Err(), cerr); err != nil {
-		return 0, err
-	}
-	if err := bw.Flush(); err != nil {
+	if err := errors.Join(sc.Err(), cerr, bw.Close()); err != nil {
 		return 0, err
 	}
 	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}

@@ -59,7 +59,7 @@ func readAll(t *testing.T, prefix string) []partition {
 // checkSplit splits parent by ranges in mode and checks the contract: every child verifies
 // (extended), holds only partitions of its range, and the children together hold exactly the
 // parent's partitions in the ranges, byte for byte, each once.
-func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, noDigest bool) *Result {
+func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, noDigest bool, dirs ...string) *Result {
 	t.Helper()
 	parent, err := sstable.Open(parentPrefix)
 	if err != nil {
@@ -67,6 +67,9 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 	}
 	defer parent.Close()
 	dir := t.TempDir()
+	if len(dirs) > 0 {
+		dir = dirs[0]
+	}
 	res, err := Split(context.Background(), parent, ranges, dir, Options{Mode: mode, NoDigest: noDigest})
 	if err != nil {
 		t.Fatalf("split %s by %s (%s): %v", parentPrefix, ranges, mode, err)
@@ -134,9 +137,9 @@ func TestSplitMurmur3Fixture(t *testing.T) {
 	for _, spec := range []string{
 		"(-9223372036854775808,-3000000000000000000],(-3000000000000000000,3000000000000000000],(3000000000000000000,-9223372036854775808]",
 		"(9000000000000000000,-9000000000000000000]", // wraps: two pieces, two children
-		"(-100,-100]",                                // the whole ring
+		"(-100,-100]", // the whole ring
 		"(-9223297786983086898,-9223297786983086897]", // the first partition only
-		"(1,2]",                                       // empty: no child
+		"(1,2]", // empty: no child
 	} {
 		ranges, err := token.ParseRanges(token.Murmur3, spec)
 		if err != nil {

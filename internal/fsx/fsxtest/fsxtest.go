@@ -3,18 +3,19 @@
 // mount(8) and so needs root; a test that cannot have them is skipped with a message naming
 // what is missing, never failed. It never installs packages.
 //
-// It imports only the standard library and must not be imported by non-test code.
+// It imports loopfs (whose Mount it wraps) and must not be imported by non-test code.
 package fsxtest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluicedb/sluice/internal/loopfs"
 )
 
 // MountXFS creates a sparse image of size bytes ("300M", "1G", or a plain byte count; XFS
@@ -43,48 +44,17 @@ func mount(t testing.TB, size, mkfs, pkg string, mkfsArgs ...string) string {
 	if err != nil {
 		t.Fatalf("fsxtest: %v", err)
 	}
-	if os.Geteuid() != 0 {
-		t.Skipf("fsxtest: mounting a %s loop file system needs root", mkfs)
-	}
-	mkfsPath, err := exec.LookPath(mkfs)
-	if err != nil {
-		t.Skipf("fsxtest: %s not found (install the Debian package %s): %v", mkfs, pkg, err)
-	}
-	if _, err := exec.LookPath("mount"); err != nil {
-		t.Skipf("fsxtest: mount not found: %v", err)
-	}
-	base := t.TempDir()
-	img := filepath.Join(base, "fs.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = f.Truncate(n)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	mnt, unmount, err := loopfs.Mount(t.TempDir(), n, mkfs, pkg, mkfsArgs...)
+	if errors.Is(err, loopfs.ErrUnavailable) {
+		t.Skipf("fsxtest: %v", err)
 	}
 	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mkfsPath, append(mkfsArgs, img)...).CombinedOutput(); err != nil {
-		t.Fatalf("fsxtest: %s %s: %v\n%s", mkfs, img, err, out)
-	}
-	mnt := filepath.Join(base, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("fsxtest: the kernel refused to loop-mount a %s image: %v\n%s", mkfs, err, out)
+		t.Fatalf("fsxtest: %v", err)
 	}
 	// Registered after t.TempDir's own cleanup, so it runs first.
 	t.Cleanup(func() {
-		out, err := exec.Command("umount", mnt).CombinedOutput()
-		if err == nil {
-			return
-		}
-		t.Errorf("fsxtest: umount %s: %v\n%s(a file is probably still open; detaching lazily)", mnt, err, out)
-		if out, err := exec.Command("umount", "-l", mnt).CombinedOutput(); err != nil {
-			t.Errorf("fsxtest: umount -l %s: %v\n%s", mnt, err, out)
+		if err := unmount(); err != nil {
+			t.Errorf("fsxtest: %v", err)
 		}
 	})
 	return mnt

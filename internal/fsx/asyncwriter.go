@@ -1,19 +1,19 @@
-package sstable
+package fsx
 
 import (
 	"io"
 	"os"
 	"sync"
-
-	"github.com/sluicedb/sluice/internal/fsx"
 )
 
-// asyncWriter hands full buffers to a goroutine that writes them to w, so that the write
-// system calls (copying into the page cache) overlap with compression instead of following it.
-// At most depth buffers are in flight. Close flushes, waits and reports the first error.
-type asyncWriter struct {
+// AsyncWriter hands full buffers to a goroutine that writes them to a file, so that the write
+// system calls (copying into the page cache) overlap with the producer's work (compression)
+// instead of following it, and starts writeback every few megabytes (trickle fsync) so that
+// the final fsync has little left to do. At most depth buffers are in flight. Close flushes,
+// waits and reports the first write error; it does not close or sync the file.
+type AsyncWriter struct {
 	w       io.Writer
-	file    *os.File // when set, writeback is started every trickleBytes (trickle fsync)
+	file    *os.File
 	written int64
 	synced  int64
 	size    int
@@ -29,8 +29,9 @@ type asyncWriter struct {
 // final fsync of a large component does not wait for all of it at once.
 const trickleBytes = 8 << 20
 
-func newAsyncWriter(w io.Writer, size, depth int) *asyncWriter {
-	a := &asyncWriter{w: w, size: size, free: make(chan []byte, depth), full: make(chan []byte, depth), done: make(chan struct{})}
+// NewAsyncWriter returns an AsyncWriter to f with depth buffers of size bytes.
+func NewAsyncWriter(f *os.File, size, depth int) *AsyncWriter {
+	a := &AsyncWriter{w: f, file: f, size: size, free: make(chan []byte, depth), full: make(chan []byte, depth), done: make(chan struct{})}
 	for i := 0; i < depth; i++ {
 		a.free <- make([]byte, 0, size)
 	}
@@ -39,7 +40,7 @@ func newAsyncWriter(w io.Writer, size, depth int) *asyncWriter {
 	return a
 }
 
-func (a *asyncWriter) run() {
+func (a *AsyncWriter) run() {
 	defer close(a.done)
 	for b := range a.full {
 		if a.failed() == nil {
@@ -47,8 +48,8 @@ func (a *asyncWriter) run() {
 				a.setErr(err)
 			}
 			a.written += int64(len(b))
-			if a.file != nil && a.written-a.synced >= trickleBytes {
-				_ = fsx.StartWriteback(a.file, a.synced, a.written-a.synced) // advisory
+			if a.written-a.synced >= trickleBytes {
+				_ = StartWriteback(a.file, a.synced, a.written-a.synced) // advisory
 				a.synced = a.written
 			}
 		}
@@ -56,13 +57,13 @@ func (a *asyncWriter) run() {
 	}
 }
 
-func (a *asyncWriter) setErr(err error) { a.errOnce.Do(func() { a.err = err }) }
+func (a *AsyncWriter) setErr(err error) { a.errOnce.Do(func() { a.err = err }) }
 
 // failed reads the error; it is only set by run before it returns the buffer, and read after
 // receiving a buffer from free or after done, so the channel operations order the accesses.
-func (a *asyncWriter) failed() error { return a.err }
+func (a *AsyncWriter) failed() error { return a.err }
 
-func (a *asyncWriter) Write(p []byte) (int, error) {
+func (a *AsyncWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		k := copy(a.buf[len(a.buf):cap(a.buf)], p)
@@ -80,7 +81,7 @@ func (a *asyncWriter) Write(p []byte) (int, error) {
 }
 
 // Close writes what is buffered, stops the goroutine and returns the first write error.
-func (a *asyncWriter) Close() error {
+func (a *AsyncWriter) Close() error {
 	if a.buf != nil && len(a.buf) > 0 {
 		a.full <- a.buf
 	}
