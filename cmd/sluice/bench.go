@@ -16,7 +16,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "End-to-end benchmarks that print comparison tables",
 		Args:  noArgs,
 	}
-	cmd.AddCommand(newBenchSSTableCmd())
+	cmd.AddCommand(newBenchSSTableCmd(), newBenchSplitCmd())
 	return cmd
 }
 
@@ -62,4 +62,76 @@ sstable with many small partitions. Page cache warm.`,
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the generated sstables")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	return cmd
+}
+
+func newBenchSplitCmd() *cobra.Command {
+	var size, dir string
+	var ways, runs int
+	var cold, xfs, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "split [--size 4GiB] [--ways 8] [--dir D | --xfs] [--cold] [--json]",
+		Short: "Split modes against the row-by-row rewrite: wall, CPU, device I/O, heap",
+		Long: `Generate (or reuse) a parent of the seed workload's shape (64 KiB partitions of 4 KiB rows,
+LZ4, 16 KiB chunks) in D and split it N ways with each configuration: rewrite, copy, reflink,
+reflink + no digest, rechunk. Prints medians of 3 runs: wall clock, CPU time, bytes read from
+and written to the device (/proc/self/io), heap allocated. --cold evicts the parent's pages
+before each run and checks they are gone. --xfs makes a loop-mounted XFS with reflink=1 for the
+run (root, xfsprogs) and removes it afterwards.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := parseSize(size)
+			if err != nil {
+				return usagef("bench split: --size: %v", err)
+			}
+			rep, err := bench.Split(cmd.Context(), bench.SplitOptions{Dir: dir, XFS: xfs, Size: n, Ways: ways, Cold: cold, Runs: runs,
+				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			w := cmd.OutOrStdout()
+			temp := "warm"
+			if rep.Cold {
+				temp = "cold"
+			}
+			fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions, %d bytes of index components; %s; %s cache; %d ways\n",
+				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.IndexBytes, rep.FileSystem, temp, ways)
+			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "configuration\tmode used\twall s\tcpu s\tread from device\twritten to device\theap\tvs rewrite\twrites / rewrite's")
+			for _, r := range rep.Rows {
+				ratio := "-"
+				if r.WriteRatio > 0 {
+					ratio = fmt.Sprintf("1/%.0f", r.WriteRatio)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s\t%.1fx\t%s\n", r.Config, r.Mode, r.WallSeconds, r.CPUSeconds,
+					human(r.ReadBytes), human(r.WrittenBytes), human(int64(r.HeapBytes)), r.SpeedupVsRW, ratio)
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&size, "size", "4GiB", "parent's uncompressed size")
+	f.IntVar(&ways, "ways", 8, "children per split")
+	f.IntVar(&runs, "runs", 3, "runs per configuration (medians are printed)")
+	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent and children")
+	f.BoolVar(&xfs, "xfs", false, "run on a fresh loop-mounted XFS with reflink (needs root and xfsprogs)")
+	f.BoolVar(&cold, "cold", false, "evict the parent's pages before each run")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// human prints a byte count with a binary unit.
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // TempPrefix starts the name of every file an Install creates before Commit publishes it.
@@ -214,7 +215,11 @@ func (in *Install) intentPath() string {
 	return filepath.Join(in.dir, TempPrefix+in.id+intentSuffix)
 }
 
-func (in *Install) writeIntent(order []*installFile) error {
+func (in *Install) writeIntent(order []*installFile) error { return in.writeIntentSync(order, true) }
+
+// writeIntentSync writes the intent record, fsyncing it when sync (a caller that flushes the
+// whole file system next need not).
+func (in *Install) writeIntentSync(order []*installFile, sync bool) error {
 	var b bytes.Buffer
 	b.WriteString(intentHeader + "\n")
 	for _, f := range order {
@@ -226,7 +231,7 @@ func (in *Install) writeIntent(order []*installFile) error {
 		return err
 	}
 	_, err = f.Write(b.Bytes())
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
@@ -399,4 +404,158 @@ func removeIfExists(path string) error {
 		return err
 	}
 	return nil
+}
+
+// CommitAll commits several installs into one directory as Commit does each, but shares the
+// directory fsyncs between them: every file is synced, every intent record written, then one
+// directory sync; every non-marker renamed, one sync; every marker renamed, one sync. Each
+// install keeps its own crash consistency (its record, its marker last), and together they
+// publish with three directory syncs instead of three each: what a split into many children
+// spends most of its time on otherwise. On failure every install is rolled back.
+func CommitAll(ins ...*Install) error {
+	if len(ins) == 0 {
+		return nil
+	}
+	dir := ins[0].dir
+	orders := make([][]*installFile, len(ins))
+	fail := func(err error) error {
+		errs := []error{err}
+		for _, in := range ins {
+			errs = append(errs, in.rollback())
+		}
+		return errors.Join(errs...)
+	}
+	for i, in := range ins {
+		if in.done {
+			return fail(ErrInstallDone)
+		}
+		in.done = true
+		if in.dir != dir {
+			return fail(fmt.Errorf("fsx: CommitAll: installs into %s and %s", dir, in.dir))
+		}
+		var err error
+		if orders[i], err = in.renameOrder(); err != nil {
+			return fail(err)
+		}
+	}
+	// Files and intent records durable, then the directory. With many files one syncfs does
+	// all of it; otherwise each file and record is fsynced and the directory after them.
+	var files []*installFile
+	for _, in := range ins {
+		files = append(files, in.files...)
+	}
+	whole := false
+	if len(files) >= syncAllFiles {
+		for i, in := range ins {
+			if err := in.writeIntentSync(orders[i], false); err != nil {
+				return fail(err)
+			}
+		}
+		ok, err := syncFS(dir)
+		if err != nil {
+			return fail(err)
+		}
+		whole = ok
+	}
+	if whole {
+		if err := closeAll(files); err != nil {
+			return fail(err)
+		}
+	} else {
+		if err := syncFiles(files); err != nil {
+			return fail(err)
+		}
+		for i, in := range ins {
+			if err := in.writeIntent(orders[i]); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fail(err)
+			} else if errors.Is(err, fs.ErrExist) {
+				// Written unsynced above before syncfs turned out to be unavailable.
+				if err := syncPath(in.intentPath()); err != nil {
+					return fail(err)
+				}
+			}
+		}
+		if err := syncDir(dir); err != nil {
+			return fail(err)
+		}
+	}
+	// Non-markers of every install, one sync, then the markers: a durable marker still implies
+	// a durable set.
+	for _, markers := range []bool{false, true} {
+		for i, in := range ins {
+			order := orders[i]
+			files := order[:len(order)-1]
+			if markers {
+				files = order[len(order)-1:]
+			}
+			for _, f := range files {
+				if in.beforeRename != nil {
+					if err := in.beforeRename(f.name); err != nil {
+						return fail(err)
+					}
+				}
+				if err := renameNoReplace(f.tmp, filepath.Join(dir, f.name)); err != nil {
+					return fail(err)
+				}
+				f.renamed = true
+			}
+		}
+		if err := syncDir(dir); err != nil {
+			return fail(err)
+		}
+	}
+	for _, in := range ins {
+		_ = os.Remove(in.intentPath())
+	}
+	return nil
+}
+
+// syncAllFiles is how many files make CommitAll flush the whole file system (one syncfs)
+// rather than fsync each file. syncfs also flushes unrelated dirty data on the same file
+// system, so it is kept for installs of many files, where per-file flushes (each a device
+// flush on a loop device or a disk without a volatile cache) dominate.
+const syncAllFiles = 16
+
+func closeAll(files []*installFile) error {
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, f.f.Close())
+		f.f = nil
+	}
+	return errors.Join(errs...)
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+// syncFiles fsyncs and closes files, several at a time: file systems batch concurrent log
+// forces, so this costs little more than one.
+func syncFiles(files []*installFile) error {
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f.f.Sync(); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = f.f.Close()
+		}()
+	}
+	wg.Wait()
+	for i, f := range files {
+		if errs[i] == nil {
+			f.f = nil
+		}
+	}
+	return errors.Join(errs...)
 }

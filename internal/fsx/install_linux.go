@@ -35,3 +35,17 @@ func syncDir(dir string) error {
 	}
 	return errors.Join(d.Sync(), d.Close())
 }
+
+// syncFS flushes every dirty page and the journal of the file system holding dir in one call
+// (syncfs). For many small files it is one device flush where per-file fsyncs are many.
+func syncFS(dir string) (bool, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return true, err
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return true, &os.PathError{Op: "syncfs", Path: dir, Err: err}
+	}
+	return true, nil
+}

@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/slice"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// SplitOptions configures `sluice bench split`.
+type SplitOptions struct {
+	Dir  string // where the parent and children live; ignored with XFS
+	XFS  bool   // make a loop-mounted XFS with reflink for the run, and remove it after
+	Size int64  // parent's uncompressed size
+	Ways int
+	Cold bool // evict the parent's pages before each run, and check they were evicted
+	Runs int  // medians of this many runs (default 3)
+	Logf func(format string, args ...any)
+}
+
+// SplitRow is one configuration's medians.
+type SplitRow struct {
+	Config       string  `json:"config"`
+	Mode         string  `json:"mode_used"`
+	WallSeconds  float64 `json:"wall_seconds"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	ReadBytes    int64   `json:"read_from_device"`
+	WrittenBytes int64   `json:"written_to_device"`
+	HeapBytes    uint64  `json:"heap_allocated"`
+	SpeedupVsRW  float64 `json:"speedup_vs_rewrite"`
+	WriteRatio   float64 `json:"rewrite_writes_over_these"`
+}
+
+// SplitReport is the whole benchmark.
+type SplitReport struct {
+	Dir            string     `json:"dir"`
+	FileSystem     string     `json:"file_system"`
+	ParentData     int64      `json:"parent_data_length"`
+	ParentDataFile int64      `json:"parent_data_file_length"`
+	IndexBytes     int64      `json:"parent_index_bytes"`
+	Partitions     int64      `json:"parent_partitions"`
+	Cold           bool       `json:"cold"`
+	Rows           []SplitRow `json:"rows"`
+}
+
+type splitConfig struct {
+	name     string
+	mode     slice.Mode
+	noDigest bool
+}
+
+var splitConfigs = []splitConfig{
+	{"rewrite", slice.ModeRewrite, false},
+	{"copy", slice.ModeCopy, false},
+	{"reflink", slice.ModeReflink, false},
+	{"reflink + no digest", slice.ModeReflink, true},
+	{"rechunk", slice.ModeRechunk, false},
+}
+
+// Split measures the split modes on one parent of the seed workload's shape.
+func Split(ctx context.Context, o SplitOptions) (*SplitReport, error) {
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	dir := o.Dir
+	fsName := "as found"
+	if o.XFS {
+		base, err := os.MkdirTemp(o.Dir, "sluice-bench-xfs-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(base)
+		// Sparse: room for the parent and the children of one configuration at a time.
+		mnt, unmount, err := loopfs.MountXFS(base, 3*o.Size+(2<<30))
+		if err != nil {
+			return nil, err
+		}
+		defer unmount()
+		dir, fsName = mnt, "xfs (loop, reflink=1)"
+	}
+	parent, err := parentFor(ctx, dir, o)
+	if err != nil {
+		return nil, err
+	}
+	t, err := sstable.Open(parent.Prefix())
+	if err != nil {
+		return nil, err
+	}
+	rep := &SplitReport{Dir: dir, FileSystem: fsName, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength, Cold: o.Cold}
+	for _, c := range t.Components {
+		if c != descriptor.Data {
+			rep.IndexBytes += fileSize(t.Path(c))
+		}
+	}
+	ranges, err := slice.EqualRanges(t, o.Ways)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	_ = t.ScanPartitions(func(*sstable.Partition) error { rep.Partitions++; return nil })
+	t.Close()
+
+	for _, c := range splitConfigs {
+		var samples []splitSample
+		for run := 0; run < o.Runs; run++ {
+			s, err := splitOnce(ctx, parent, ranges, filepath.Join(dir, "children"), c, o.Cold)
+			if err != nil {
+				return nil, fmt.Errorf("%s, run %d: %w", c.name, run+1, err)
+			}
+			o.Logf("%s run %d: %.3fs wall", c.name, run+1, s.wall.Seconds())
+			samples = append(samples, s)
+		}
+		rep.Rows = append(rep.Rows, medianRow(c.name, samples))
+	}
+	base := rep.Rows[0]
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		r.SpeedupVsRW = base.WallSeconds / r.WallSeconds
+		if r.WrittenBytes > 0 {
+			r.WriteRatio = float64(base.WrittenBytes) / float64(r.WrittenBytes)
+		}
+	}
+	return rep, nil
+}
+
+type splitSample struct {
+	wall, cpu     time.Duration
+	read, written int64
+	heap          uint64
+	mode          slice.Mode
+}
+
+// parentFor reuses a parent generated earlier in dir for the same size, or generates one.
+func parentFor(ctx context.Context, dir string, o SplitOptions) (descriptor.Descriptor, error) {
+	v, _ := version.ParseWritable("oa")
+	root := filepath.Join(dir, fmt.Sprintf("parent-%d", o.Size))
+	tdir := gen.TableDir(root, "sluice", "stress")
+	if ds, err := descriptor.List(tdir); err == nil && len(ds) == 1 {
+		if rep, err := sstable.Verify(ds[0].Prefix(), sstable.VerifyOptions{}); err == nil && rep.OK {
+			o.Logf("reusing parent %s", ds[0])
+			return ds[0], nil
+		}
+		os.RemoveAll(root)
+	}
+	o.Logf("generating a %d-byte parent in %s", o.Size, root)
+	res, err := gen.Generate(ctx, root, gen.Options{Version: v, Size: o.Size, Seed: 1})
+	return res.Desc, err
+}
+
+func splitOnce(ctx context.Context, parent descriptor.Descriptor, ranges token.RangeSet, out string, c splitConfig, cold bool) (splitSample, error) {
+	var s splitSample
+	if err := os.RemoveAll(out); err != nil {
+		return s, err
+	}
+	if cold {
+		if err := evict(parent); err != nil {
+			return s, err
+		}
+	}
+	t, err := sstable.Open(parent.Prefix())
+	if err != nil {
+		return s, err
+	}
+	defer t.Close()
+	io0, err := fsx.ProcIO()
+	if err != nil {
+		return s, err
+	}
+	var res *slice.Result
+	m, err := Measure(func() error {
+		var err error
+		res, err = slice.Split(ctx, t, ranges, out, slice.Options{Mode: c.mode, NoDigest: c.noDigest})
+		return err
+	})
+	if err != nil {
+		return s, err
+	}
+	io1, _ := fsx.ProcIO()
+	return splitSample{wall: m.Wall, cpu: m.CPU, read: io1.ReadBytes - io0.ReadBytes,
+		written: io1.WriteBytes - io0.WriteBytes, heap: m.HeapBytes, mode: res.Mode}, nil
+}
+
+// evict drops the parent's pages from the page cache and checks that Data.db left it.
+func evict(d descriptor.Descriptor) error {
+	cs, err := filepath.Glob(d.Prefix() + "-*")
+	if err != nil {
+		return err
+	}
+	for _, p := range cs {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		err = fsx.EvictPageCache(f)
+		if err == nil && p == d.Path(descriptor.Data) {
+			var resident int64
+			if resident, err = fsx.ResidentBytes(f); err == nil && resident > 0 {
+				err = fmt.Errorf("%d bytes of %s still cached after eviction", resident, p)
+			}
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func medianRow(name string, ss []splitSample) SplitRow {
+	med := func(f func(splitSample) float64) float64 {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = f(s)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return SplitRow{
+		Config:       name,
+		Mode:         string(ss[len(ss)-1].mode),
+		WallSeconds:  med(func(s splitSample) float64 { return s.wall.Seconds() }),
+		CPUSeconds:   med(func(s splitSample) float64 { return s.cpu.Seconds() }),
+		ReadBytes:    int64(med(func(s splitSample) float64 { return float64(s.read) })),
+		WrittenBytes: int64(med(func(s splitSample) float64 { return float64(s.written) })),
+		HeapBytes:    uint64(med(func(s splitSample) float64 { return float64(s.heap) })),
+	}
+}
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
