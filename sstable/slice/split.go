@@ -192,11 +192,11 @@ type splitter struct {
 	align    int64
 	children []Child
 
-	next     int // next plan to start
-	cur      *openChild
-	pending  []*openChild // built, waiting to be installed together
-	lastEnd  int64 // end of the last Rows.db entry seen (BTI)
-	cloned   int64
+	next    int // next plan to start
+	cur     *openChild
+	pending []*openChild // built, waiting to be installed together
+	lastEnd int64        // end of the last Rows.db entry seen (BTI)
+	cloned  int64
 	// digestFromCRCs derives digests from inline chunk CRCs instead of reading children.
 	digestFromCRCs bool
 }
