@@ -407,25 +407,13 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) (int64, error)
 		return 0, err
 	}
 	sp.cloned += st.Cloned
-	L := sp.spec.CRCChunkLength
-	crcs := &compress.CRCInfo{ChunkLength: L}
-	digest := crc32.NewIEEE()
-	buf := make([]byte, L)
+	cw := NewCRCWriter(sp.spec.CRCChunkLength)
 	r := io.NewSectionReader(sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength())
-	for {
-		n, err := io.ReadFull(r, buf)
-		if n > 0 {
-			crcs.CRCs = append(crcs.CRCs, crc32.ChecksumIEEE(buf[:n]))
-			digest.Write(buf[:n])
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
+	if _, err := io.CopyBuffer(cw, r, make([]byte, 1<<20)); err != nil {
+		return 0, err
 	}
-	oc.data = DataResult{CRC: crcs, DataLength: run.DataLength, FileLength: run.FileLength(), Digest: digest.Sum32(), HasDigest: !sp.opts.NoDigest}
+	crcs, digest := cw.Result()
+	oc.data = DataResult{CRC: crcs, DataLength: run.DataLength, FileLength: run.FileLength(), Digest: digest, HasDigest: !sp.opts.NoDigest}
 	oc.child = Child{DeadBytes: run.Dead, Cloned: st.Cloned, Copied: st.Copied}
 	return run.Shift, nil
 }
