@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: the most complete job sluice can do today, on an embedded default workload.
 # Generates a 256 MiB LZ4 sstable of the stress-like table (BIG oa) and a BTI (da) one,
-# verifies both (extended: every row), describes them and lists a few keys. Finishes by itself
-# and leaves nothing behind.
+# verifies both (extended: every row), describes them, splits the oa one 8 ways without
+# rewriting a row and verifies the children, then verifies every Cassandra-written fixture.
+# Finishes by itself and leaves nothing behind.
 set -euo pipefail
 bin=${1:-bin/sluice}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-run.XXXXXX")
@@ -25,6 +26,19 @@ for v in oa da; do
 	# head closes the pipe after three lines; the writer's SIGPIPE is expected.
 	{ "$bin" sstable keys --json "$data" || true; } | head -n 3
 done
+
+step "split the oa sstable 8 ways by token range: zero-copy (reflink where the file system can, else copy)"
+data=$(ls "$work/oa"/sluice/stress-*/oa-1-big-Data.db)
+"$bin" sstable split "$data" --out "$work/split" --ways 8
+
+step "verify every child, reading every row"
+for child in "$work/split"/*-Data.db; do
+	"$bin" sstable verify --extended "$child"
+done
+
+step "the same split by rechunk (no dead bytes) and by the row-by-row rewrite, for comparison"
+"$bin" sstable split "$data" --out "$work/rechunk" --ways 8 --mode rechunk | tail -n 1
+"$bin" sstable split "$data" --out "$work/rewrite" --ways 8 --mode rewrite | tail -n 1
 
 step "verify every real Cassandra fixture under ../shared/testdata/cassandra"
 fixtures=../shared/testdata/cassandra

@@ -7,17 +7,21 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes one command line and returns the process exit code. Tests call it directly.
-func run(args []string) int {
+// run executes one command line with the given standard output and error and returns the
+// process exit code. Tests call it directly.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return 0
@@ -26,13 +30,13 @@ func run(args []string) int {
 	var fe failedError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(os.Stderr, "sluice: %v\nRun 'sluice --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "sluice: %v\nRun 'sluice --help' for usage.\n", err)
 		return 2
 	case errors.As(err, &fe):
 		// The command already printed its findings; only the exit code remains.
 		return 1
 	default:
-		fmt.Fprintf(os.Stderr, "sluice: %v\n", err)
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
 		return 1
 	}
 }
