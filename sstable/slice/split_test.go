@@ -112,6 +112,23 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 	for k := range want {
 		t.Errorf("parent partition %x in the ranges is in no child", k)
 	}
+	// The same, summarised: count, XOR and sum of a 64-bit hash per key.
+	var parentKeys, childKeys [][]byte
+	for _, p := range readAll(t, parentPrefix) {
+		if ranges.Contains(p.tok) {
+			parentKeys = append(parentKeys, p.key)
+		}
+	}
+	for _, c := range res.Children {
+		for _, p := range readAll(t, c.Desc.Prefix()) {
+			childKeys = append(childKeys, p.key)
+		}
+	}
+	pn, px, ps := keyDigest(parentKeys)
+	cn, cx, cs := keyDigest(childKeys)
+	if pn != cn || px != cx || ps != cs {
+		t.Errorf("key digests differ: parent (%d %x %x), children (%d %x %x)", pn, px, ps, cn, cx, cs)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -225,36 +242,37 @@ func TestSplitGeneratedRandomRanges(t *testing.T) {
 }
 
 // randomRanges picks up to 5 disjoint ranges whose bounds are partition tokens (so that they
-// fall exactly on partition, and often chunk, boundaries) or random tokens; the last may wrap.
+// fall exactly on partition, and often chunk, boundaries) or random tokens. Half the time the
+// pairing is rotated by one bound, so that the last range wraps around the ring.
 func randomRanges(rng *rand.Rand, parts []partition) token.RangeSet {
+	seen := map[int64]bool{}
 	var bounds []int64
-	for i := 0; i < 2+rng.IntN(9); i++ {
+	for len(bounds) < 2+2*rng.IntN(5) {
+		var v int64
 		if rng.IntN(2) == 0 {
-			bounds = append(bounds, parts[rng.IntN(len(parts))].tok.Long)
+			v = parts[rng.IntN(len(parts))].tok.Long
 		} else {
-			bounds = append(bounds, int64(rng.Uint64()))
+			v = int64(rng.Uint64())
+		}
+		if !seen[v] {
+			seen[v] = true
+			bounds = append(bounds, v)
 		}
 	}
 	sort.Slice(bounds, func(a, b int) bool { return bounds[a] < bounds[b] })
 	tok := func(v int64) token.Token { return token.Token{Kind: token.KindMurmur3, Long: v} }
 	var rs token.RangeSet
-	for i := 0; i+1 < len(bounds); i += 2 {
-		if bounds[i] != bounds[i+1] {
+	if rng.IntN(2) == 0 {
+		for i := 0; i+1 < len(bounds); i += 2 {
 			rs = append(rs, token.Range{Left: tok(bounds[i]), Right: tok(bounds[i+1])})
 		}
+		return rs
 	}
-	if len(bounds) >= 2 && rng.IntN(2) == 0 && len(rs) > 0 {
-		// Turn the last range into one that wraps around the ring from the top bound.
-		last := bounds[len(bounds)-1]
-		if first := rs[0].Left.Long; last > rs[len(rs)-1].Right.Long && first > -9223372036854775000 {
-			rs = append(rs[1:], token.Range{Left: tok(last), Right: tok(first - 1)})
-			rs = append(rs, token.Range{Left: tok(first - 1), Right: rs[0].Left})[:len(rs)]
-		}
+	for i := 1; i+1 < len(bounds); i += 2 {
+		rs = append(rs, token.Range{Left: tok(bounds[i]), Right: tok(bounds[i+1])})
 	}
-	if len(rs) == 0 {
-		rs = token.RangeSet{{Left: tok(0), Right: tok(0)}}
-	}
-	return rs
+	// (last, first] wraps.
+	return append(rs, token.Range{Left: tok(bounds[len(bounds)-1]), Right: tok(bounds[0])})
 }
 
 // A hash summary (count, XOR and sum of a 64-bit hash per key) of a large split, as a second

@@ -1,0 +1,77 @@
+package slice
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/stats"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+var everything = token.RangeSet{{Left: token.Murmur3.MinToken(), Right: token.Murmur3.MinToken()}}
+
+// A destination too small for the children is refused before anything is written.
+func TestSplitRefusesTooLittleSpace(t *testing.T) {
+	small := fsxtest.MountSmallFS(t, "8M")
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Size: 48 << 20, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	out := filepath.Join(small, "kids")
+	_, err = Split(context.Background(), parent, everything, out, Options{Mode: ModeCopy})
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("split into 8 MiB: %v, want ErrRefused", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("refused split left %d files", len(ents))
+	}
+}
+
+// Legacy counter shards: zero-copy modes refuse with the reason; auto falls back to the rewrite
+// and says why.
+func TestSplitLegacyCounterShards(t *testing.T) {
+	v, _ := version.ParseWritable("nb")
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 50, PartitionSize: 4 << 10, RowSize: 1 << 10, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Desc.Path(descriptor.Statistics)
+	raw, _ := os.ReadFile(p)
+	st, err := stats.Parse(raw, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Stats.HasLegacyCounterShards = true
+	if err := os.WriteFile(p, st.Append(nil, v), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	if _, err := Split(context.Background(), parent, everything, t.TempDir(), Options{Mode: ModeReflink}); !errors.Is(err, ErrRefused) {
+		t.Errorf("reflink of a parent with legacy counter shards: %v, want ErrRefused", err)
+	}
+	r, err := Split(context.Background(), parent, everything, t.TempDir(), Options{Mode: ModeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != ModeRewrite || r.Reason != "legacy counter shards" || len(r.Children) != 1 {
+		t.Errorf("auto: mode %s reason %q children %d", r.Mode, r.Reason, len(r.Children))
+	}
+}
