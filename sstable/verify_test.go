@@ -2,9 +2,9 @@ package sstable
 
 import (
 	"fmt"
-	"sort"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
