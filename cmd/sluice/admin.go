@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedb/sluice/internal/node"
+)
+
+// adminClient talks to a node's admin HTTP API.
+type adminClient struct {
+	addr string // as the user gave it, for messages
+	base string // http://host:port
+	http *http.Client
+}
+
+// newAdminClient accepts HOST:PORT or an http(s):// base URL.
+func newAdminClient(addr string) (*adminClient, error) {
+	base := addr
+	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
+		u, err := url.Parse(addr)
+		if err != nil || u.Host == "" {
+			return nil, usagef("--admin %q: want HOST:PORT", addr)
+		}
+		base = strings.TrimSuffix(addr, "/")
+	} else {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, usagef("--admin %q: want HOST:PORT", addr)
+		}
+		base = "http://" + addr
+	}
+	return &adminClient{addr: addr, base: base, http: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// call sends a request with an optional JSON body and decodes the JSON answer into out. Errors
+// name the admin address.
+func (c *adminClient) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is in the message already, as the address
+		}
+		return fmt.Errorf("admin endpoint %s unreachable (is `sluice run` running there?): %w", c.addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("admin endpoint %s: reading the answer: %w", c.addr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e node.ErrorResponse
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		return fmt.Errorf("admin endpoint %s: %s %s: %s: %s", c.addr, method, path, resp.Status, e.Error)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("admin endpoint %s: %s %s: bad answer: %w", c.addr, method, path, err)
+	}
+	return nil
+}
+
+func newSetStreamThroughputCmd() *cobra.Command {
+	var admin, outbound, inbound string
+	cmd := &cobra.Command{
+		Use:   "setstreamthroughput [--admin HOST:PORT] [--outbound RATE] [--inbound RATE]",
+		Short: "Set a running node's streaming rate limits",
+		Long: `Set the node-wide streaming rate limits of a running node, like nodetool
+setstreamthroughput, through its admin API. RATE is bytes per second with an optional KiB, MiB,
+GiB or TiB suffix (and an optional "/s"), e.g. 100MiB; 0 means unlimited. A direction left out
+keeps its limit. The limits last until the node restarts; put them in the configuration file to
+keep them.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := newAdminClient(admin)
+			if err != nil {
+				return err
+			}
+			var req node.ThroughputRequest
+			for _, f := range []struct {
+				name, val string
+				dst       **int64
+			}{{"outbound", outbound, &req.OutboundBytesPerSecond}, {"inbound", inbound, &req.InboundBytesPerSecond}} {
+				if !cmd.Flags().Changed(f.name) {
+					continue
+				}
+				n, err := parseSize(strings.TrimSuffix(strings.TrimSpace(f.val), "/s"))
+				if err != nil {
+					return usagef("setstreamthroughput: --%s %q: want a rate such as 100MiB (0 = unlimited)", f.name, f.val)
+				}
+				*f.dst = &n
+			}
+			if req.OutboundBytesPerSecond == nil && req.InboundBytesPerSecond == nil {
+				return usagef("setstreamthroughput: give --outbound, --inbound or both")
+			}
+			var now node.Throughput
+			if err := c.call(cmd.Context(), http.MethodPost, "/v1/throughput", req, &now); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stream throughput: outbound %s, inbound %s\n",
+				formatLimit(now.OutboundBytesPerSecond), formatLimit(now.InboundBytesPerSecond))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the node")
+	f.StringVar(&outbound, "outbound", "", "outbound limit in bytes per second, e.g. 100MiB (0 = unlimited)")
+	f.StringVar(&inbound, "inbound", "", "inbound limit in bytes per second, e.g. 100MiB (0 = unlimited)")
+	return cmd
+}
+
+// formatLimit prints a rate limit, 0 being unlimited.
+func formatLimit(n int64) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return formatBytes(n) + "/s"
+}
+
+// formatBytes prints a byte count in binary units with one decimal: "512 B", "1.5 KiB".
+func formatBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 && n > -1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n) / 1024
+	i := 0
+	for (v >= 1024 || v <= -1024) && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}

@@ -1,0 +1,370 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/stream"
+)
+
+const (
+	// snapshotsDir is Cassandra's per-table snapshot directory.
+	snapshotsDir = "snapshots"
+	// holdPrefix starts the name of a Hold's snapshot under snapshotsDir. The leading dot
+	// keeps it apart from operator snapshots; start-up removes any a crash left.
+	holdPrefix = ".stream-"
+	// holdAttempts bounds the re-listings of a table whose sstables keep disappearing.
+	holdAttempts = 8
+)
+
+// Catalog finds tables in the node's data directories and holds their live sstables for
+// senders. It implements stream.Catalog; its methods may be called concurrently.
+type Catalog struct {
+	dirs []string
+	log  zerolog.Logger
+}
+
+var _ stream.Catalog = (*Catalog)(nil)
+
+// NewCatalog returns a catalog over data directories in Cassandra's layout
+// <dir>/<keyspace>/<table>-<table id>/. Missing directories hold no tables.
+func NewCatalog(dataDirs []string, log zerolog.Logger) *Catalog {
+	return &Catalog{dirs: append([]string(nil), dataDirs...), log: log}
+}
+
+// TableStatus summarises one table for GET /v1/status: its live sstables (those with a
+// TOC.txt) across every data directory, and the bytes of their components.
+type TableStatus struct {
+	Keyspace string   `json:"keyspace"`
+	Table    string   `json:"table"`
+	ID       string   `json:"id"`
+	Dirs     []string `json:"dirs"`
+	SSTables int      `json:"sstables"`
+	Bytes    int64    `json:"bytes"`
+}
+
+// tableDir is one <keyspace>/<table>-<id> directory.
+type tableDir struct {
+	keyspace, table, id, path string
+}
+
+// tableDirs lists the table directories of every data directory, in data directory order
+// and by name within one.
+func (c *Catalog) tableDirs() ([]tableDir, error) {
+	var out []tableDir
+	for _, root := range c.dirs {
+		kss, err := readDirs(root)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, ks := range kss {
+			tables, err := readDirs(filepath.Join(root, ks))
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range tables {
+				p := filepath.Join(root, ks, t)
+				if k, name, id, ok := descriptor.TableDir(p); ok {
+					out = append(out, tableDir{keyspace: k, table: name, id: id, path: p})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// readDirs returns the names of the subdirectories of dir, hidden ones (Cassandra's .idx
+// secondary index directories, our own .stream- holds) excluded.
+func readDirs(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// liveSSTable is an sstable with a TOC and the components the TOC lists.
+type liveSSTable struct {
+	desc  descriptor.Descriptor
+	comps []descriptor.Component // TOC last, no duplicates
+}
+
+// listLive returns the sstables of dir that have a TOC.txt: the ones Cassandra considers
+// complete. An sstable whose TOC disappears while it is read is being deleted and is left out.
+func listLive(dir string) ([]liveSSTable, error) {
+	ds, err := descriptor.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []liveSSTable
+	for _, d := range ds {
+		b, err := os.ReadFile(d.Path(descriptor.TOC))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		comps, err := descriptor.ParseTOC(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Path(descriptor.TOC), err)
+		}
+		s := liveSSTable{desc: d}
+		seen := map[descriptor.Component]bool{descriptor.TOC: true}
+		for _, c := range comps {
+			if !seen[c] {
+				seen[c] = true
+				s.comps = append(s.comps, c)
+			}
+		}
+		s.comps = append(s.comps, descriptor.TOC)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Tables summarises every table found, ordered by keyspace, table and id. A table whose id
+// appears in several data directories is one entry listing each directory.
+func (c *Catalog) Tables() ([]TableStatus, error) {
+	dirs, err := c.tableDirs()
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*TableStatus{}
+	for _, td := range dirs {
+		key := td.keyspace + "\x00" + td.table + "\x00" + td.id
+		ts := byKey[key]
+		if ts == nil {
+			ts = &TableStatus{Keyspace: td.keyspace, Table: td.table, ID: td.id}
+			byKey[key] = ts
+		}
+		ts.Dirs = append(ts.Dirs, td.path)
+		live, err := listLive(td.path)
+		if err != nil {
+			return nil, err
+		}
+		ts.SSTables += len(live)
+		for _, s := range live {
+			for _, comp := range s.comps {
+				if fi, err := os.Stat(s.desc.Path(comp)); err == nil {
+					ts.Bytes += fi.Size()
+				}
+			}
+		}
+	}
+	out := make([]TableStatus, 0, len(byKey))
+	for _, ts := range byKey {
+		out = append(out, *ts)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Keyspace != b.Keyspace {
+			return a.Keyspace < b.Keyspace
+		}
+		if a.Table != b.Table {
+			return a.Table < b.Table
+		}
+		return a.ID < b.ID
+	})
+	return out, nil
+}
+
+// Hold returns the live sstables of keyspace.table, read through a hard-link snapshot taken
+// in every data directory that holds the table (<table dir>/snapshots/.stream-<random>/), and
+// a release function that removes the snapshots. Until release the sstables stay readable
+// whatever compaction or cleanup deletes; hard links need no copy and, being inside the table
+// directory, stay on its file system. The descriptors point into the snapshots.
+//
+// Cassandra writes a compaction's results before it deletes the inputs, so when an sstable
+// vanishes while it is linked, Hold lists the directory again to pick up its replacement. The
+// held set can then include both an input already linked and its result: the same cells
+// twice, which reconcile and cost only bytes.
+//
+// release may be called more than once and from any goroutine; errors removing a snapshot
+// are logged.
+func (c *Catalog) Hold(keyspace, table string) ([]descriptor.Descriptor, func(), error) {
+	all, err := c.tableDirs()
+	if err != nil {
+		return nil, nil, err
+	}
+	var dirs []tableDir
+	ids := map[string]bool{}
+	for _, td := range all {
+		if td.keyspace != keyspace || td.table != table {
+			continue
+		}
+		dirs = append(dirs, td)
+	}
+	if len(dirs) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s.%s", ErrUnknownTable, keyspace, table)
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, nil, err
+	}
+	h := &hold{name: holdPrefix + hex.EncodeToString(raw[:]), log: c.log}
+	var out []descriptor.Descriptor
+	for _, td := range dirs {
+		ds, err := h.snapshot(td.path)
+		if err != nil {
+			h.release()
+			return nil, nil, err
+		}
+		if len(ds) > 0 {
+			ids[td.id] = true
+		}
+		out = append(out, ds...)
+	}
+	if len(ids) > 1 {
+		h.release()
+		idList := make([]string, 0, len(ids))
+		for id := range ids {
+			idList = append(idList, id)
+		}
+		sort.Strings(idList)
+		return nil, nil, fmt.Errorf("%w: %s.%s: %s", ErrAmbiguousTable, keyspace, table, strings.Join(idList, ", "))
+	}
+	c.log.Debug().Str("keyspace", keyspace).Str("table", table).Str("hold", h.name).
+		Int("sstables", len(out)).Msg("holding sstables")
+	return out, h.release, nil
+}
+
+// hold is one Hold's snapshot directories.
+type hold struct {
+	name string
+	log  zerolog.Logger
+	mu   sync.Mutex
+	dirs []string
+}
+
+// snapshot links the live sstables of table directory dir into the hold's snapshot there.
+func (h *hold) snapshot(dir string) ([]descriptor.Descriptor, error) {
+	snap := filepath.Join(dir, snapshotsDir, h.name)
+	// seen holds the sstables linked or found vanished; each is tried once.
+	seen := map[string]bool{}
+	created := false
+	var out []descriptor.Descriptor
+	for attempt := 0; attempt < holdAttempts; attempt++ {
+		live, err := listLive(dir)
+		if err != nil {
+			return nil, err
+		}
+		vanished := false
+		for _, s := range live {
+			if seen[s.desc.Prefix()] {
+				continue
+			}
+			seen[s.desc.Prefix()] = true
+			if !created {
+				if err := os.MkdirAll(snap, 0o755); err != nil {
+					return nil, err
+				}
+				created = true
+				h.mu.Lock()
+				h.dirs = append(h.dirs, snap)
+				h.mu.Unlock()
+			}
+			ok, err := linkSSTable(s, snap)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				vanished = true
+				continue
+			}
+			out = append(out, descriptor.Descriptor{Dir: snap, Version: s.desc.Version, ID: s.desc.ID})
+		}
+		if !vanished {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnstableTable, dir)
+}
+
+// linkSSTable hard-links every component of s into snap, the TOC last. It returns false,
+// having removed its links, when the sstable was deleted meanwhile (its Data.db or TOC.txt
+// is gone); a missing component of an sstable that still has both is an error.
+func linkSSTable(s liveSSTable, snap string) (bool, error) {
+	var made []string
+	undo := func() {
+		for _, p := range made {
+			_ = os.Remove(p)
+		}
+	}
+	for _, comp := range s.comps {
+		src := s.desc.Path(comp)
+		dst := filepath.Join(snap, s.desc.Filename(comp))
+		err := os.Link(src, dst)
+		if err == nil {
+			made = append(made, dst)
+			continue
+		}
+		undo()
+		if errors.Is(err, fs.ErrNotExist) && (!exists(s.desc.Path(descriptor.TOC)) || !exists(s.desc.Path(descriptor.Data))) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func (h *hold) release() {
+	h.mu.Lock()
+	dirs := h.dirs
+	h.dirs = nil
+	h.mu.Unlock()
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			h.log.Error().Err(err).Str("dir", d).Msg("removing stream snapshot")
+		}
+	}
+}
+
+// removeStaleHolds removes the hold snapshots of table directory dir, which only a crash can
+// leave (no Hold is active before the node starts), and returns their paths.
+func removeStaleHolds(dir string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), holdPrefix) {
+			continue
+		}
+		p := filepath.Join(dir, snapshotsDir, e.Name())
+		if err := os.RemoveAll(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}

@@ -1,0 +1,134 @@
+package node
+
+import (
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTheExampleConfigLoadsAndValidates(t *testing.T) {
+	c, err := LoadConfig("testdata/sluice.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Name:       "node-1",
+		DataDirs:   []string{"/var/lib/sluice/data1", "/var/lib/sluice/data2"},
+		StreamAddr: "10.0.0.1:7400",
+		AdminAddr:  "127.0.0.1:7401",
+		TLSDir:     filepath.Join("testdata", "tls"), // relative to the file
+		Throughput: Throughput{OutboundBytesPerSecond: 100 << 20},
+		Timeouts:   Timeouts{Idle: 60 * time.Second, Handshake: 10 * time.Second, Keepalive: 15 * time.Second},
+		Memory:     Memory{MaxInFlightBytes: 256 << 20},
+		Transport:  TransportQUIC,
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("loaded\n%+v\nwant\n%+v", c, want)
+	}
+	if err := c.withDefaults().validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The example spells out every default, so applying defaults changes nothing.
+	if d := c.withDefaults(); !reflect.DeepEqual(d, want) {
+		t.Fatalf("defaults changed an explicit config: %+v", d)
+	}
+}
+
+func TestTheZeroValueOfEveryOptionalFieldIsItsDefault(t *testing.T) {
+	c, err := ParseConfig([]byte("name: a\ndata_dirs: [/d]\ntls_dir: /tls\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Name: "a", DataDirs: []string{"/d"}, TLSDir: "/tls",
+		StreamAddr: DefaultStreamAddr, AdminAddr: DefaultAdminAddr,
+		Timeouts:  Timeouts{Idle: DefaultIdleTimeout, Handshake: DefaultHandshakeTimeout, Keepalive: DefaultKeepalive},
+		Memory:    Memory{MaxInFlightBytes: DefaultMaxInFlightBytes},
+		Transport: TransportQUIC,
+	}
+	if got := c.withDefaults(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if err := want.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ParseConfig(nil); err != nil || !reflect.DeepEqual(c, Config{}) {
+		t.Fatalf("empty document: %+v, %v", c, err)
+	}
+}
+
+func TestParseConfigRejectsWhatItCannotRepresent(t *testing.T) {
+	for _, doc := range []string{
+		"nmae: a\n",              // misspelt field
+		"timeouts: {idel: 5s}\n", // misspelt nested field
+		"timeouts: {idle: 60}\n", // a bare number is not a duration
+		"throughput: {inbound_bytes_per_second: fast}\n",
+		"data_dirs: /one\n", // a list is required
+		"name: [a]\n",
+	} {
+		if _, err := ParseConfig([]byte(doc)); err == nil {
+			t.Errorf("%q: parsed", doc)
+		}
+	}
+}
+
+func TestValidateNamesTheBadField(t *testing.T) {
+	good := func() Config {
+		return Config{Name: "n1", DataDirs: []string{"/a", "/b"}, TLSDir: "/tls"}
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*Config)
+	}{
+		{"name", func(c *Config) { c.Name = "" }},
+		{"name", func(c *Config) { c.Name = "no spaces" }},
+		{"name", func(c *Config) { c.Name = "a/b" }},
+		{"name", func(c *Config) { c.Name = ".." }},
+		{"name", func(c *Config) { c.Name = strings.Repeat("n", 254) }},
+		{"data_dirs", func(c *Config) { c.DataDirs = nil }},
+		{"data_dirs[1]", func(c *Config) { c.DataDirs = []string{"/a", ""} }},
+		{"data_dirs[1]", func(c *Config) { c.DataDirs = []string{"/a", "/a/"} }},
+		{"stream_addr", func(c *Config) { c.StreamAddr = "localhost" }},
+		{"stream_addr", func(c *Config) { c.StreamAddr = "localhost:http" }},
+		{"admin_addr", func(c *Config) { c.AdminAddr = "127.0.0.1:70000" }},
+		{"tls_dir", func(c *Config) { c.TLSDir = "" }},
+		{"throughput.outbound_bytes_per_second", func(c *Config) { c.Throughput.OutboundBytesPerSecond = -1 }},
+		{"throughput.inbound_bytes_per_second", func(c *Config) { c.Throughput.InboundBytesPerSecond = -1 }},
+		{"timeouts.idle", func(c *Config) { c.Timeouts.Idle = -time.Second }},
+		{"timeouts.handshake", func(c *Config) { c.Timeouts.Handshake = -time.Second }},
+		{"timeouts.keepalive", func(c *Config) { c.Timeouts.Keepalive = -time.Second }},
+		{"timeouts.keepalive", func(c *Config) { c.Timeouts.Keepalive = time.Minute; c.Timeouts.Idle = time.Minute }},
+		{"memory.max_in_flight_bytes", func(c *Config) { c.Memory.MaxInFlightBytes = -1 }},
+		{"memory.max_in_flight_bytes", func(c *Config) { c.Memory.MaxInFlightBytes = 1000 }},
+		{"transport", func(c *Config) { c.Transport = "udp" }},
+	} {
+		c := good()
+		tc.edit(&c)
+		_, err := New(Options{Config: c})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: got %v", tc.field, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.field+":") {
+			t.Errorf("message %q does not name %s", err, tc.field)
+		}
+	}
+	if _, err := New(Options{Config: good()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoopbackDetection(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:7401": true, "[::1]:7401": true, "localhost:1": true, "127.1.2.3:0": true,
+		"0.0.0.0:7401": false, ":7401": false, "10.0.0.1:7401": false, "example.com:1": false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("%s: %v", addr, got)
+		}
+	}
+}

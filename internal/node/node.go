@@ -1,0 +1,387 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/stream"
+)
+
+// StreamServer is what the node needs of the stream layer's server. Implementations must be
+// safe for concurrent use: the admin API calls Sessions and SetThroughput while Serve runs.
+type StreamServer interface {
+	// Serve serves sessions until ctx is done, then stops (closing its socket) and returns
+	// nil or ctx's error, or returns another error when it fails. The node calls it once.
+	Serve(ctx context.Context) error
+	// Addr is the address the server is bound to; it is valid from construction on, so a
+	// configured port 0 reports the port chosen.
+	Addr() net.Addr
+	// Sessions returns a snapshot of the current and recently finished sessions. The node
+	// does not retain or modify it.
+	Sessions() []stream.SessionStatus
+	// SetThroughput changes the node-wide rate limits in bytes per second, 0 = unlimited.
+	SetThroughput(outBytesPerSec, inBytesPerSec int64)
+}
+
+// StreamConfig is the part of the configuration the stream server uses, with defaults
+// applied, plus the collectors it feeds.
+type StreamConfig struct {
+	Name       string    // node name; the certificate is TLSDir/Name.crt and Name.key
+	Addr       string    // host:port to bind
+	TLSDir     string    // holds ca.crt, Name.crt, Name.key
+	Transport  Transport // TransportQUIC or TransportTCP
+	Throughput Throughput
+	Timeouts   Timeouts
+	Memory     Memory
+	Metrics    *Metrics
+}
+
+// NewStreamServerFunc constructs the stream server. It should bind cfg.Addr (so a taken port
+// fails the start) but serve nothing until Serve. cat is the node's Catalog; log carries the
+// node's fields.
+type NewStreamServerFunc func(cfg StreamConfig, cat stream.Catalog, log zerolog.Logger) (StreamServer, error)
+
+// Options configures New.
+type Options struct {
+	Config Config
+	Logger zerolog.Logger
+	// NewStreamServer builds the stream server. Nil runs the node without streaming: the
+	// admin API still serves status, metrics and an empty session list, which is enough to
+	// inspect data directories; the node logs a warning.
+	NewStreamServer NewStreamServerFunc
+	// ShutdownTimeout bounds the clean shutdown of the admin and stream servers after ctx
+	// is cancelled; default 10s.
+	ShutdownTimeout time.Duration
+}
+
+const defaultShutdownTimeout = 10 * time.Second
+
+// Node is the sluice daemon: data directories, the catalog over them, the admin HTTP API, the
+// metrics registry and the stream server. New prepares it without side effects; Run does the
+// work. The methods other than Run may be called concurrently.
+type Node struct {
+	cfg             Config
+	log             zerolog.Logger
+	newStream       NewStreamServerFunc
+	shutdownTimeout time.Duration
+	catalog         *Catalog
+	metrics         *Metrics
+	ran             atomic.Bool
+	ready           chan struct{}
+
+	// Set by Run before ready is closed, read-only after.
+	started   time.Time
+	adminAddr net.Addr
+	stream    StreamServer
+
+	mu         sync.Mutex // orders throughput changes
+	throughput Throughput
+}
+
+// New validates the configuration (a *ConfigError names the bad field) and returns a node
+// ready to Run. It touches neither the file system nor the network.
+func New(opts Options) (*Node, error) {
+	cfg := opts.Config.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	timeout := opts.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = defaultShutdownTimeout
+	}
+	log := opts.Logger.With().Str("node", cfg.Name).Logger()
+	return &Node{
+		cfg:             cfg,
+		log:             log,
+		newStream:       opts.NewStreamServer,
+		shutdownTimeout: timeout,
+		catalog:         NewCatalog(cfg.DataDirs, log),
+		metrics:         NewMetrics(),
+		ready:           make(chan struct{}),
+		throughput:      cfg.Throughput,
+	}, nil
+}
+
+// Config is the node's configuration with defaults applied.
+func (n *Node) Config() Config { return n.cfg }
+
+// Catalog is the node's catalog, the stream.Catalog handed to the stream server.
+func (n *Node) Catalog() *Catalog { return n.catalog }
+
+// Metrics are the node's collectors, also handed to the stream server in StreamConfig.
+func (n *Node) Metrics() *Metrics { return n.metrics }
+
+// Ready is closed once Run has prepared the data directories and bound both servers.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+func (n *Node) isReady() bool {
+	select {
+	case <-n.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// AdminAddr is the bound admin address, nil before Ready.
+func (n *Node) AdminAddr() net.Addr {
+	if !n.isReady() {
+		return nil
+	}
+	return n.adminAddr
+}
+
+// StreamAddr is the bound stream address, nil before Ready or when the node runs without a
+// stream server.
+func (n *Node) StreamAddr() net.Addr {
+	if !n.isReady() || n.stream == nil {
+		return nil
+	}
+	return n.stream.Addr()
+}
+
+// Run prepares the data directories (creating missing ones, removing leftovers of interrupted
+// installs and stream snapshots of a previous run), binds the admin API and the stream
+// server, and serves until ctx is cancelled or a server fails. On cancellation it shuts both
+// down, waiting at most Options.ShutdownTimeout, and returns nil when they stopped cleanly; a
+// failure is returned after the same shutdown. Run may be called once.
+func (n *Node) Run(ctx context.Context) error {
+	if !n.ran.CompareAndSwap(false, true) {
+		return ErrAlreadyRun
+	}
+	if err := n.prepareDirs(); err != nil {
+		return err
+	}
+	if !isLoopback(n.cfg.AdminAddr) {
+		n.log.Warn().Str("addr", n.cfg.AdminAddr).Msg("admin API is not on loopback; it has no authentication")
+	}
+	ln, err := net.Listen("tcp", n.cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("admin_addr: %w", err)
+	}
+	// n.mu is held from reading the limits until ready is closed, so a SetThroughput either
+	// lands before the stream server is built (and is in its config) or after (and reaches it).
+	n.mu.Lock()
+	if n.newStream == nil {
+		n.log.Warn().Msg("no stream server: running without streaming")
+	} else {
+		ss, err := n.newStream(n.streamConfig(), n.catalog, n.log)
+		if err != nil {
+			n.mu.Unlock()
+			ln.Close()
+			return fmt.Errorf("stream server: %w", err)
+		}
+		n.stream = ss
+	}
+	n.adminAddr = ln.Addr()
+	n.started = time.Now()
+	n.metrics.setThroughput(n.throughput)
+
+	srv := &http.Server{
+		Handler:           n.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          stdlog.New(n.log.With().Str("component", "admin").Logger(), "", 0),
+	}
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Serve(ln) }()
+	streamCtx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	var streamDone chan error
+	if n.stream != nil {
+		streamDone = make(chan error, 1)
+		go func() { streamDone <- n.stream.Serve(streamCtx) }()
+	}
+	close(n.ready)
+	n.mu.Unlock()
+	ev := n.log.Info().Str("admin_addr", n.adminAddr.String()).Str("transport", string(n.cfg.Transport)).
+		Strs("data_dirs", n.cfg.DataDirs)
+	if n.stream != nil {
+		ev = ev.Str("stream_addr", n.stream.Addr().String())
+	}
+	ev.Msg("node running")
+
+	var errs []error
+	select {
+	case <-ctx.Done():
+		n.log.Info().Msg("node stopping")
+	case err := <-httpDone:
+		httpDone = nil
+		errs = append(errs, fmt.Errorf("admin server: %w", err))
+	case err := <-streamDone:
+		streamDone = nil
+		if err == nil {
+			err = errors.New("stopped before the node did")
+		}
+		errs = append(errs, fmt.Errorf("stream server: %w", err))
+	}
+	if len(errs) > 0 {
+		n.log.Error().Err(errs[0]).Msg("node failing")
+	}
+
+	stopStream()
+	sctx, cancel := context.WithTimeout(context.Background(), n.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("admin server shutdown: %w", err))
+		srv.Close()
+	}
+	if httpDone != nil {
+		if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("admin server: %w", err))
+		}
+	}
+	if streamDone != nil {
+		select {
+		case err := <-streamDone:
+			// A server may return the context's error when told to stop; that is a clean stop.
+			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				errs = append(errs, fmt.Errorf("stream server: %w", err))
+			}
+		case <-sctx.Done():
+			errs = append(errs, fmt.Errorf("stream server did not stop within %v", n.shutdownTimeout))
+		}
+	}
+	err = errors.Join(errs...)
+	if err == nil {
+		n.log.Info().Msg("node stopped")
+	}
+	return err
+}
+
+func (n *Node) streamConfig() StreamConfig {
+	return StreamConfig{
+		Name:       n.cfg.Name,
+		Addr:       n.cfg.StreamAddr,
+		TLSDir:     n.cfg.TLSDir,
+		Transport:  n.cfg.Transport,
+		Throughput: n.throughput,
+		Timeouts:   n.cfg.Timeouts,
+		Memory:     n.cfg.Memory,
+		Metrics:    n.metrics,
+	}
+}
+
+// prepareDirs creates the data directories and, in every table directory, removes the
+// leftovers of interrupted installs (fsx.CleanLeftovers, which must run before any install
+// starts) and the stream snapshots of a previous run.
+func (n *Node) prepareDirs() error {
+	for _, d := range n.cfg.DataDirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("data_dirs: %w", err)
+		}
+	}
+	dirs, err := n.catalog.tableDirs()
+	if err != nil {
+		return fmt.Errorf("data_dirs: %w", err)
+	}
+	for _, td := range dirs {
+		removed, err := fsx.CleanLeftovers(td.path)
+		for _, name := range removed {
+			n.log.Info().Str("dir", td.path).Str("file", name).Msg("removed leftover of an interrupted install")
+		}
+		if err != nil {
+			return fmt.Errorf("cleaning %s: %w", td.path, err)
+		}
+		stale, err := removeStaleHolds(td.path)
+		for _, p := range stale {
+			n.log.Info().Str("dir", p).Msg("removed stream snapshot of a previous run")
+		}
+		if err != nil {
+			return fmt.Errorf("cleaning %s: %w", td.path, err)
+		}
+	}
+	n.log.Info().Strs("data_dirs", n.cfg.DataDirs).Int("tables", len(dirs)).Msg("data directories ready")
+	return nil
+}
+
+// Status is GET /v1/status.
+type Status struct {
+	Name          string        `json:"name"`
+	StreamAddr    string        `json:"stream_addr"`
+	AdminAddr     string        `json:"admin_addr"`
+	Transport     Transport     `json:"transport"`
+	Streaming     bool          `json:"streaming"` // false when running without a stream server
+	DataDirs      []string      `json:"data_dirs"`
+	Started       time.Time     `json:"started"`
+	UptimeSeconds float64       `json:"uptime_seconds"`
+	Throughput    Throughput    `json:"throughput"`
+	Tables        []TableStatus `json:"tables"`
+}
+
+// Status reports the node and the tables in its data directories.
+func (n *Node) Status() (Status, error) {
+	tables, err := n.catalog.Tables()
+	if err != nil {
+		return Status{}, err
+	}
+	s := Status{
+		Name:       n.cfg.Name,
+		StreamAddr: n.cfg.StreamAddr,
+		AdminAddr:  n.cfg.AdminAddr,
+		Transport:  n.cfg.Transport,
+		DataDirs:   n.cfg.DataDirs,
+		Throughput: n.Throughput(),
+		Tables:     tables,
+	}
+	if n.isReady() {
+		s.AdminAddr = n.adminAddr.String()
+		s.Started = n.started
+		s.UptimeSeconds = time.Since(n.started).Seconds()
+		if n.stream != nil {
+			s.Streaming = true
+			s.StreamAddr = n.stream.Addr().String()
+		}
+	}
+	return s, nil
+}
+
+// Sessions returns the stream server's sessions; none before Ready or without a server.
+func (n *Node) Sessions() []stream.SessionStatus {
+	var s []stream.SessionStatus
+	if n.isReady() && n.stream != nil {
+		s = n.stream.Sessions()
+	}
+	if s == nil {
+		s = []stream.SessionStatus{}
+	}
+	return s
+}
+
+// Throughput returns the current rate limits.
+func (n *Node) Throughput() Throughput {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.throughput
+}
+
+// SetThroughput changes the rate limits: the stream server's (once Ready) and the gauges.
+// Negative rates are a *ConfigError.
+func (n *Node) SetThroughput(t Throughput) error {
+	switch {
+	case t.OutboundBytesPerSecond < 0:
+		return configErrorf("outbound_bytes_per_second", "negative (%d); 0 means unlimited", t.OutboundBytesPerSecond)
+	case t.InboundBytesPerSecond < 0:
+		return configErrorf("inbound_bytes_per_second", "negative (%d); 0 means unlimited", t.InboundBytesPerSecond)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.throughput = t
+	if n.isReady() && n.stream != nil {
+		n.stream.SetThroughput(t.OutboundBytesPerSecond, t.InboundBytesPerSecond)
+	}
+	n.metrics.setThroughput(t)
+	n.log.Info().Int64("outbound_bytes_per_second", t.OutboundBytesPerSecond).
+		Int64("inbound_bytes_per_second", t.InboundBytesPerSecond).Msg("stream throughput set")
+	return nil
+}
