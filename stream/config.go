@@ -1,0 +1,89 @@
+package stream
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicedb/sluice/wire"
+)
+
+// Config tunes sessions on both sides. The zero value means every default.
+type Config struct {
+	// Node is this node's name, sent in Hello. Default "sluice".
+	Node string
+	// IdleTimeout fails a session whose peer sent nothing (not even a QUIC PING) for this
+	// long: quic.Config.MaxIdleTimeout. Default 30s.
+	IdleTimeout time.Duration
+	// KeepAlive is the QUIC PING period that keeps a quiet but live session open
+	// (quic.Config.KeepAlivePeriod). Default IdleTimeout/3.
+	KeepAlive time.Duration
+	// HandshakeTimeout bounds the QUIC handshake and the Hello exchange. Default 10s.
+	HandshakeTimeout time.Duration
+	// MaxSessions bounds a Server's concurrent sessions; more are refused. Default 8.
+	MaxSessions int
+	// FrameSize is the payload of one Data frame. Default 1 MiB.
+	FrameSize int
+	// MaxIndexSlice bounds the index slice and the BTI rows slice a receiver holds in
+	// memory for one sstable. Default 256 MiB.
+	MaxIndexSlice int64
+	// MaxSSTableBytes bounds the bytes a receiver accepts for one sstable. Default 4 TiB.
+	MaxSSTableBytes int64
+	// Limits bounds decoded wire messages.
+	Limits wire.Limits
+	// Inbound, for Fetch, is the node-wide inbound throughput limiter (Server.Inbound);
+	// nil is unlimited.
+	Inbound *Limiter
+}
+
+func (c Config) withDefaults() Config {
+	if c.Node == "" {
+		c.Node = "sluice"
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = c.IdleTimeout / 3
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = 8
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = 1 << 20
+	}
+	if c.MaxIndexSlice == 0 {
+		c.MaxIndexSlice = 256 << 20
+	}
+	if c.MaxSSTableBytes == 0 {
+		c.MaxSSTableBytes = 4 << 40
+	}
+	return c
+}
+
+// validate names the first bad field.
+func (c Config) validate() error {
+	switch {
+	case c.IdleTimeout < 0:
+		return fmt.Errorf("stream: Config.IdleTimeout %v is negative", c.IdleTimeout)
+	case c.KeepAlive < 0 || c.KeepAlive >= c.IdleTimeout:
+		return fmt.Errorf("stream: Config.KeepAlive %v must be in [0, IdleTimeout %v)", c.KeepAlive, c.IdleTimeout)
+	case c.HandshakeTimeout < 0:
+		return fmt.Errorf("stream: Config.HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	case c.MaxSessions < 0:
+		return fmt.Errorf("stream: Config.MaxSessions %d is negative", c.MaxSessions)
+	case c.FrameSize < 1<<10 || c.FrameSize > 16<<20:
+		return fmt.Errorf("stream: Config.FrameSize %d outside [1 KiB, 16 MiB]", c.FrameSize)
+	case c.MaxIndexSlice < 0:
+		return fmt.Errorf("stream: Config.MaxIndexSlice %d is negative", c.MaxIndexSlice)
+	case c.MaxSSTableBytes < 0:
+		return fmt.Errorf("stream: Config.MaxSSTableBytes %d is negative", c.MaxSSTableBytes)
+	}
+	return nil
+}
+
+func (c Config) hello() wire.Hello {
+	return wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
+}

@@ -1,0 +1,219 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/wire"
+)
+
+// randomRanges draws n disjoint Murmur3 ranges, the last possibly wrapping.
+func randomRanges(r *rand.Rand, n int) token.RangeSet {
+	pts := make([]int64, 2*n)
+	for i := range pts {
+		pts[i] = int64(r.Uint64())
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i] < pts[j] })
+	var rs token.RangeSet
+	mk := func(v int64) token.Token { return token.Token{Kind: token.KindMurmur3, Long: v} }
+	if r.IntN(2) == 0 {
+		for i := 0; i < n; i++ {
+			rs = append(rs, token.Range{Left: mk(pts[2*i]), Right: mk(pts[2*i+1])})
+		}
+		return rs
+	}
+	// Shift by one: the last range wraps from the top point round to the first.
+	for i := 0; i < n-1; i++ {
+		rs = append(rs, token.Range{Left: mk(pts[2*i+1]), Right: mk(pts[2*i+2])})
+	}
+	return append(rs, token.Range{Left: mk(pts[2*n-1]), Right: mk(pts[0])})
+}
+
+func TestFetchRandomRanges(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	tables := map[string]genSpec{
+		"big_lz4":  {version: "oa", compression: "lz4", seeds: []uint64{1, 2}},
+		"bti_lz4":  {version: "da", compression: "lz4", seeds: []uint64{3}},
+		"big_none": {version: "oa", compression: "none", seeds: []uint64{4}},
+		"bti_none": {version: "da", compression: "none", seeds: []uint64{5}},
+	}
+	parents := map[string][]string{}
+	for name, s := range tables {
+		parents[name] = genTable(t, root, name, s)
+	}
+	srv, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	r := rand.New(rand.NewPCG(7, 8))
+	names := []string{"big_lz4", "bti_lz4", "big_none", "bti_none"}
+	for _, name := range names {
+		for i := 0; i < 3; i++ {
+			ranges := randomRanges(r, 1+r.IntN(3))
+			t.Run(fmt.Sprintf("%s/%d", name, i), func(t *testing.T) {
+				res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+					FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
+				if err != nil {
+					t.Fatalf("fetch %s: %v", ranges, err)
+				}
+				for _, f := range res.SSTables {
+					if f.Kind != "partial" && f.Kind != "entire" {
+						t.Errorf("kind %q", f.Kind)
+					}
+				}
+				t.Logf("%s: %d sstables, %d bytes", ranges, len(res.SSTables), res.BytesReceived)
+				checkFetched(t, parents[name], ranges, res)
+			})
+		}
+		t.Run(name+"/everything", func(t *testing.T) {
+			all, _ := token.ParseRanges(token.Murmur3, "(0,0]")
+			res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+				FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: all, Dir: t.TempDir()}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.SSTables) != len(parents[name]) {
+				t.Fatalf("%d sstables, want %d", len(res.SSTables), len(parents[name]))
+			}
+			for _, f := range res.SSTables {
+				if f.Kind != "entire" {
+					t.Errorf("%s: kind %s, want entire", f.SSTable, f.Kind)
+				}
+			}
+			checkFetched(t, parents[name], all, res)
+		})
+	}
+	for _, st := range srv.Sessions() {
+		if st.State != "complete" || st.Direction != Sending {
+			t.Errorf("server session %s: %s %s %s", st.ID, st.Direction, st.State, st.Error)
+		}
+	}
+}
+
+// visible lists the names in dir a reader would see: not temporaries, not our state file.
+func visible(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		if !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func TestFetchCorruptChunkFailsThatSSTable(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	prefixes := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{9}})
+	// Flip a byte in the middle of the parent's Data.db (a test copy).
+	data := prefixes[0] + "-Data.db"
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(data, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	for _, spec := range []string{"(0,0]", "(-9000000000000000000,9000000000000000000]"} {
+		ranges, _ := token.ParseRanges(token.Murmur3, spec)
+		dir := t.TempDir()
+		res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+			FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}, nil)
+		if !errors.Is(err, ErrChecksum) {
+			t.Fatalf("%s: err = %v, want a checksum error", spec, err)
+		}
+		var se *SSTableError
+		if !errors.As(err, &se) || se.Code != wire.CodeChecksum || se.Peer != addr || se.SSTable == "" {
+			t.Errorf("%s: error %v does not name the peer and sstable", spec, err)
+		}
+		if res == nil || len(res.SSTables) != 0 {
+			t.Errorf("%s: installed %v", spec, res)
+		}
+		if v := visible(t, dir); len(v) != 0 {
+			t.Errorf("%s: visible after a failed fetch: %v", spec, v)
+		}
+		tmp, _ := filepath.Glob(filepath.Join(dir, ".sluice-tmp-*"))
+		if len(tmp) != 0 {
+			t.Errorf("%s: temporaries left: %v", spec, tmp)
+		}
+	}
+}
+
+func TestFetchWithForeignCertificateGetsNoData(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	root := t.TempDir()
+	genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1}, partitions: 20})
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	ranges, _ := token.ParseRanges(token.Murmur3, "(0,0]")
+	dir := t.TempDir()
+	res, err := Fetch(context.Background(), Config{HandshakeTimeout: 5e9}, other.client(t, ca),
+		FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}, nil)
+	if err == nil {
+		t.Fatalf("fetch with a foreign certificate succeeded: %+v", res)
+	}
+	if res != nil && (len(res.SSTables) != 0 || res.BytesReceived != 0) {
+		t.Errorf("received data: %+v", res)
+	}
+	if v := visible(t, dir); len(v) != 0 {
+		t.Errorf("visible: %v", v)
+	}
+}
+
+func TestFetchCancelThenResumeSkipsInstalled(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1, 2, 3, 4}})
+	srv, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-5000000000000000000,5000000000000000000]")
+	dir := t.TempDir()
+	req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
+	// Cancel once the first sstable is installed, while the rest stream (slowly).
+	srv.SetThroughput(2<<20, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	res1, err := Fetch(ctx, Config{}, ca.client(t, ca), req, func(st SessionStatus) {
+		if st.FilesDone >= 1 {
+			cancel()
+		}
+	})
+	cancel()
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled fetch: err = %v", err)
+	}
+	if len(res1.SSTables) == 0 || len(res1.SSTables) == len(parents) {
+		t.Fatalf("cancelled fetch installed %d of %d", len(res1.SSTables), len(parents))
+	}
+	srv.SetThroughput(0, 0)
+	req.Resume = true
+	res2, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res2.Skipped) != len(res1.SSTables) {
+		t.Errorf("resume skipped %v, first fetch installed %d", res2.Skipped, len(res1.SSTables))
+	}
+	for _, f := range res2.SSTables {
+		for _, s := range res2.Skipped {
+			if f.SSTable == s {
+				t.Errorf("resume fetched %s again", s)
+			}
+		}
+	}
+	all := &FetchResult{SSTables: append(res1.SSTables, res2.SSTables...)}
+	checkFetched(t, parents, ranges, all)
+	if st, _ := filepath.Glob(filepath.Join(dir, ".sluice-fetch-*")); len(st) != 0 {
+		t.Errorf("state file left after a complete fetch: %v", st)
+	}
+}

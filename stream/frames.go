@@ -1,0 +1,90 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sluicedb/sluice/wire"
+)
+
+// frameReader reads whole frames from a stream into one reused buffer that grows to the
+// largest frame seen, never past Limits.MaxFrame (checked from the header alone).
+type frameReader struct {
+	r   io.Reader
+	lim wire.Limits
+	buf []byte
+	n   int // valid bytes in buf
+	off int // start of the next frame
+}
+
+func newFrameReader(r io.Reader, lim wire.Limits) *frameReader {
+	return &frameReader{r: r, lim: lim, buf: make([]byte, 64<<10)}
+}
+
+// next returns the next complete frame. The slice is valid until the next call. At a clean
+// end of stream between frames it returns io.EOF; inside a frame io.ErrUnexpectedEOF.
+func (fr *frameReader) next() ([]byte, error) {
+	for {
+		avail := fr.buf[fr.off:fr.n]
+		_, bodyLen, hn, err := wire.ReadFrameHeader(avail, fr.lim)
+		if err == nil && len(avail) >= hn+bodyLen {
+			fr.off += hn + bodyLen
+			return avail[:hn+bodyLen], nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		need := len(fr.buf)
+		if err == nil {
+			need = hn + bodyLen
+		}
+		// Make room: move the partial frame to the front, grow for a large frame.
+		if fr.off > 0 {
+			copy(fr.buf, avail)
+			fr.n, fr.off = len(avail), 0
+		}
+		if need > len(fr.buf) {
+			nb := make([]byte, need)
+			copy(nb, fr.buf[:fr.n])
+			fr.buf = nb
+		}
+		k, rerr := fr.r.Read(fr.buf[fr.n:])
+		fr.n += k
+		if rerr != nil && k == 0 {
+			if errors.Is(rerr, io.EOF) {
+				if fr.n == fr.off {
+					return nil, io.EOF
+				}
+				return nil, fmt.Errorf("%w: stream ended inside a frame", io.ErrUnexpectedEOF)
+			}
+			return nil, rerr
+		}
+	}
+}
+
+// message reads and decodes the next control message.
+func (fr *frameReader) message() (wire.Message, error) {
+	b, err := fr.next()
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := wire.ParseMessage(b, fr.lim)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	return m, nil
+}
+
+// writeMessages appends ms into buf and writes them with one call.
+func writeMessages(w io.Writer, buf []byte, ms ...wire.Message) ([]byte, error) {
+	buf = buf[:0]
+	for _, m := range ms {
+		buf = wire.AppendMessage(buf, m)
+	}
+	if len(buf) == 0 {
+		return buf, nil
+	}
+	_, err := w.Write(buf)
+	return buf, err
+}

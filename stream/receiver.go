@@ -1,0 +1,542 @@
+package stream
+
+import (
+	"fmt"
+	"hash/crc32"
+	"math/bits"
+
+	"github.com/sluicedb/sluice/sstable/compress"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/stats"
+	"github.com/sluicedb/sluice/sstable/version"
+	"github.com/sluicedb/sluice/wire"
+)
+
+type receiverState uint8
+
+const (
+	recvAwaitAck receiverState = iota
+	recvAwaitPrepare
+	recvStreaming
+	recvDone
+	recvFailed
+)
+
+var receiverStateNames = [...]string{"await-ack", "await-prepare", "streaming", "done", "failed"}
+
+func (s receiverState) String() string { return receiverStateNames[s] }
+
+// Step is what the driver must do after Receiver.Step: send Send on the control stream,
+// then, when Receive is set, read that sstable's data stream into an install; when Discard
+// is set, drop (cancel) that sstable's data stream. Done means the session is complete.
+type Step struct {
+	Send    []wire.Message
+	Receive *Incoming
+	Discard string
+	Done    bool
+}
+
+// Receiver is the receiving side of one session as a pure state machine: no I/O, no
+// goroutines, no clock. It validates every message, above all every Manifest, and tracks
+// per-sstable progress. The driver owns files; the Receiver tells it where each Data
+// frame's bytes go and which chunks are verified. It is not safe for concurrent use.
+type Receiver struct {
+	cfg      Config
+	local    wire.Hello
+	req      wire.StreamRequest
+	state    receiverState
+	version  uint32
+	planned  map[string]wire.PlannedSSTable
+	order    []string
+	outcomes map[string]bool
+	cur      *Incoming
+
+	installed  uint64
+	bytes      uint64
+	partitions uint64
+}
+
+// NewReceiver prepares a session that will send req once the Hello exchange is done.
+func NewReceiver(cfg Config, req wire.StreamRequest) *Receiver {
+	cfg = cfg.withDefaults()
+	return &Receiver{cfg: cfg, local: cfg.hello(), req: req}
+}
+
+// Start returns the first message: Hello.
+func (r *Receiver) Start() []wire.Message {
+	h := r.local
+	return []wire.Message{&h}
+}
+
+// Planned returns the Prepare list once received, in order.
+func (r *Receiver) Planned() []wire.PlannedSSTable {
+	out := make([]wire.PlannedSSTable, len(r.order))
+	for i, id := range r.order {
+		out[i] = r.planned[id]
+	}
+	return out
+}
+
+// Current is the sstable whose data is being received, or nil.
+func (r *Receiver) Current() *Incoming { return r.cur }
+
+// Done says whether the session completed.
+func (r *Receiver) Done() bool { return r.state == recvDone }
+
+func (r *Receiver) fail(code wire.Code, err error) (Step, error) {
+	r.state = recvFailed
+	return Step{Send: []wire.Message{&wire.Failure{Code: code, Reason: err.Error()}}}, err
+}
+
+// Step consumes one control message from the sender. An error ends the session; the Step
+// returned with it holds the Failure to send.
+func (r *Receiver) Step(m wire.Message) (Step, error) {
+	if r.state == recvFailed || r.state == recvDone {
+		return Step{}, fmt.Errorf("%w: %v after the session ended", ErrProtocol, m.Type())
+	}
+	if _, ok := m.(*wire.Keepalive); ok {
+		return Step{}, nil
+	}
+	if f, ok := m.(*wire.Failure); ok && f.SSTableID == "" {
+		r.state = recvFailed
+		return Step{}, &SessionError{Code: f.Code, Err: f}
+	}
+	switch r.state {
+	case recvAwaitAck:
+		a, ok := m.(*wire.HelloAck)
+		if !ok {
+			return r.fail(wire.CodeProtocol, fmt.Errorf("%w: %v before HelloAck", ErrProtocol, m.Type()))
+		}
+		if a.Version < r.local.MinVersion || a.Version > r.local.MaxVersion {
+			return r.fail(wire.CodeVersion, fmt.Errorf("%w: peer chose version %d outside %d..%d", ErrProtocol, a.Version, r.local.MinVersion, r.local.MaxVersion))
+		}
+		r.version, r.state = a.Version, recvAwaitPrepare
+		req := r.req
+		return Step{Send: []wire.Message{&req}}, nil
+	case recvAwaitPrepare:
+		p, ok := m.(*wire.Prepare)
+		if !ok {
+			return r.fail(wire.CodeProtocol, fmt.Errorf("%w: %v where Prepare was expected", ErrProtocol, m.Type()))
+		}
+		if p.SessionID != r.req.SessionID {
+			return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Prepare for session %v, not %v", ErrProtocol, p.SessionID, r.req.SessionID))
+		}
+		r.planned, r.outcomes = map[string]wire.PlannedSSTable{}, map[string]bool{}
+		for _, ps := range p.SSTables {
+			if ps.ID == "" {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Prepare lists an sstable without ID", ErrProtocol))
+			}
+			if _, dup := r.planned[ps.ID]; dup {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Prepare lists sstable %q twice", ErrProtocol, ps.ID))
+			}
+			if ps.Kind < wire.KindEntire || ps.Kind > wire.KindRows {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: sstable %q of unknown kind %v", ErrProtocol, ps.ID, ps.Kind))
+			}
+			r.planned[ps.ID] = ps
+			r.order = append(r.order, ps.ID)
+		}
+		r.state = recvStreaming
+		var st Step
+		r.maybeComplete(&st)
+		return st, nil
+	case recvStreaming:
+		switch m := m.(type) {
+		case *wire.Manifest:
+			if r.cur != nil {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Manifest %q while sstable %q is still streaming", ErrProtocol, m.SSTableID, r.cur.ID))
+			}
+			ps, ok := r.planned[m.SSTableID]
+			if !ok {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Manifest for unplanned sstable %q", ErrProtocol, m.SSTableID))
+			}
+			if _, seen := r.outcomes[m.SSTableID]; seen {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: second Manifest for sstable %q", ErrProtocol, m.SSTableID))
+			}
+			in, err := r.validate(ps, m)
+			if err != nil {
+				st := r.Failed(m.SSTableID, codeOf(err), err.Error())
+				st.Discard = m.SSTableID
+				return st, nil
+			}
+			r.cur = in
+			return Step{Receive: in}, nil
+		case *wire.Failure:
+			if _, ok := r.planned[m.SSTableID]; !ok {
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Failure for unplanned sstable %q", ErrProtocol, m.SSTableID))
+			}
+			if _, seen := r.outcomes[m.SSTableID]; seen {
+				// The sender noticed our own Failure (a cancelled stream) and echoes it.
+				return Step{}, nil
+			}
+			var st Step
+			if r.cur != nil && r.cur.ID == m.SSTableID {
+				r.cur = nil
+				st.Discard = m.SSTableID
+			}
+			r.outcomes[m.SSTableID] = false
+			r.maybeComplete(&st)
+			return st, nil
+		}
+	}
+	return r.fail(wire.CodeProtocol, fmt.Errorf("%w: %v in state %v", ErrProtocol, m.Type(), r.state))
+}
+
+// Installed records that the driver committed the current sstable with partitions
+// partitions, and returns the acknowledgements (Received, Installed, and Complete when it
+// was the last).
+func (r *Receiver) Installed(id string, partitions uint64) Step {
+	var st Step
+	in := r.cur
+	if in == nil || in.ID != id {
+		return st
+	}
+	r.cur = nil
+	r.outcomes[id] = true
+	r.installed++
+	r.bytes += in.Received()
+	r.partitions += partitions
+	st.Send = append(st.Send,
+		&wire.Received{SSTableID: id, VerifiedChunks: in.VerifiedChunks(), Bytes: in.Received()},
+		&wire.Installed{SSTableID: id, Partitions: partitions})
+	r.maybeComplete(&st)
+	return st
+}
+
+// Failed records that sstable id failed locally (bad checksum, no space, a refused
+// manifest) and returns the Failure to send, and Complete when it was the last.
+func (r *Receiver) Failed(id string, code wire.Code, reason string) Step {
+	var st Step
+	if r.cur != nil && r.cur.ID == id {
+		r.cur = nil
+	}
+	if _, seen := r.outcomes[id]; seen || r.planned == nil {
+		return st
+	}
+	if _, ok := r.planned[id]; !ok {
+		return st
+	}
+	r.outcomes[id] = false
+	st.Send = append(st.Send, &wire.Failure{Code: code, SSTableID: id, Reason: reason})
+	r.maybeComplete(&st)
+	return st
+}
+
+func (r *Receiver) maybeComplete(st *Step) {
+	if len(r.outcomes) < len(r.planned) {
+		return
+	}
+	r.state = recvDone
+	st.Done = true
+	st.Send = append(st.Send, &wire.Complete{SessionID: r.req.SessionID, SSTables: r.installed, Bytes: r.bytes, Partitions: r.partitions})
+}
+
+// Incoming is one sstable being received: the validated manifest and what the driver needs
+// to place, check and rebuild it, plus its progress.
+type Incoming struct {
+	ID       string
+	Manifest *wire.Manifest
+	Kind     wire.Kind
+	Version  version.Version
+	// Info is the CompressionInfo of the received Data.db (nil: uncompressed).
+	Info *compress.Info
+	// Shift and Hi map the child onto the parent (partial): child position = parent
+	// position - Shift; the last partition ends at parent position Hi. For an uncompressed
+	// parent they are known only once the index slice is complete (ResolveShift).
+	Shift, Hi int64
+	// CRCChunkLength is the CRC.db chunk length of an uncompressed partial child.
+	CRCChunkLength int
+	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
+	DataComponent int
+
+	want    []uint64 // expected lengths: [runs, index, components...]
+	got     []uint64
+	checker *chunkChecker
+	digest  uint32
+}
+
+// streamIndex maps a Data frame to its slot in want/got.
+func (in *Incoming) slot(d *wire.Data) (int, error) {
+	switch d.Stream {
+	case wire.StreamRuns:
+		return 0, nil
+	case wire.StreamIndex:
+		return 1, nil
+	case wire.StreamComponent:
+		if uint64(d.Component) >= uint64(len(in.want)-2) {
+			return 0, fmt.Errorf("%w: Data for component %d of %d", ErrProtocol, d.Component, len(in.want)-2)
+		}
+		return 2 + int(d.Component), nil
+	}
+	return 0, fmt.Errorf("%w: Data on unknown stream %v", ErrProtocol, d.Stream)
+}
+
+// Accept validates one Data frame of this sstable: the right sstable, a known stream, the
+// next offset of that stream (frames arrive in order on one QUIC stream) and within the
+// announced length. Data.db bytes are CRC-checked chunk by chunk and digested as they pass.
+// The caller then writes d.Payload at d.Offset of the stream's target.
+func (in *Incoming) Accept(d *wire.Data) error {
+	if d.SSTableID != in.ID {
+		return fmt.Errorf("%w: Data for sstable %q on the stream of %q", ErrProtocol, d.SSTableID, in.ID)
+	}
+	s, err := in.slot(d)
+	if err != nil {
+		return err
+	}
+	if d.Offset != in.got[s] {
+		return fmt.Errorf("%w: %v Data at offset %d, expected %d", ErrProtocol, d.Stream, d.Offset, in.got[s])
+	}
+	if uint64(len(d.Payload)) > in.want[s]-in.got[s] {
+		return fmt.Errorf("%w: %v Data of %d bytes at %d overruns its %d-byte length", ErrProtocol, d.Stream, len(d.Payload), d.Offset, in.want[s])
+	}
+	in.got[s] += uint64(len(d.Payload))
+	if in.isData(d) {
+		in.digest = crc32.Update(in.digest, crc32.IEEETable, d.Payload)
+		if in.checker != nil {
+			return in.checker.write(d.Payload)
+		}
+	}
+	return nil
+}
+
+// isData says whether d carries Data.db bytes.
+func (in *Incoming) isData(d *wire.Data) bool {
+	if in.Kind == wire.KindEntire {
+		return d.Stream == wire.StreamComponent && int(d.Component) == in.DataComponent
+	}
+	return d.Stream == wire.StreamRuns
+}
+
+// Complete reports whether every announced byte arrived (and every chunk was verified); the
+// error says what is missing.
+func (in *Incoming) Complete() error {
+	for s := range in.want {
+		if in.got[s] != in.want[s] {
+			return fmt.Errorf("%w: stream slot %d ended at %d of %d bytes", ErrProtocol, s, in.got[s], in.want[s])
+		}
+	}
+	if in.checker != nil && !in.checker.done() {
+		return fmt.Errorf("%w: %d of %d chunks verified", ErrProtocol, in.checker.verified, len(in.checker.offsets))
+	}
+	return nil
+}
+
+// Digest is the CRC32 of the Data.db bytes accepted so far.
+func (in *Incoming) Digest() uint32 { return in.digest }
+
+// VerifiedChunks counts the chunks whose CRC matched so far.
+func (in *Incoming) VerifiedChunks() uint64 {
+	if in.checker == nil {
+		return 0
+	}
+	return in.checker.verified
+}
+
+// Received counts the bytes accepted so far, all streams together.
+func (in *Incoming) Received() uint64 {
+	var n uint64
+	for _, g := range in.got {
+		n += g
+	}
+	return n
+}
+
+// Total counts the bytes announced, all streams together.
+func (in *Incoming) Total() uint64 {
+	var n uint64
+	for _, w := range in.want {
+		n += w
+	}
+	return n
+}
+
+// ResolveShift fixes Shift and Hi of an uncompressed partial child from the first index
+// record's position, which is where its Data.db starts in the parent.
+func (in *Incoming) ResolveShift(firstPosition int64) error {
+	if in.Info != nil || in.Kind != wire.KindPartial {
+		return nil
+	}
+	if firstPosition < 0 || firstPosition > int64(1)<<62 {
+		return fmt.Errorf("%w: first partition position %d", ErrManifest, firstPosition)
+	}
+	in.Shift, in.Hi = firstPosition, firstPosition+int64(in.Manifest.DataLength)
+	return nil
+}
+
+// entireComponents are the component names an entire transfer may carry as files, per
+// format: the peer never names a file, it picks one of these. Statistics.db and
+// CompressionInfo.db travel in the Manifest; TOC.txt is written by the receiver.
+var entireComponents = map[version.Format]map[string]bool{
+	version.Big: {string(descriptor.Data): true, string(descriptor.Index): true, string(descriptor.Summary): true,
+		string(descriptor.Filter): true, string(descriptor.Digest): true, string(descriptor.CRC): true},
+	version.BTI: {string(descriptor.Data): true, string(descriptor.Partitions): true, string(descriptor.Rows): true,
+		string(descriptor.Filter): true, string(descriptor.Digest): true, string(descriptor.CRC): true},
+}
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrManifest}, args...)...)
+}
+
+// validate checks a Manifest against the plan, the limits and itself. Every length that
+// will size a buffer or a file is bounded here.
+func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming, error) {
+	if m.Kind != ps.Kind {
+		return nil, bad("kind %v, but Prepare said %v", m.Kind, ps.Kind)
+	}
+	if m.Kind == wire.KindRows {
+		return nil, fmt.Errorf("%w: rows re-serialisation is not implemented by this receiver", ErrUnsupported)
+	}
+	f, err := version.ParseFormat(m.Format)
+	if err != nil {
+		return nil, bad("format %q: %v", m.Format, err)
+	}
+	v, err := version.Parse(f, m.Version)
+	if err != nil {
+		return nil, bad("version %q: %v", m.Version, err)
+	}
+	if m.DataFileLength > uint64(r.cfg.MaxSSTableBytes) || m.DataLength > 1<<62 {
+		return nil, bad("Data.db of %d bytes (%d uncompressed) exceeds the %d-byte limit", m.DataFileLength, m.DataLength, r.cfg.MaxSSTableBytes)
+	}
+	if len(m.Statistics) == 0 {
+		return nil, bad("no Statistics.db")
+	}
+	if _, err := stats.Parse(m.Statistics, v); err != nil {
+		return nil, bad("Statistics.db: %v", err)
+	}
+	in := &Incoming{ID: m.SSTableID, Manifest: m, Kind: m.Kind, Version: v, DataComponent: -1}
+	if len(m.Compression) > 0 {
+		info, err := compress.ParseInfo(m.Compression, v)
+		if err != nil {
+			return nil, bad("CompressionInfo: %v", err)
+		}
+		if uint64(info.ChunkLength) != uint64(m.ChunkLength) || uint64(info.DataLength) != m.DataLength {
+			return nil, bad("CompressionInfo says chunk length %d and data length %d, the manifest %d and %d",
+				info.ChunkLength, info.DataLength, m.ChunkLength, m.DataLength)
+		}
+		if len(info.Offsets) == 0 || info.Offsets[0] != 0 {
+			return nil, bad("first chunk not at offset 0")
+		}
+		for k := 1; k < len(info.Offsets); k++ {
+			if info.Offsets[k] <= info.Offsets[k-1] {
+				return nil, bad("chunk offsets not increasing at chunk %d", k)
+			}
+		}
+		if last := info.Offsets[len(info.Offsets)-1]; last < 0 || uint64(last)+4 > m.DataFileLength {
+			return nil, bad("last chunk at %d does not fit the %d-byte Data.db", last, m.DataFileLength)
+		}
+		in.Info = info
+		in.checker = &chunkChecker{offsets: info.Offsets, fileLen: int64(m.DataFileLength)}
+	}
+	switch m.Kind {
+	case wire.KindPartial:
+		err = r.validatePartial(in, m)
+	case wire.KindEntire:
+		err = r.validateEntire(in, m, f)
+	default:
+		err = bad("unknown kind %v", m.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
+	if m.Partitions == 0 {
+		return bad("a partial sstable without partitions")
+	}
+	if m.IndexSliceLength == 0 || m.IndexSliceLength > uint64(r.cfg.MaxIndexSlice) {
+		return bad("index slice of %d bytes (limit %d)", m.IndexSliceLength, r.cfg.MaxIndexSlice)
+	}
+	if len(m.Runs) != 1 {
+		return bad("%d runs; a partial child is one run", len(m.Runs))
+	}
+	run := m.Runs[0]
+	if run.FileOffset != 0 || run.Length != m.DataFileLength {
+		return bad("run at %d of %d bytes does not fill the %d-byte Data.db", run.FileOffset, run.Length, m.DataFileLength)
+	}
+	if m.DataFileLength == 0 {
+		return bad("empty Data.db")
+	}
+	if in.Info != nil {
+		L := uint64(m.ChunkLength)
+		c := uint64(len(in.Info.Offsets))
+		if run.ChunkCount != c {
+			return bad("run of %d chunks, CompressionInfo has %d", run.ChunkCount, c)
+		}
+		// FORMAT.md §5 rule 2: (C-1)*L < dataLength <= C*L.
+		if hi, _ := bits.Mul64(c, L); hi != 0 || m.DataLength <= (c-1)*L || m.DataLength > c*L {
+			return bad("data length %d does not fit %d chunks of %d", m.DataLength, c, L)
+		}
+		if run.FirstChunk > 1<<40 || run.FirstChunk*L > 1<<62 {
+			return bad("first chunk %d out of range", run.FirstChunk)
+		}
+		in.Shift = int64(run.FirstChunk * L)
+		in.Hi = in.Shift + int64(m.DataLength)
+	} else {
+		if m.DataLength != m.DataFileLength {
+			return bad("uncompressed data length %d differs from the file length %d", m.DataLength, m.DataFileLength)
+		}
+		if m.ChunkLength < 512 || m.ChunkLength > 1<<24 || m.ChunkLength&(m.ChunkLength-1) != 0 {
+			return bad("CRC chunk length %d", m.ChunkLength)
+		}
+		if run.ChunkCount != 0 || run.FirstChunk != 0 {
+			return bad("an uncompressed run names chunks")
+		}
+		in.CRCChunkLength = int(m.ChunkLength)
+	}
+	in.want = []uint64{m.DataFileLength, m.IndexSliceLength}
+	switch in.Version.Format {
+	case version.BTI:
+		if len(m.Components) != 1 || m.Components[0].Name != string(descriptor.Rows) {
+			return bad("a BTI partial must carry exactly the Rows.db slice as its component")
+		}
+		if m.Components[0].Length > uint64(r.cfg.MaxIndexSlice) {
+			return bad("rows slice of %d bytes (limit %d)", m.Components[0].Length, r.cfg.MaxIndexSlice)
+		}
+		in.want = append(in.want, m.Components[0].Length)
+	default:
+		if len(m.Components) != 0 {
+			return bad("a BIG partial carries no components, got %d", len(m.Components))
+		}
+	}
+	in.got = make([]uint64, len(in.want))
+	return nil
+}
+
+func (r *Receiver) validateEntire(in *Incoming, m *wire.Manifest, f version.Format) error {
+	if len(m.Runs) != 0 || m.IndexSliceLength != 0 {
+		return bad("an entire sstable carries no runs or index slice")
+	}
+	allowed := entireComponents[f]
+	seen := map[string]bool{}
+	in.want = []uint64{0, 0}
+	var total uint64
+	for i, c := range m.Components {
+		if !allowed[c.Name] {
+			return bad("component %q is not one an entire %v sstable may carry", c.Name, f)
+		}
+		if seen[c.Name] {
+			return bad("component %q twice", c.Name)
+		}
+		seen[c.Name] = true
+		if c.Length > uint64(r.cfg.MaxSSTableBytes)-total {
+			return bad("components exceed the %d-byte limit", r.cfg.MaxSSTableBytes)
+		}
+		total += c.Length
+		if c.Name == string(descriptor.Data) {
+			in.DataComponent = i
+			if c.Length != m.DataFileLength {
+				return bad("Data.db component of %d bytes, manifest says %d", c.Length, m.DataFileLength)
+			}
+		}
+		in.want = append(in.want, c.Length)
+	}
+	if in.DataComponent < 0 {
+		return bad("no Data.db component")
+	}
+	if in.Info == nil && m.DataLength != m.DataFileLength {
+		return bad("uncompressed data length %d differs from the file length %d", m.DataLength, m.DataFileLength)
+	}
+	in.got = make([]uint64, len(in.want))
+	return nil
+}
