@@ -33,6 +33,30 @@ type Config struct {
 	// Inbound, for Fetch, is the node-wide inbound throughput limiter (Server.Inbound);
 	// nil is unlimited.
 	Inbound *Limiter
+	// Observer, when set, is told each sstable's and session's outcome (for metrics).
+	Observer Observer
+}
+
+// Observer receives outcomes as they happen. Calls come from session goroutines, must be
+// safe for concurrent use and must not block.
+type Observer interface {
+	// SSTable reports one sstable sent (acknowledged installed by the receiver) or received
+	// (installed here): its kind (entire, partial, rows) and bytes; err is non-nil on failure.
+	SSTable(dir Direction, kind string, bytes int64, err error)
+	// Session reports a finished session; err is nil when it completed.
+	Session(dir Direction, err error)
+}
+
+func (c Config) observeSSTable(dir Direction, kind string, bytes int64, err error) {
+	if c.Observer != nil {
+		c.Observer.SSTable(dir, kind, bytes, err)
+	}
+}
+
+func (c Config) observeSession(dir Direction, err error) {
+	if c.Observer != nil {
+		c.Observer.Session(dir, err)
+	}
 }
 
 func (c Config) withDefaults() Config {

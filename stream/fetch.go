@@ -87,6 +87,11 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
 	err = rs.run(ctx, sr)
 	res.Wall = time.Since(start)
+	if err == nil && len(res.Failed) > 0 {
+		cfg.observeSession(Receiving, errors.Join(res.Failed...))
+	} else {
+		cfg.observeSession(Receiving, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
@@ -231,6 +236,7 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 		}
 		code := localCode(err)
 		rs.failed(in.ID, code, err)
+		rs.cfg.observeSSTable(Receiving, in.Kind.String(), 0, err)
 		return rs.send(rs.sm.Failed(in.ID, code, err.Error()).Send...)
 	}
 	job, err := newInstallJob(rs.dir, in)
@@ -288,5 +294,6 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 	rs.res.SSTables = append(rs.res.SSTables, Fetched{Path: job.desc.Prefix(), Kind: in.Kind.String(), SSTable: in.ID,
 		Partitions: partitions, Bytes: int64(in.Received())})
 	rs.progress(func(s *SessionStatus) { s.FilesDone++; s.BytesDone = rs.res.BytesReceived })
+	rs.cfg.observeSSTable(Receiving, in.Kind.String(), int64(in.Received()), nil)
 	return rs.send(rs.sm.Installed(in.ID, uint64(partitions)).Send...)
 }

@@ -167,6 +167,7 @@ func (s *Server) handle(ctx context.Context, conn *quic.Conn) {
 	}
 	ss := &sendSession{srv: s, conn: conn, peer: peer, log: log}
 	err := ss.run(ctx)
+	s.cfg.observeSession(Sending, err)
 	if err != nil {
 		log.Warn().Err(err).Msg("stream session failed")
 		if ss.tr != nil {
@@ -210,6 +211,7 @@ type sendSession struct {
 	rerr    chan error
 	tables  []*sstable.Table
 	release func()
+	byID    map[string]*outgoing // planned sstables by ID, for outcomes
 }
 
 const hdrRoom = 512
@@ -273,6 +275,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 		planned[i] = o.planned
 		byID[o.planned.ID] = o
 	}
+	ss.byID = byID
 	prep, err := ss.sm.Prepare(planned)
 	if err != nil {
 		return err
@@ -363,8 +366,14 @@ func (ss *sendSession) poll(ctx context.Context, block bool) error {
 		switch m := m.(type) {
 		case *wire.Installed:
 			ss.tr.update(func(st *SessionStatus) { st.FilesDone++ })
+			if o := ss.byID[m.SSTableID]; o != nil {
+				ss.srv.cfg.observeSSTable(Sending, o.planned.Kind.String(), int64(o.planned.Bytes), nil)
+			}
 		case *wire.Failure:
 			ss.log.Warn().Str("sstable", m.SSTableID).Str("code", m.Code.String()).Str("reason", m.Reason).Msg("receiver failed sstable")
+			if o := ss.byID[m.SSTableID]; o != nil {
+				ss.srv.cfg.observeSSTable(Sending, o.planned.Kind.String(), 0, m)
+			}
 		}
 		block = false
 	}

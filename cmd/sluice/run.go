@@ -37,7 +37,7 @@ override it, and --data-dir, given at least once, replaces the file's data_dirs.
 			if err != nil {
 				return err
 			}
-			n, err := node.New(node.Options{Config: cfg, Logger: logger})
+			n, err := node.New(node.Options{Config: cfg, Logger: logger, NewStreamServer: node.QUICStreamServer})
 			if err != nil {
 				var ce *node.ConfigError
 				if errors.As(err, &ce) {
