@@ -91,6 +91,11 @@ func TestRunRejectsABadConfigurationAsUsage(t *testing.T) {
 // cleanly when its context ends (as on SIGINT).
 func TestRunServesTheAdminAPIUntilCancelled(t *testing.T) {
 	data, tls := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{{"cert", "ca", "--dir", tls, "--force"}, {"cert", "node", "--dir", tls, "--name", "n1"}} {
+		if code, _, errs := sluice(t, args...); code != 0 {
+			t.Fatalf("%v: %s", args, errs)
+		}
+	}
 	admin := deadAddr(t)
 	root := newRootCmd()
 	var out, errb lockedBuffer // the node logs from several goroutines
