@@ -1,0 +1,77 @@
+package gossip
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/sluicedb/sluice/membership/ring"
+)
+
+// NodeMeta is what a node announces about itself in memberlist's node metadata, which rides on
+// every alive message and is limited to memberlist.MetaMaxSize (512) bytes. Token sets are too
+// large for it and travel separately (see Gossip.SetTokens); TokensVersion names the set the
+// node currently holds so that peers can tell whether their copy is current.
+type NodeMeta struct {
+	StreamAddr string         // host:port of the sstable streaming listener
+	AdminAddr  string         // host:port of the admin/HTTP listener
+	DC         string         // data centre, for NetworkTopologyStrategy
+	Rack       string         // rack within DC
+	State      ring.NodeState // life-cycle state; zero means "not announced yet"
+	// TokensVersion is the version of the node's token set. Gossip owns it for the local node:
+	// SetTokens bumps it, and SetMeta ignores the value passed in.
+	TokensVersion uint64
+}
+
+// metaFormat is the first byte of an encoded NodeMeta. Fields are only ever appended to the
+// encoding, and a decoder ignores bytes after the fields it knows, so an older node reads a
+// newer node's metadata; a different first byte means an incompatible layout.
+const metaFormat = 1
+
+// appendMeta appends the encoding of m to b:
+//
+//	format:u8 state:u8 tokensVersion:uvarint
+//	streamAddr adminAddr dc rack, each uvarint length + bytes
+//
+// It fails when a field is invalid or the result would exceed memberlist.MetaMaxSize; the
+// metadata is never truncated.
+func appendMeta(b []byte, m NodeMeta) ([]byte, error) {
+	if m.State > ring.Left {
+		return b, fmt.Errorf("%w: state %v", ErrInvalidMeta, m.State)
+	}
+	start := len(b)
+	b = append(b, metaFormat, byte(m.State))
+	b = binary.AppendUvarint(b, m.TokensVersion)
+	for _, s := range [...]string{m.StreamAddr, m.AdminAddr, m.DC, m.Rack} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	if n := len(b) - start; n > memberlist.MetaMaxSize {
+		return b[:start], fmt.Errorf("%w: %d bytes, limit %d", ErrMetaTooLarge, n, memberlist.MetaMaxSize)
+	}
+	return b, nil
+}
+
+// decodeMeta parses an encoded NodeMeta. Errors wrap ErrMalformed and carry the byte offset.
+func decodeMeta(b []byte) (NodeMeta, error) {
+	d := decoder{b: b}
+	if f := d.u8(); d.err == nil && f != metaFormat {
+		return NodeMeta{}, fmt.Errorf("%w: node metadata format %d at offset 0", ErrMalformed, f)
+	}
+	var m NodeMeta
+	st := d.u8()
+	if d.err == nil && st > uint8(ring.Left) {
+		d.failf("node state %d", st)
+	}
+	m.State = ring.NodeState(st)
+	m.TokensVersion = d.uvarint()
+	m.StreamAddr = d.str()
+	m.AdminAddr = d.str()
+	m.DC = d.str()
+	m.Rack = d.str()
+	if d.err != nil {
+		return NodeMeta{}, fmt.Errorf("node metadata: %w", d.err)
+	}
+	return m, nil
+}
