@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,8 @@ func newBenchCmd() *cobra.Command {
 		Short: "End-to-end benchmarks that print comparison tables",
 		Args:  noArgs,
 	}
-	cmd.AddCommand(newBenchSSTableCmd(), newBenchSplitCmd())
+	cmd.AddCommand(newBenchSSTableCmd(), newBenchSplitCmd(), newBenchStreamCmd())
+	cmd.AddCommand(benchStreamHelpers()...)
 	return cmd
 }
 
@@ -120,6 +122,119 @@ run (root, xfsprogs) and removes it afterwards.`,
 	f.BoolVar(&cold, "cold", false, "evict the parent's pages before each run")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func newBenchStreamCmd() *cobra.Command {
+	var size, dir, transport, profiles string
+	var runs int
+	var timeout time.Duration
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stream [--size 2GiB] [--transport quic] [--dir D] [--runs N] [--json]",
+		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
+		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
+partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
+measure on 127.0.0.1, sender and receiver in separate processes:
+  (a) a raw quic-go transfer over one stream, with the same TLS and flow-control windows, of
+      as many bytes of the parent's Data.db as (b) moves, written to a file and fsynced;
+  (b) partial zero-copy streaming of two quarter-ring ranges (~50% of the parent) from a
+      'sluice run' node to 'sluice stream fetch';
+  (c) the same ranges by the rows path, from a copy of the parent marked as having legacy
+      counter shards ("not supported" when the stream package refuses them);
+  (d) the entire sstable (a range covering the whole ring).
+Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
+allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
+--cpuprofile DIR writes a CPU profile of every sender and receiver there.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := parseSize(size)
+			if err != nil {
+				return usagef("bench stream: --size: %v", err)
+			}
+			if transport != "quic" && transport != "tcp" {
+				return usagef("bench stream: --transport %q: want quic or tcp", transport)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, Transport: transport, Exe: exe,
+				Runs: runs, Timeout: timeout, CPUProfileDir: profiles,
+				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
+			if err != nil {
+				return fmt.Errorf("bench stream: %w", err)
+			}
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+				return streamFailed(rep)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions; transport %s; 127.0.0.1; page cache warm; medians of %d run(s)\n",
+				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
+			fmt.Fprintf(w, "partial ranges: %s\n", rep.PartialRanges)
+			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS")
+			for _, r := range rep.Rows {
+				if !r.OK() {
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", r.Config, r.Status)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\n", r.Config, r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
+					r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range rep.Rows {
+				if r.Note != "" {
+					fmt.Fprintf(w, "%s: %s\n", r.Config, r.Note)
+				}
+			}
+			fmt.Fprintln(w)
+			tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "target\tmeasured\ttarget\tmet")
+			for _, c := range rep.Checks {
+				met := "yes"
+				if !c.Met {
+					met = "NO"
+				}
+				measured := fmt.Sprintf("%.2fx", c.Measured)
+				if c.Unit != "x" {
+					measured = fmt.Sprintf("%.1f %s", c.Measured, c.Unit)
+				}
+				target := c.Target
+				if c.Unit != "x" {
+					target += " " + c.Unit
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, measured, target, met)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return streamFailed(rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
+	f.StringVar(&transport, "transport", "quic", "data plane: quic (tcp is not implemented)")
+	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
+	f.IntVar(&runs, "runs", 1, "runs per configuration (medians are printed)")
+	f.DurationVar(&timeout, "timeout", 0, "bound on one run of one configuration (default 2m + 2s per 4 MB of parent)")
+	f.StringVar(&profiles, "cpuprofile", "", "directory for CPU profiles of every sender and receiver process")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// streamFailed is exit status 1, with the report printed, when a configuration failed.
+func streamFailed(rep *bench.StreamReport) error {
+	for _, r := range rep.Rows {
+		if r.Status == "failed" {
+			return failedError{}
+		}
+	}
+	return nil
 }
 
 // human prints a byte count with a binary unit.

@@ -1,0 +1,916 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/slice"
+	"github.com/sluicedb/sluice/sstable/stats"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// ErrTCPNotImplemented is returned for --transport tcp: stream has no TCP data plane yet.
+var ErrTCPNotImplemented = errors.New("--transport tcp: the TCP data plane is not implemented (stream runs over QUIC only); use --transport quic")
+
+// StreamOptions configures `sluice bench stream`.
+//
+// The benchmark runs every sender and receiver as a separate process of the sluice binary Exe
+// so that CPU time and memory are measured per side. It relies on these command lines of
+// that binary: `run` (the node), `stream fetch --json`, and the hidden `bench measure`,
+// `bench quic-raw-serve` and `bench quic-raw-fetch`.
+type StreamOptions struct {
+	Dir       string        // where the parent lives (reused, as bench split does) and the run's temporary directory
+	Size      int64         // parent's uncompressed size
+	Transport string        // "quic" (default); "tcp" fails with ErrTCPNotImplemented
+	Exe       string        // the sluice binary the child processes run; required
+	Env       []string      // the children's environment; nil inherits this process's
+	Runs      int           // runs per configuration, medians printed; default 1
+	Timeout   time.Duration // bounds one run of one configuration; default 2 min + 2 s per 4 MB
+	// CPUProfileDir, when set, makes every child write a CPU profile there,
+	// <config>-sender.pprof and <config>-receiver.pprof, and each receiver an allocation
+	// profile, <config>-receiver.allocs.pprof (the last run's).
+	CPUProfileDir string
+	Logf          func(format string, args ...any)
+}
+
+// StreamRow is one configuration's medians.
+type StreamRow struct {
+	Config string `json:"config"`
+	// Status is "ok"; "not supported" for a kind the stream package refuses, or "failed" for
+	// the rows path (Note says why; the other configurations' failures end the benchmark).
+	Status             string  `json:"status"`
+	Note               string  `json:"note,omitempty"`
+	Kinds              string  `json:"kinds,omitempty"` // kinds of the installed sstables
+	Bytes              int64   `json:"payload_bytes"`
+	WallSeconds        float64 `json:"wall_seconds"`
+	MBps               float64 `json:"mb_per_second"`
+	SenderCPUPerGiB    float64 `json:"sender_cpu_seconds_per_gib"`
+	ReceiverCPUPerGiB  float64 `json:"receiver_cpu_seconds_per_gib"`
+	ReceiverHeapPerGiB float64 `json:"receiver_heap_bytes_per_gib"`
+	ReceiverPeakRSS    int64   `json:"receiver_peak_rss_bytes"`
+}
+
+// OK reports whether the configuration ran.
+func (r StreamRow) OK() bool { return r.Status == "ok" }
+
+// StreamCheck is one target of the streaming issue, with what was measured.
+type StreamCheck struct {
+	Name     string  `json:"name"`
+	Measured float64 `json:"measured"`
+	Unit     string  `json:"unit"` // "x" for ratios, "MiB" for memory
+	Target   string  `json:"target"`
+	Met      bool    `json:"met"`
+}
+
+// StreamReport is the whole benchmark.
+type StreamReport struct {
+	Dir            string        `json:"dir"`
+	Transport      string        `json:"transport"`
+	ParentData     int64         `json:"parent_data_length"`
+	ParentDataFile int64         `json:"parent_data_file_length"`
+	Partitions     int64         `json:"parent_partitions"`
+	PartialRanges  string        `json:"partial_ranges"`
+	Runs           int           `json:"runs"`
+	Rows           []StreamRow   `json:"rows"`
+	Checks         []StreamCheck `json:"checks"`
+}
+
+// The configurations, in the order they run and print.
+const (
+	cfgRaw     = "(a) raw quic-go, one stream"
+	cfgPartial = "(b) partial zero-copy, ~50%"
+	cfgRows    = "(c) rows path, same ranges"
+	cfgEntire  = "(d) entire sstable"
+)
+
+const (
+	benchKeyspace   = "sluice"
+	benchTable      = "stress"
+	legacyTable     = "stress_legacy" // the parent's copy with legacy counter shards, for (c)
+	senderName      = "n1"
+	receiverName    = "cli"
+	gib             = float64(1 << 30)
+	nodeReadyWithin = 30 * time.Second
+	stopWithin      = 15 * time.Second
+)
+
+// Stream measures streaming on one parent of the seed workload's shape against a raw
+// quic-go transfer of the same bytes between the same kind of endpoints.
+func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
+	switch o.Transport {
+	case "", "quic":
+		o.Transport = "quic"
+	case "tcp":
+		return nil, ErrTCPNotImplemented
+	default:
+		return nil, fmt.Errorf("--transport %q: want quic", o.Transport)
+	}
+	if o.Exe == "" {
+		return nil, errors.New("bench stream: no sluice binary to run the sender and receiver")
+	}
+	if o.Runs <= 0 {
+		o.Runs = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2*time.Minute + time.Duration(o.Size/(4<<20))*2*time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, Logf: o.Logf})
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(o.Dir, "sluice-bench-stream-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if o.CPUProfileDir != "" {
+		if err := os.MkdirAll(o.CPUProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+
+	w := &streamWorld{o: o, tmp: tmp, tlsDir: filepath.Join(tmp, "tls"), data: filepath.Join(tmp, "node")}
+	if err := w.makeTLS(); err != nil {
+		return nil, err
+	}
+	if err := w.makeNodeData(parent); err != nil {
+		return nil, err
+	}
+
+	t, err := sstable.Open(parent.Prefix())
+	if err != nil {
+		return nil, err
+	}
+	rep := &StreamReport{Dir: o.Dir, Transport: o.Transport, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength, Runs: o.Runs}
+	quarters, err := slice.EqualRanges(t, 4)
+	if err == nil && len(quarters) < 4 {
+		err = fmt.Errorf("bench stream: the parent is too small for four token ranges")
+	}
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	// Two non-adjacent quarters, so the partial stream carries two children.
+	w.half = token.RangeSet{quarters[0], quarters[2]}
+	rep.PartialRanges = w.half.String()
+	partials, err := slice.Partials(t, w.half)
+	if err == nil {
+		err = t.ScanPartitions(func(*sstable.Partition) error { rep.Partitions++; return nil })
+	}
+	w.dataFile = t.Path(descriptor.Data)
+	t.Close()
+	if err != nil {
+		return nil, err
+	}
+	// The raw transfer moves as many bytes as the partial stream's payload.
+	for _, p := range partials {
+		w.halfBytes += p.Run.FileLength() + int64(len(p.Index)+len(p.Rows))
+	}
+
+	ringStart := token.Murmur3.MinToken()
+	whole := token.RangeSet{{Left: ringStart, Right: ringStart}}
+	configs := []struct {
+		name string
+		run  func(context.Context, string) (streamSample, error)
+	}{
+		{cfgRaw, w.runRaw},
+		{cfgPartial, func(ctx context.Context, name string) (streamSample, error) {
+			return w.runFetch(ctx, name, benchTable, w.half)
+		}},
+		{cfgRows, func(ctx context.Context, name string) (streamSample, error) {
+			return w.runFetch(ctx, name, legacyTable, w.half)
+		}},
+		{cfgEntire, func(ctx context.Context, name string) (streamSample, error) {
+			return w.runFetch(ctx, name, benchTable, whole)
+		}},
+	}
+	// Runs are the outer loop so that a change in the machine's load during the benchmark
+	// falls on every configuration alike.
+	samples := make([][]streamSample, len(configs))
+	for run := 0; run < o.Runs; run++ {
+		for i, c := range configs {
+			if run > 0 && samples[i][0].status != "ok" {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			s, err := c.run(rctx, profileName(c.name))
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("%s, run %d: %w", c.name, run+1, err)
+			}
+			samples[i] = append(samples[i], s)
+			if s.status == "ok" {
+				o.Logf("%s run %d: %d bytes in %.3fs", c.name, run+1, s.bytes, s.wall.Seconds())
+			}
+		}
+	}
+	for i, c := range configs {
+		rep.Rows = append(rep.Rows, streamMedians(c.name, samples[i]))
+	}
+	rep.Checks = streamChecks(rep.Rows)
+	return rep, nil
+}
+
+// profileName is a configuration's file-name stem: "(b) partial ..." is "b".
+func profileName(config string) string { return config[1:2] }
+
+// streamSample is one run of one configuration.
+type streamSample struct {
+	status      string
+	note        string
+	kinds       string
+	bytes       int64
+	wall        time.Duration
+	senderCPU   time.Duration
+	receiverCPU time.Duration
+	heap        uint64
+	peakRSS     int64
+}
+
+func streamMedians(name string, ss []streamSample) StreamRow {
+	last := ss[len(ss)-1]
+	row := StreamRow{Config: name, Status: last.status, Note: last.note, Kinds: last.kinds}
+	if last.status != "ok" {
+		return row
+	}
+	med := func(f func(streamSample) float64) float64 {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = f(s)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	row.Bytes = last.bytes
+	g := float64(last.bytes) / gib
+	row.WallSeconds = med(func(s streamSample) float64 { return s.wall.Seconds() })
+	row.MBps = med(func(s streamSample) float64 { return MBps(s.bytes, s.wall) })
+	row.SenderCPUPerGiB = med(func(s streamSample) float64 { return s.senderCPU.Seconds() }) / g
+	row.ReceiverCPUPerGiB = med(func(s streamSample) float64 { return s.receiverCPU.Seconds() }) / g
+	row.ReceiverHeapPerGiB = med(func(s streamSample) float64 { return float64(s.heap) }) / g
+	row.ReceiverPeakRSS = int64(med(func(s streamSample) float64 { return float64(s.peakRSS) }))
+	return row
+}
+
+// streamChecks compares the rows with the targets of the streaming issue: partial streaming
+// at >= 80% of the raw transfer's rate, its receiver at <= 1.15x the raw receiver's CPU per
+// GiB, and every streaming receiver within 8 MiB of heap per GiB and 256 MiB peak RSS.
+func streamChecks(rows []StreamRow) []StreamCheck {
+	by := map[string]StreamRow{}
+	for _, r := range rows {
+		by[r.Config] = r
+	}
+	var out []StreamCheck
+	raw, partial := by[cfgRaw], by[cfgPartial]
+	if raw.OK() && partial.OK() && raw.MBps > 0 && raw.ReceiverCPUPerGiB > 0 {
+		thr := partial.MBps / raw.MBps
+		out = append(out, StreamCheck{Name: "(b) MB/s / (a) MB/s", Measured: thr, Unit: "x", Target: ">= 0.80", Met: thr >= 0.80})
+		cpu := partial.ReceiverCPUPerGiB / raw.ReceiverCPUPerGiB
+		out = append(out, StreamCheck{Name: "(b) receiver CPU/GiB / (a)'s", Measured: cpu, Unit: "x", Target: "<= 1.15", Met: cpu <= 1.15})
+	}
+	for _, r := range rows {
+		if !r.OK() || r.Config == cfgRaw {
+			continue
+		}
+		heap := r.ReceiverHeapPerGiB / (1 << 20)
+		out = append(out, StreamCheck{Name: profileName(r.Config) + ": receiver heap per GiB streamed", Measured: heap, Unit: "MiB",
+			Target: "<= 8", Met: heap <= 8})
+		rss := float64(r.ReceiverPeakRSS) / (1 << 20)
+		out = append(out, StreamCheck{Name: profileName(r.Config) + ": receiver peak RSS", Measured: rss, Unit: "MiB",
+			Target: "<= 256", Met: rss <= 256})
+	}
+	return out
+}
+
+// streamWorld is one benchmark run's files: the cluster's certificates, the node's data
+// directory (hard links to the parent) and the receivers' directories.
+type streamWorld struct {
+	o         StreamOptions
+	tmp       string
+	tlsDir    string
+	data      string // the node's data directory
+	dataFile  string // the parent's Data.db
+	half      token.RangeSet
+	halfBytes int64
+}
+
+func (w *streamWorld) makeTLS() error {
+	if err := tlsx.WriteCA(w.tlsDir, false); err != nil {
+		return err
+	}
+	for _, name := range []string{senderName, receiverName} {
+		if err := tlsx.WriteNode(w.tlsDir, name, nil, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeNodeData gives the node two tables made of hard links to the parent's files: stress,
+// the parent as it is, and stress_legacy, whose own Statistics.db says the parent has legacy
+// counter shards, which refuses zero-copy and sends it down the rows path.
+func (w *streamWorld) makeNodeData(parent descriptor.Descriptor) error {
+	files, err := filepath.Glob(parent.Prefix() + "-*")
+	if err != nil {
+		return err
+	}
+	for _, table := range []string{benchTable, legacyTable} {
+		dir := gen.TableDir(w.data, benchKeyspace, table)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for _, f := range files {
+			dst := filepath.Join(dir, filepath.Base(f))
+			if table == legacyTable && f == parent.Path(descriptor.Statistics) {
+				continue
+			}
+			if err := os.Link(f, dst); err != nil {
+				return fmt.Errorf("linking the parent into the node's data directory (same file system needed): %w", err)
+			}
+		}
+		if table != legacyTable {
+			continue
+		}
+		raw, err := os.ReadFile(parent.Path(descriptor.Statistics))
+		if err != nil {
+			return err
+		}
+		st, err := stats.Parse(raw, parent.Version)
+		if err != nil {
+			return err
+		}
+		if st.Stats == nil {
+			return fmt.Errorf("%s: no stats component", parent.Path(descriptor.Statistics))
+		}
+		st.Stats.HasLegacyCounterShards = true
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(parent.Path(descriptor.Statistics))), st.Append(nil, parent.Version), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *streamWorld) profile(name, side string) string {
+	if w.o.CPUProfileDir == "" {
+		return ""
+	}
+	return filepath.Join(w.o.CPUProfileDir, name+"-"+side+".pprof")
+}
+
+// runRaw is configuration (a): a raw quic-go server process writes w.halfBytes of the
+// parent's Data.db over one stream to a raw client process, which writes them to a file and
+// fsyncs it.
+func (w *streamWorld) runRaw(ctx context.Context, name string) (streamSample, error) {
+	srv, err := w.startServer(ctx, name, []string{"bench", "quic-raw-serve", "--file", w.dataFile, "--addr", "127.0.0.1:0",
+		"--tls-dir", w.tlsDir, "--name", senderName}, rawReadyAddr, false)
+	if err != nil {
+		return streamSample{}, err
+	}
+	defer srv.stop()
+	out := filepath.Join(w.tmp, "raw-received")
+	defer os.Remove(out)
+	var got struct {
+		Bytes int64   `json:"bytes"`
+		Wall  float64 `json:"wall_seconds"`
+	}
+	s, stdout, err := w.receive(ctx, srv, name, []string{"bench", "quic-raw-fetch", "--peer", srv.addr, "--length",
+		strconv.FormatInt(w.halfBytes, 10), "--out", out, "--tls-dir", w.tlsDir, "--name", receiverName})
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(stdout, &got); err != nil {
+		return s, fmt.Errorf("raw fetch printed %q: %w", stdout, err)
+	}
+	if got.Bytes != w.halfBytes {
+		return s, fmt.Errorf("raw fetch received %d bytes, want %d", got.Bytes, w.halfBytes)
+	}
+	s.status, s.kinds, s.bytes, s.wall = "ok", "raw", got.Bytes, secondsDuration(got.Wall)
+	return s, nil
+}
+
+// fetchOutput is the part of `sluice stream fetch --json` the benchmark reads.
+type fetchOutput struct {
+	SSTables []struct {
+		Kind  string `json:"kind"`
+		Bytes int64  `json:"bytes"`
+	} `json:"sstables"`
+	Failed []string `json:"failed"`
+	Bytes  int64    `json:"bytes_received"`
+	Wall   float64  `json:"wall_seconds"`
+}
+
+// runFetch is configurations (b) to (d): a `sluice run` node sends, `sluice stream fetch`
+// receives ranges of table into a fresh table directory.
+func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges token.RangeSet) (streamSample, error) {
+	srv, err := w.startServer(ctx, name, []string{"run", "--name", senderName, "--data-dir", w.data, "--tls-dir", w.tlsDir,
+		"--stream-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, nodeReadyAddr, true)
+	if err != nil {
+		return streamSample{}, err
+	}
+	defer srv.stop()
+	recvRoot := filepath.Join(w.tmp, "received-"+name)
+	defer os.RemoveAll(recvRoot)
+	s, stdout, err := w.receive(ctx, srv, name, []string{"stream", "fetch", "--peer", srv.addr, "--keyspace", benchKeyspace,
+		"--table", table, "--ranges", ranges.String(), "--out", gen.TableDir(recvRoot, benchKeyspace, table),
+		"--tls-dir", w.tlsDir, "--name", receiverName, "--json"})
+	var got fetchOutput
+	if jerr := json.Unmarshal(stdout, &got); jerr != nil {
+		if err != nil {
+			return s, err
+		}
+		return s, fmt.Errorf("stream fetch printed %q: %w", stdout, jerr)
+	}
+	if err != nil {
+		if why, ok := refusedOnly(got); ok {
+			s.status, s.note = "not supported", why
+			return s, nil
+		}
+		if table == legacyTable {
+			// The rows path is the newest; its failure is reported in its row and does not
+			// cost the other configurations' numbers.
+			s.status, s.note = "failed", truncated(strings.Join(got.Failed, "; "), 400)
+			if s.note == "" {
+				s.note = truncated(err.Error(), 400)
+			}
+			return s, nil
+		}
+		return s, err
+	}
+	kinds := map[string]int{}
+	for _, f := range got.SSTables {
+		kinds[f.Kind]++
+	}
+	var ks []string
+	for k, n := range kinds {
+		ks = append(ks, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(ks)
+	s.status, s.kinds, s.bytes, s.wall = "ok", strings.Join(ks, ", "), got.Bytes, secondsDuration(got.Wall)
+	if len(got.SSTables) == 0 || got.Bytes == 0 {
+		return s, fmt.Errorf("stream fetch installed nothing: %s", stdout)
+	}
+	return s, nil
+}
+
+// refusedOnly reports whether a fetch installed nothing because every sstable was refused
+// (the sender or receiver does not implement its kind), and the first reason.
+func refusedOnly(f fetchOutput) (string, bool) {
+	if len(f.SSTables) != 0 || len(f.Failed) == 0 {
+		return "", false
+	}
+	for _, e := range f.Failed {
+		if !strings.Contains(e, "(refused)") {
+			return "", false
+		}
+	}
+	why := f.Failed[0]
+	if i := strings.LastIndex(why, ": "); i >= 0 {
+		why = why[i+2:]
+	}
+	return why, true
+}
+
+func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// receive runs one receiver process under `bench measure` while srv serves, and returns its
+// measurements and standard output. The sender's CPU is its /proc stat delta over the
+// receiver's life; the receiver's CPU and peak RSS are its rusage, its heap what `bench
+// measure` reports. A receiver exiting non-zero returns its output and an error.
+func (w *streamWorld) receive(ctx context.Context, srv *server, name string, args []string) (streamSample, []byte, error) {
+	var s streamSample
+	report := filepath.Join(w.tmp, name+"-measure.json")
+	defer os.Remove(report)
+	margs := []string{"bench", "measure", "--report", report}
+	if p := w.profile(name, "receiver"); p != "" {
+		margs = append(margs, "--cpuprofile", p, "--memprofile", strings.TrimSuffix(p, ".pprof")+".allocs.pprof")
+	}
+	margs = append(append(append(margs, "--"), "--log-format", "json"), args...)
+	cmd := exec.CommandContext(ctx, w.o.Exe, margs...)
+	cmd.Env = w.o.Env
+	var stdout bytes.Buffer
+	stderr := &tailBuffer{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	cmd.WaitDelay = stopWithin
+	cpu0, err := procCPU(srv.cmd.Process.Pid)
+	if err != nil {
+		return s, nil, err
+	}
+	runErr := cmd.Run()
+	cpu1, err := procCPU(srv.cmd.Process.Pid)
+	if err != nil {
+		return s, nil, fmt.Errorf("sender: %w (its output: %s)", err, srv.output.String())
+	}
+	s.senderCPU = cpu1 - cpu0
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			s.receiverCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			s.peakRSS = ru.Maxrss << 10 // KiB on Linux
+		}
+	}
+	if runErr != nil {
+		return s, stdout.Bytes(), fmt.Errorf("receiver %v: %w: %s", args[:2], runErr, strings.TrimSpace(stderr.String()))
+	}
+	var m MeasureReport
+	b, err := os.ReadFile(report)
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		return s, stdout.Bytes(), fmt.Errorf("receiver's measure report: %w", err)
+	}
+	s.heap = m.HeapBytes
+	return s, stdout.Bytes(), nil
+}
+
+// MeasureReport is what the hidden `sluice bench measure` writes about the command it ran
+// in-process.
+type MeasureReport struct {
+	HeapBytes uint64  `json:"heap_allocated_bytes"` // runtime.MemStats.TotalAlloc delta
+	Mallocs   uint64  `json:"mallocs"`
+	CPU       float64 `json:"cpu_seconds"` // the process's, start-up included
+	Wall      float64 `json:"wall_seconds"`
+	ExitCode  int     `json:"exit_code"`
+}
+
+// server is a long-running child process: the raw sender or a node.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string
+	output *tailBuffer
+	exited chan struct{}
+}
+
+// startServer starts a child and waits until ready finds its address in a line of its
+// standard output (or error, fromStderr). The child is killed if it is not ready in time.
+func (w *streamWorld) startServer(ctx context.Context, name string, args []string, ready func(line []byte) string, fromStderr bool) (*server, error) {
+	if p := w.profile(name, "sender"); p != "" {
+		args = append([]string{"bench", "measure", "--report", os.DevNull, "--cpuprofile", p, "--", "--log-format", "json"}, args...)
+	} else {
+		args = append([]string{"--log-format", "json"}, args...)
+	}
+	// Not CommandContext: the server must outlive a run's context only until stop, which
+	// every caller defers; stop kills it if SIGTERM does not end it.
+	cmd := exec.Command(w.o.Exe, args...)
+	cmd.Env = w.o.Env
+	out := &tailBuffer{max: 64 << 10}
+	pr, pw := io.Pipe()
+	if fromStderr {
+		cmd.Stdout, cmd.Stderr = out, io.MultiWriter(out, pw)
+	} else {
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(out, pw), out
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, output: out, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		pw.Close()
+		close(s.exited)
+	}()
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		found := false
+		for sc.Scan() {
+			if !found {
+				if a := ready(sc.Bytes()); a != "" {
+					found = true
+					addrc <- a
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	timer := time.NewTimer(nodeReadyWithin)
+	defer timer.Stop()
+	select {
+	case s.addr = <-addrc:
+		return s, nil
+	case <-s.exited:
+		return nil, fmt.Errorf("%v exited before it was ready: %s", args, strings.TrimSpace(out.String()))
+	case <-timer.C:
+		s.stop()
+		return nil, fmt.Errorf("%v not ready within %v: %s", args, nodeReadyWithin, strings.TrimSpace(out.String()))
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// stop asks the server to stop (SIGTERM), and kills it if it has not within stopWithin.
+func (s *server) stop() {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(stopWithin):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// nodeReadyAddr finds the stream address in the node's "node running" JSON log line.
+func nodeReadyAddr(line []byte) string {
+	var l struct {
+		Message    string `json:"message"`
+		StreamAddr string `json:"stream_addr"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.Message != "node running" {
+		return ""
+	}
+	return l.StreamAddr
+}
+
+// rawReadyAddr finds the address in quic-raw-serve's {"addr": ...} line.
+func rawReadyAddr(line []byte) string {
+	var l struct {
+		Addr string `json:"addr"`
+	}
+	if json.Unmarshal(line, &l) != nil {
+		return ""
+	}
+	return l.Addr
+}
+
+// tailBuffer keeps the last max bytes written to it; safe for concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times; 100 on every Linux port Go
+// supports.
+const clockTicks = 100
+
+// procCPU is the user + system time of process pid so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseProcStatCPU(b)
+}
+
+// parseProcStatCPU reads utime + stime (fields 14 and 15) of a /proc/<pid>/stat line. The
+// command name (field 2) is in parentheses and may hold spaces and parentheses, so fields
+// are counted from the last ')'.
+func parseProcStatCPU(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat %q: no command name", b)
+	}
+	// After ") ": field 3 (state) is f[0], so utime (14) is f[11] and stime (15) f[12].
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least 13", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("/proc stat: bad CPU time %q", s)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// RawQUICConfig is the quic-go configuration of the raw transfer: stream's own flow-control
+// windows (stream.quicConfig), so that the limit is measured under the same settings.
+// streamWindow, when positive, replaces the maximum stream receive window (and doubles as
+// the connection's), to see what larger windows buy.
+func RawQUICConfig(streamWindow int64) *quic.Config {
+	c := &quic.Config{
+		HandshakeIdleTimeout:           10 * time.Second,
+		MaxIdleTimeout:                 30 * time.Second,
+		KeepAlivePeriod:                10 * time.Second,
+		MaxIncomingStreams:             4,
+		MaxIncomingUniStreams:          64,
+		InitialStreamReceiveWindow:     1 << 20,
+		MaxStreamReceiveWindow:         16 << 20,
+		InitialConnectionReceiveWindow: 2 << 20,
+		MaxConnectionReceiveWindow:     32 << 20,
+	}
+	if streamWindow > 0 {
+		c.MaxStreamReceiveWindow = uint64(streamWindow)
+		c.MaxConnectionReceiveWindow = 2 * uint64(streamWindow)
+	}
+	return c
+}
+
+// RawServeOptions configures the raw quic-go sender.
+type RawServeOptions struct {
+	File         string // the bytes to send, from offset 0
+	Addr         string // UDP address to listen on
+	TLS          *tls.Config
+	BufferSize   int   // bytes per Write; default 1 MiB, stream's default frame payload
+	StreamWindow int64 // see RawQUICConfig
+}
+
+// RawServe listens on o.Addr, calls ready with the bound address, and serves until ctx
+// ends: each connection opens one bidirectional stream and writes the length it wants (8
+// bytes, big endian); the server answers with that many bytes of o.File read with ReadAt
+// into one buffer and written with one Write each, as stream's sender does, then closes
+// the stream.
+func RawServe(ctx context.Context, o RawServeOptions, ready func(addr string)) error {
+	if o.BufferSize <= 0 {
+		o.BufferSize = 1 << 20
+	}
+	f, err := os.Open(o.File)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	ln, err := quic.ListenAddr(o.Addr, o.TLS, RawQUICConfig(o.StreamWindow))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	ready(ln.Addr().String())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rawSend(ctx, conn, f, fi.Size(), o.BufferSize); err != nil {
+				conn.CloseWithError(1, truncated(err.Error(), 256))
+				return
+			}
+			// The client closes the connection once it has everything on disk.
+			select {
+			case <-conn.Context().Done():
+			case <-ctx.Done():
+				conn.CloseWithError(0, "")
+			}
+		}()
+	}
+}
+
+func rawSend(ctx context.Context, conn *quic.Conn, f *os.File, size int64, bufSize int) error {
+	s, err := conn.AcceptStream(ctx)
+	if err != nil {
+		return err
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(s, hdr[:]); err != nil {
+		return err
+	}
+	n := int64(binary.BigEndian.Uint64(hdr[:]))
+	if n < 0 || n > size {
+		s.CancelWrite(1)
+		return fmt.Errorf("asked for %d bytes of a %d-byte file", n, size)
+	}
+	buf := make([]byte, bufSize)
+	for off := int64(0); off < n; {
+		k := min(int64(len(buf)), n-off)
+		if _, err := f.ReadAt(buf[:k], off); err != nil {
+			s.CancelWrite(1)
+			return err
+		}
+		if _, err := s.Write(buf[:k]); err != nil {
+			return err
+		}
+		off += k
+	}
+	return s.Close()
+}
+
+func truncated(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// RawFetchOptions configures the raw quic-go receiver.
+type RawFetchOptions struct {
+	Peer         string
+	Length       int64
+	Out          string // file written (created or truncated) and fsynced
+	TLS          *tls.Config
+	BufferSize   int // bytes per file Write; default 1 MiB, stream's frame payload
+	StreamWindow int64
+}
+
+// RawFetchResult is what RawFetch received.
+type RawFetchResult struct {
+	Bytes int64   `json:"bytes"`
+	Wall  float64 `json:"wall_seconds"` // dial to fsync done
+}
+
+// RawFetch dials o.Peer, asks for o.Length bytes and writes them to o.Out in buffers of
+// o.BufferSize, as stream's receiver writes a frame's payload once the frame is whole, then
+// fsyncs the file and closes the connection.
+func RawFetch(ctx context.Context, o RawFetchOptions) (RawFetchResult, error) {
+	if o.BufferSize <= 0 {
+		o.BufferSize = 1 << 20
+	}
+	start := time.Now()
+	var res RawFetchResult
+	conn, err := quic.DialAddr(ctx, o.Peer, o.TLS, RawQUICConfig(o.StreamWindow))
+	if err != nil {
+		return res, err
+	}
+	defer conn.CloseWithError(0, "")
+	s, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return res, err
+	}
+	var hdr [8]byte
+	binary.BigEndian.PutUint64(hdr[:], uint64(o.Length))
+	if _, err := s.Write(hdr[:]); err != nil {
+		return res, err
+	}
+	if err := s.Close(); err != nil {
+		return res, err
+	}
+	out, err := os.Create(o.Out)
+	if err != nil {
+		return res, err
+	}
+	defer out.Close()
+	buf := make([]byte, o.BufferSize)
+	for {
+		k, rerr := io.ReadFull(s, buf)
+		if k > 0 {
+			if _, err := out.Write(buf[:k]); err != nil {
+				return res, err
+			}
+			res.Bytes += int64(k)
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return res, rerr
+		}
+	}
+	if err := out.Sync(); err != nil {
+		return res, err
+	}
+	if res.Bytes != o.Length {
+		return res, fmt.Errorf("received %d bytes, asked for %d", res.Bytes, o.Length)
+	}
+	res.Wall = time.Since(start).Seconds()
+	return res, nil
+}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// /proc/<pid>/stat: utime and stime are fields 14 and 15, counted after the command name,
+// which may hold spaces and parentheses.
+func TestParseProcStatCPU(t *testing.T) {
+	tail := " S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 12 0 100 0 0"
+	for _, tc := range []struct {
+		name, line string
+		want       time.Duration
+		bad        bool
+	}{
+		{"plain", "4242 (sluice)" + tail, 1750 * time.Millisecond, false},
+		{"spaces and parens in the name", "4242 (a b) (c))" + tail, 1750 * time.Millisecond, false},
+		{"no name", "4242 sluice" + tail, 0, true},
+		{"truncated", "4242 (sluice) S 1 2 3", 0, true},
+		{"not a number", "4242 (sluice) S 1 2 3 4 5 6 7 8 9 10 x 25", 0, true},
+	} {
+		got, err := parseProcStatCPU([]byte(tc.line))
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v, error %v", tc.name, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+// A fetch that installed nothing because every sstable was refused is "not supported";
+// any other failure is not.
+func TestRefusedOnly(t *testing.T) {
+	refused := "stream: sstable p@0+1 from h:1 (refused): stream: refused: sender: needs a rows re-serialisation"
+	checksum := "stream: sstable p@0+1 from h:1 (checksum): stream: checksum mismatch"
+	if why, ok := refusedOnly(fetchOutput{Failed: []string{refused, refused}}); !ok || why != "needs a rows re-serialisation" {
+		t.Errorf("all refused: %q, %v", why, ok)
+	}
+	if _, ok := refusedOnly(fetchOutput{Failed: []string{refused, checksum}}); ok {
+		t.Error("a checksum failure counted as not supported")
+	}
+	if _, ok := refusedOnly(fetchOutput{}); ok {
+		t.Error("no failure counted as not supported")
+	}
+	installed := fetchOutput{Failed: []string{refused}}
+	installed.SSTables = append(installed.SSTables, struct {
+		Kind  string `json:"kind"`
+		Bytes int64  `json:"bytes"`
+	}{"partial", 1})
+	if _, ok := refusedOnly(installed); ok {
+		t.Error("a fetch that installed something counted as not supported")
+	}
+}
+
+// The checks compare (b) with (a) and hold every streaming receiver to the memory targets.
+func TestStreamChecks(t *testing.T) {
+	rows := []StreamRow{
+		{Config: cfgRaw, Status: "ok", MBps: 200, ReceiverCPUPerGiB: 4, ReceiverHeapPerGiB: 100 << 20},
+		{Config: cfgPartial, Status: "ok", MBps: 170, ReceiverCPUPerGiB: 5, ReceiverHeapPerGiB: 4 << 20, ReceiverPeakRSS: 300 << 20},
+		{Config: cfgRows, Status: "not supported"},
+		{Config: cfgEntire, Status: "ok", ReceiverHeapPerGiB: 9 << 20, ReceiverPeakRSS: 100 << 20},
+	}
+	var got []string
+	for _, c := range streamChecks(rows) {
+		got = append(got, c.Name+" "+map[bool]string{true: "met", false: "missed"}[c.Met])
+	}
+	want := []string{
+		"(b) MB/s / (a) MB/s met",             // 0.85
+		"(b) receiver CPU/GiB / (a)'s missed", // 1.25
+		"b: receiver heap per GiB streamed met",
+		"b: receiver peak RSS missed",
+		"d: receiver heap per GiB streamed missed",
+		"d: receiver peak RSS met",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestReadyLines(t *testing.T) {
+	node := `{"level":"info","node":"n1","admin_addr":"127.0.0.1:2","stream_addr":"127.0.0.1:1","message":"node running"}`
+	if a := nodeReadyAddr([]byte(node)); a != "127.0.0.1:1" {
+		t.Errorf("node running line: %q", a)
+	}
+	if a := nodeReadyAddr([]byte(`{"message":"data directories ready","stream_addr":"x"}`)); a != "" {
+		t.Errorf("other line: %q", a)
+	}
+	if a := rawReadyAddr([]byte(`{"addr":"127.0.0.1:9"}`)); a != "127.0.0.1:9" {
+		t.Errorf("raw line: %q", a)
+	}
+	if a := rawReadyAddr([]byte(`not json`)); a != "" {
+		t.Errorf("garbage: %q", a)
+	}
+}
+
+func TestTCPIsRefusedClearly(t *testing.T) {
+	_, err := Stream(t.Context(), StreamOptions{Transport: "tcp", Exe: "unused"})
+	if !errors.Is(err, ErrTCPNotImplemented) || !strings.Contains(err.Error(), "the TCP data plane is not implemented") {
+		t.Errorf("tcp: %v", err)
+	}
+}
