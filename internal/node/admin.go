@@ -1,12 +1,15 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -40,6 +43,19 @@ type ErrorResponse struct {
 //	GET  /v1/streams      StreamsResponse
 //	GET  /v1/throughput   Throughput
 //	POST /v1/throughput   ThroughputRequest → Throughput (the limits now in force)
+//	GET  /v1/load         LoadResponse: this node's live sstable bytes
+//	GET  /v1/ring         RingView (?load=false skips asking every member for its load)
+//	GET  /v1/ops          OpsResponse
+//	POST /v1/ops/bootstrap     (no body) → OpStatus: retry the bootstrap of a JOINING node
+//	POST /v1/ops/decommission  (no body) → OpStatus
+//	POST /v1/ops/move          MoveRequest → OpStatus
+//	POST /v1/ops/cleanup       CleanupRequest (may be {}) → OpStatus
+//	POST /v1/ops/import        ImportRequest → OpStatus
+//	POST /v1/ops/fetch         FetchOpRequest → FetchOpResponse, synchronously
+//
+// The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;
+// poll GET /v1/ops for its progress and outcome. Operations run one at a time (409 otherwise);
+// those that need the ring answer 409 on a node without membership or in the wrong state.
 //
 // Unknown paths answer 404 and other methods 405, both with an ErrorResponse.
 func (n *Node) handler() http.Handler {
@@ -49,6 +65,41 @@ func (n *Node) handler() http.Handler {
 		"/v1/status":     {http.MethodGet: n.getStatus},
 		"/v1/streams":    {http.MethodGet: n.getStreams},
 		"/v1/throughput": {http.MethodGet: n.getThroughput, http.MethodPost: n.postThroughput},
+		"/v1/load":       {http.MethodGet: n.getLoad},
+		"/v1/ring":       {http.MethodGet: n.getRing},
+		"/v1/ops":        {http.MethodGet: n.getOps},
+		"/v1/ops/bootstrap": {http.MethodPost: n.postOp(func(*http.Request) (OpStatus, error) {
+			return n.StartBootstrap()
+		})},
+		"/v1/ops/decommission": {http.MethodPost: n.postOp(func(*http.Request) (OpStatus, error) {
+			return n.StartDecommission()
+		})},
+		"/v1/ops/move": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
+			var req MoveRequest
+			if err := decodeStrict(r.Body, &req); err != nil {
+				return OpStatus{}, badRequest{err}
+			}
+			t, err := strconv.ParseInt(req.Token, 10, 64)
+			if err != nil || t == math.MinInt64 {
+				return OpStatus{}, badRequest{fmt.Errorf("token %q: want a Murmur3 token (a signed 64-bit integer above the minimum)", req.Token)}
+			}
+			return n.StartMove(t)
+		})},
+		"/v1/ops/cleanup": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
+			var req CleanupRequest
+			if err := decodeStrict(r.Body, &req); err != nil {
+				return OpStatus{}, badRequest{err}
+			}
+			return n.StartCleanup(req)
+		})},
+		"/v1/ops/import": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
+			var req ImportRequest
+			if err := decodeStrict(r.Body, &req); err != nil {
+				return OpStatus{}, badRequest{err}
+			}
+			return n.StartImport(req)
+		})},
+		"/v1/ops/fetch": {http.MethodPost: n.postFetch},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		methods, ok := routes[r.URL.Path]
@@ -118,6 +169,88 @@ func (n *Node) postThroughput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
+}
+
+// MoveRequest is the body of POST /v1/ops/move; the token is a decimal string, since JSON
+// numbers lose precision beyond 2^53 in many clients.
+type MoveRequest struct {
+	Token string `json:"token"`
+}
+
+// badRequest marks a request error (400).
+type badRequest struct{ err error }
+
+func (b badRequest) Error() string { return b.err.Error() }
+
+// opError writes an operation's refusal with the status that fits it.
+func opError(w http.ResponseWriter, err error) {
+	var br badRequest
+	switch {
+	case errors.As(err, &br):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, ErrOpRunning), errors.Is(err, ErrNoMembership), errors.Is(err, ErrBadState):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeError(w, http.StatusBadRequest, err.Error())
+	}
+}
+
+func (n *Node) postOp(start func(r *http.Request) (OpStatus, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+		s, err := start(r)
+		if err != nil {
+			opError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, s)
+	}
+}
+
+func (n *Node) getOps(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, OpsResponse{Ops: n.Ops()})
+}
+
+func (n *Node) getLoad(w http.ResponseWriter, r *http.Request) {
+	l, err := n.Load()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, LoadResponse{LoadBytes: l})
+}
+
+func (n *Node) getRing(w http.ResponseWriter, r *http.Request) {
+	v, err := n.RingView(r.Context(), r.URL.Query().Get("load") != "false")
+	if err != nil {
+		if errors.Is(err, ErrNoMembership) {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		}
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// postFetch runs a fetch for another node's operation; it answers when the fetch is done. The
+// fetch stops when the caller goes away or the node stops.
+func (n *Node) postFetch(w http.ResponseWriter, r *http.Request) {
+	var req FetchOpRequest
+	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad fetch request: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(n.runCtx, cancel)
+	defer stop()
+	res, err := n.Fetch(ctx, req)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // decodeStrict decodes exactly one JSON value with no unknown fields and nothing after it.

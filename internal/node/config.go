@@ -2,17 +2,23 @@ package node
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicedb/sluice/membership/ring"
 )
 
 // Config is the node's configuration, read from YAML (LoadConfig) and overridden by flags. The
@@ -43,6 +49,28 @@ import (
 //     1 MiB).
 //   - transport: "quic" (default) or "tcp" (the data plane over plain TCP with sendfile and
 //     splice, for networks where QUIC is slower or blocked).
+//
+// Membership (optional: without gossip_addr the node runs standalone, without a ring):
+//
+//   - gossip_addr: host:port gossip listens on (UDP and TCP) and is reached at; it turns
+//     membership on. Port 0 picks a free port (tests).
+//   - seeds: host:port gossip addresses of existing members; none (or only itself) forms a
+//     new cluster.
+//   - num_tokens: tokens the node claims, default 16.
+//   - initial_tokens: explicit Murmur3 tokens (their count overrides num_tokens); a node that
+//     will be moved must have exactly one.
+//   - bootstrap: a new node (no saved membership state) allocates balanced tokens against the
+//     ring it sees and streams its ranges from their current replicas before it becomes
+//     NORMAL. Without it a new node takes random tokens seeded by its name and is NORMAL at
+//     once, as the first nodes of a cluster are.
+//   - dc, rack: the node's place for NetworkTopologyStrategy; default dc1 and rack1.
+//   - cluster_key_file: the file of the AES key (16, 24 or 32 bytes, raw or in hex) that
+//     encrypts and authenticates gossip; required with gossip_addr. Relative to the file.
+//   - cluster_label: nodes with another label never merge; default "sluice".
+//   - keyspaces: replication per keyspace, which bootstrap, decommission, move, cleanup and
+//     ownership follow: {ks: {class: SimpleStrategy, replication_factor: 2}} or
+//     {ks: {class: NetworkTopologyStrategy, dc1: 2, dc2: 1}}. Every node must have the same
+//     map; tables of keyspaces not listed are left alone by every operation.
 type Config struct {
 	Name       string     `yaml:"name"`
 	DataDirs   []string   `yaml:"data_dirs"`
@@ -53,7 +81,21 @@ type Config struct {
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	Memory     Memory     `yaml:"memory"`
 	Transport  Transport  `yaml:"transport"`
+
+	GossipAddr     string                 `yaml:"gossip_addr"`
+	Seeds          []string               `yaml:"seeds"`
+	NumTokens      int                    `yaml:"num_tokens"`
+	InitialTokens  []int64                `yaml:"initial_tokens"`
+	Bootstrap      bool                   `yaml:"bootstrap"`
+	DC             string                 `yaml:"dc"`
+	Rack           string                 `yaml:"rack"`
+	ClusterKeyFile string                 `yaml:"cluster_key_file"`
+	ClusterLabel   string                 `yaml:"cluster_label"`
+	Keyspaces      map[string]Replication `yaml:"keyspaces"`
 }
+
+// Membership reports whether the configuration turns membership on (gossip_addr is set).
+func (c Config) Membership() bool { return c.GossipAddr != "" }
 
 // Throughput holds streaming rate limits in bytes per second; 0 = unlimited. The JSON form is
 // the body of POST /v1/throughput.
@@ -91,6 +133,12 @@ const (
 	DefaultKeepalive        = 15 * time.Second
 	DefaultMaxInFlightBytes = 256 << 20
 	minInFlightBytes        = 1 << 20
+	DefaultNumTokens        = 16
+	DefaultDC               = "dc1"
+	DefaultRack             = "rack1"
+	DefaultClusterLabel     = "sluice"
+	// maxNumTokens is the most tokens gossip carries for one node.
+	maxNumTokens = 65536
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -112,6 +160,7 @@ func LoadConfig(path string) (Config, error) {
 		c.DataDirs[i] = resolve(base, d)
 	}
 	c.TLSDir = resolve(base, c.TLSDir)
+	c.ClusterKeyFile = resolve(base, c.ClusterKeyFile)
 	return c, nil
 }
 
@@ -157,6 +206,25 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Memory.MaxInFlightBytes == 0 {
 		c.Memory.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if c.Membership() {
+		// Membership defaults only apply to a node that has membership, so a standalone
+		// configuration stays as it was written.
+		if c.NumTokens == 0 {
+			c.NumTokens = DefaultNumTokens
+		}
+		if len(c.InitialTokens) > 0 {
+			c.NumTokens = len(c.InitialTokens)
+		}
+		if c.DC == "" {
+			c.DC = DefaultDC
+		}
+		if c.Rack == "" {
+			c.Rack = DefaultRack
+		}
+		if c.ClusterLabel == "" {
+			c.ClusterLabel = DefaultClusterLabel
+		}
 	}
 	return c
 }
@@ -212,7 +280,159 @@ func (c Config) validate() error {
 	case c.Transport != TransportQUIC && c.Transport != TransportTCP:
 		return configErrorf("transport", "%q: want quic or tcp", c.Transport)
 	}
+	for _, ks := range sortedKeys(c.Keyspaces) {
+		if _, err := c.Keyspaces[ks].Strategy(); err != nil {
+			return configErrorf("keyspaces."+ks, "%v", err)
+		}
+	}
+	if !c.Membership() {
+		if len(c.Seeds) > 0 || c.Bootstrap || c.ClusterKeyFile != "" {
+			return configErrorf("gossip_addr", "required with seeds, bootstrap or cluster_key_file")
+		}
+		return nil
+	}
+	if err := validateAddr("gossip_addr", c.GossipAddr); err != nil {
+		return err
+	}
+	for i, s := range c.Seeds {
+		if err := validateAddr(fmt.Sprintf("seeds[%d]", i), s); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.NumTokens < 1 || c.NumTokens > maxNumTokens:
+		return configErrorf("num_tokens", "%d: want 1 to %d", c.NumTokens, maxNumTokens)
+	case c.ClusterKeyFile == "":
+		return configErrorf("cluster_key_file", "required with gossip_addr")
+	case len(c.ClusterLabel) > 255:
+		return configErrorf("cluster_label", "longer than 255 bytes")
+	}
+	seenTok := map[int64]bool{}
+	for _, t := range c.InitialTokens {
+		if t == math.MinInt64 {
+			// No key maps to the minimum token, so it cannot bound a range.
+			return configErrorf("initial_tokens", "%d is the minimum token, which no node may hold", t)
+		}
+		if seenTok[t] {
+			return configErrorf("initial_tokens", "%d listed twice", t)
+		}
+		seenTok[t] = true
+	}
 	return nil
+}
+
+// Replication is one keyspace's replication: class SimpleStrategy with replication_factor, or
+// NetworkTopologyStrategy with a factor per DC. In YAML it is a flat map, as in CQL:
+// {class: SimpleStrategy, replication_factor: 2} or {class: NetworkTopologyStrategy, dc1: 2}.
+type Replication struct {
+	Class             string
+	ReplicationFactor int
+	DCs               map[string]int
+}
+
+// Replication classes.
+const (
+	SimpleStrategy          = "SimpleStrategy"
+	NetworkTopologyStrategy = "NetworkTopologyStrategy"
+)
+
+// UnmarshalYAML reads the flat CQL-like map.
+func (r *Replication) UnmarshalYAML(n *yaml.Node) error {
+	var m map[string]string
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	*r = Replication{}
+	for k, v := range m {
+		if k == "class" {
+			r.Class = strings.TrimPrefix(v, "org.apache.cassandra.locator.")
+			continue
+		}
+		f, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("replication %s: %q is not a number", k, v)
+		}
+		if k == "replication_factor" {
+			r.ReplicationFactor = f
+			continue
+		}
+		if r.DCs == nil {
+			r.DCs = map[string]int{}
+		}
+		r.DCs[k] = f
+	}
+	return nil
+}
+
+// MarshalYAML writes the flat map back.
+func (r Replication) MarshalYAML() (any, error) {
+	m := map[string]any{"class": r.Class}
+	if r.Class == SimpleStrategy {
+		m["replication_factor"] = r.ReplicationFactor
+	}
+	for dc, f := range r.DCs {
+		m[dc] = f
+	}
+	return m, nil
+}
+
+// Strategy returns the ring strategy of the replication, or why it is invalid.
+func (r Replication) Strategy() (ring.Strategy, error) {
+	switch r.Class {
+	case SimpleStrategy:
+		if len(r.DCs) > 0 {
+			return nil, fmt.Errorf("SimpleStrategy takes only replication_factor")
+		}
+		if r.ReplicationFactor < 1 {
+			return nil, fmt.Errorf("SimpleStrategy: replication_factor %d: want at least 1", r.ReplicationFactor)
+		}
+		return ring.SimpleStrategy{RF: r.ReplicationFactor}, nil
+	case NetworkTopologyStrategy:
+		if r.ReplicationFactor != 0 {
+			return nil, fmt.Errorf("NetworkTopologyStrategy takes a factor per DC, not replication_factor")
+		}
+		if len(r.DCs) == 0 {
+			return nil, fmt.Errorf("NetworkTopologyStrategy: no DC listed")
+		}
+		rf := make(map[string]int, len(r.DCs))
+		for dc, f := range r.DCs {
+			if f < 0 {
+				return nil, fmt.Errorf("NetworkTopologyStrategy: %s: negative factor %d", dc, f)
+			}
+			rf[dc] = f
+		}
+		return ring.NetworkTopologyStrategy{RF: rf}, nil
+	}
+	return nil, fmt.Errorf("class %q: want SimpleStrategy or NetworkTopologyStrategy", r.Class)
+}
+
+// LoadClusterKey reads a cluster key file: 16, 24 or 32 raw bytes, or their hex form
+// (surrounding white space ignored). A file of 32, 48 or 64 hex digits is read as hex, so a
+// raw key must not consist of hex digits only.
+func LoadClusterKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster_key_file: %w", err)
+	}
+	if t := bytes.TrimSpace(b); len(t) == 32 || len(t) == 48 || len(t) == 64 {
+		if k, err := hex.DecodeString(string(t)); err == nil {
+			return k, nil
+		}
+	}
+	switch len(b) {
+	case 16, 24, 32:
+		return b, nil
+	}
+	return nil, fmt.Errorf("cluster_key_file %s: want 16, 24 or 32 bytes, raw or in hex; the file has %d bytes", path, len(b))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func validateAddr(field, addr string) error {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -130,5 +131,103 @@ func TestLoopbackDetection(t *testing.T) {
 		if got := isLoopback(addr); got != want {
 			t.Errorf("%s: %v", addr, got)
 		}
+	}
+}
+
+func TestMembershipConfigParsesReplicationAndDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte("name: a\ndata_dirs: [/d]\ntls_dir: /tls\ngossip_addr: 127.0.0.1:7946\n" +
+		"cluster_key_file: /k\nkeyspaces:\n  s: {class: SimpleStrategy, replication_factor: 3}\n" +
+		"  n: {class: org.apache.cassandra.locator.NetworkTopologyStrategy, dc1: 2, dc2: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Replication{
+		"s": {Class: SimpleStrategy, ReplicationFactor: 3},
+		"n": {Class: NetworkTopologyStrategy, DCs: map[string]int{"dc1": 2, "dc2": 1}},
+	}
+	if !reflect.DeepEqual(c.Keyspaces, want) {
+		t.Fatalf("keyspaces %+v", c.Keyspaces)
+	}
+	d := c.withDefaults()
+	if d.NumTokens != DefaultNumTokens || d.DC != DefaultDC || d.Rack != DefaultRack || d.ClusterLabel != DefaultClusterLabel {
+		t.Fatalf("defaults %+v", d)
+	}
+	if err := d.validate(); err != nil {
+		t.Fatal(err)
+	}
+	d.InitialTokens = []int64{1, 2}
+	if d = d.withDefaults(); d.NumTokens != 2 {
+		t.Fatalf("explicit tokens set num_tokens to %d", d.NumTokens)
+	}
+}
+
+func TestMembershipConfigErrorsNameTheField(t *testing.T) {
+	base := func() Config {
+		return Config{Name: "a", DataDirs: []string{"/d"}, TLSDir: "/t", GossipAddr: "127.0.0.1:1", ClusterKeyFile: "/k"}
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(c *Config)
+	}{
+		{"cluster_key_file", func(c *Config) { c.ClusterKeyFile = "" }},
+		{"gossip_addr", func(c *Config) { c.GossipAddr = "nohost" }},
+		{"gossip_addr", func(c *Config) { c.GossipAddr = ""; c.ClusterKeyFile = ""; c.Bootstrap = true }},
+		{"seeds[1]", func(c *Config) { c.Seeds = []string{"a:1", "b"} }},
+		{"num_tokens", func(c *Config) { c.NumTokens = -1 }},
+		{"initial_tokens", func(c *Config) { c.InitialTokens = []int64{3, 3} }},
+		{"initial_tokens", func(c *Config) { c.InitialTokens = []int64{-1 << 63} }},
+		{"keyspaces.k", func(c *Config) { c.Keyspaces = map[string]Replication{"k": {Class: "Everywhere"}} }},
+		{"keyspaces.k", func(c *Config) { c.Keyspaces = map[string]Replication{"k": {Class: SimpleStrategy}} }},
+		{"keyspaces.k", func(c *Config) {
+			c.Keyspaces = map[string]Replication{"k": {Class: NetworkTopologyStrategy, ReplicationFactor: 2}}
+		}},
+	} {
+		c := base()
+		tc.edit(&c)
+		var ce *ConfigError
+		if err := c.withDefaults().validate(); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: got %v", tc.field, err)
+		}
+	}
+}
+
+func TestLoadClusterKeyTakesRawOrHexKeys(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		content string
+		want    int // key length, 0 = error
+	}{
+		{strings.Repeat("k", 16), 16},
+		{strings.Repeat("k", 24), 24},
+		{strings.Repeat("k", 32), 32},
+		{strings.Repeat("0f", 16) + "\n", 16},
+		{strings.Repeat("0f", 32), 32},
+		{strings.Repeat("k", 17), 0},
+		{"", 0},
+	} {
+		p := filepath.Join(dir, "key")
+		if err := os.WriteFile(p, []byte(tc.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k, err := LoadClusterKey(p)
+		if (tc.want == 0) != (err != nil) || len(k) != tc.want && tc.want != 0 {
+			t.Errorf("%q: key of %d bytes, %v; want %d", tc.content, len(k), err, tc.want)
+		}
+	}
+	if _, err := LoadClusterKey(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing key file loaded")
+	}
+}
+
+func TestTheClusterExampleConfigLoadsAndValidates(t *testing.T) {
+	c, err := LoadConfig("testdata/sluice.cluster.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.withDefaults().validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Membership() || !c.Bootstrap || c.ClusterKeyFile != filepath.Join("testdata", "cluster.key") || len(c.Keyspaces) != 2 || len(c.Seeds) != 2 {
+		t.Fatalf("loaded %+v", c)
 	}
 }

@@ -8,5 +8,16 @@
 // StreamServer interface, so node depends only on stream's status types, never on its engine.
 // The stream layer feeds the collectors in Metrics, which the hook receives in StreamConfig.
 //
-// node must not import cmd/sluice, testcluster or membership.
+// With gossip_addr configured the node is a cluster member (cluster.go): it joins through
+// membership/gossip, announces its addresses, DC, rack, ring state and tokens (explicit,
+// random by name for the first nodes, or allocated against the ring for a bootstrap), records
+// them in <first data dir>/.sluice-membership.json across restarts, and fails its sessions
+// with a peer as soon as gossip declares the peer dead. Topology operations (ops.go:
+// bootstrap, decommission, move) compute a membership/ring stream plan per configured
+// keyspace and run it with stream.Fetch, directly when this node gains ranges and through the
+// gaining node's POST /v1/ops/fetch otherwise; cleanup and import (cleanup.go) rewrite table
+// directories with sstable/slice and fsx installs. Operations run one at a time and report
+// through GET /v1/ops; their fetch sessions appear in GET /v1/streams.
+//
+// node must not import cmd/sluice or testcluster.
 package node

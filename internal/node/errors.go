@@ -33,3 +33,28 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("config: %s: %s", e.Fi
 func configErrorf(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
+
+// ErrDecommissioned reports a start of a node whose saved membership state says it left the
+// ring.
+var ErrDecommissioned = errors.New("node: this node was decommissioned")
+
+// ErrNotEmpty reports a bootstrap of a new node whose data directories already hold sstables.
+var ErrNotEmpty = errors.New("node: bootstrap needs empty data directories")
+
+// ErrPeerDown is the cause of a session cancelled because membership declared its peer dead
+// or gone.
+var ErrPeerDown = errors.New("node: peer down")
+
+// ErrNoMembership reports an operation that needs the ring on a node without gossip_addr, or
+// before it has joined.
+var ErrNoMembership = errors.New("node: membership is not running")
+
+// ErrOpRunning reports an operation started while another one runs; they are serialised.
+var ErrOpRunning = errors.New("node: another operation is running")
+
+// ErrBadState reports an operation the node's ring state does not allow (decommission of a
+// node that is not NORMAL, cleanup while JOINING, ...).
+var ErrBadState = errors.New("node: operation not allowed in this state")
+
+// ErrImportRefused reports an import whose sstables did not all verify.
+var ErrImportRefused = errors.New("node: import refused")

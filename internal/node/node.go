@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/membership/gossip"
+	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/stream"
 )
 
@@ -63,6 +65,9 @@ type Options struct {
 	// ShutdownTimeout bounds the clean shutdown of the admin and stream servers after ctx
 	// is cancelled; default 10s.
 	ShutdownTimeout time.Duration
+	// TuneGossip, when set, adjusts the gossip configuration before it is used (tests pass
+	// gossip.Config.ForTests for fast failure detection).
+	TuneGossip func(gossip.Config) gossip.Config
 }
 
 const defaultShutdownTimeout = 10 * time.Second
@@ -87,6 +92,13 @@ type Node struct {
 
 	mu         sync.Mutex // orders throughput changes
 	throughput Throughput
+
+	tuneGossip func(gossip.Config) gossip.Config
+	runCtx     context.Context         // Run's context, for operations; set before ready
+	cluster    atomic.Pointer[cluster] // nil until membership has joined, or standalone
+	peers      peerRegistry
+	ops        opsState
+	dirLocks   dirLocks
 }
 
 // New validates the configuration (a *ConfigError names the bad field) and returns a node
@@ -110,6 +122,7 @@ func New(opts Options) (*Node, error) {
 		metrics:         NewMetrics(),
 		ready:           make(chan struct{}),
 		throughput:      cfg.Throughput,
+		tuneGossip:      opts.TuneGossip,
 	}, nil
 }
 
@@ -197,6 +210,7 @@ func (n *Node) Run(ctx context.Context) error {
 	go func() { httpDone <- srv.Serve(ln) }()
 	streamCtx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
+	n.runCtx = streamCtx
 	var streamDone chan error
 	if n.stream != nil {
 		streamDone = make(chan error, 1)
@@ -211,6 +225,12 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	ev.Msg("node running")
 
+	var memberDone chan error
+	if n.cfg.Membership() {
+		memberDone = make(chan error, 1)
+		go func() { memberDone <- n.runCluster(streamCtx) }()
+	}
+
 	var errs []error
 	select {
 	case <-ctx.Done():
@@ -224,6 +244,9 @@ func (n *Node) Run(ctx context.Context) error {
 			err = errors.New("stopped before the node did")
 		}
 		errs = append(errs, fmt.Errorf("stream server: %w", err))
+	case err := <-memberDone:
+		memberDone = nil
+		errs = append(errs, fmt.Errorf("membership: %w", err))
 	}
 	if len(errs) > 0 {
 		n.log.Error().Err(errs[0]).Msg("node failing")
@@ -239,6 +262,18 @@ func (n *Node) Run(ctx context.Context) error {
 	if httpDone != nil {
 		if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, fmt.Errorf("admin server: %w", err))
+		}
+	}
+	opsDone := make(chan struct{})
+	go func() { n.ops.wg.Wait(); close(opsDone) }()
+	select {
+	case <-opsDone:
+	case <-sctx.Done():
+		errs = append(errs, fmt.Errorf("operations did not stop within %v", n.shutdownTimeout))
+	}
+	if memberDone != nil {
+		if err := <-memberDone; err != nil {
+			errs = append(errs, fmt.Errorf("membership: %w", err))
 		}
 	}
 	if streamDone != nil {
@@ -317,6 +352,9 @@ type Status struct {
 	UptimeSeconds float64       `json:"uptime_seconds"`
 	Throughput    Throughput    `json:"throughput"`
 	Tables        []TableStatus `json:"tables"`
+	// Ring is this node's view of the cluster, absent without membership or before it joined.
+	// Other members' load_bytes are -1 here: GET /v1/ring asks each of them.
+	Ring *RingView `json:"ring,omitempty"`
 }
 
 // Status reports the node and the tables in its data directories.
@@ -343,15 +381,113 @@ func (n *Node) Status() (Status, error) {
 			s.StreamAddr = n.stream.Addr().String()
 		}
 	}
+	if c := n.cluster.Load(); c != nil {
+		var own int64
+		for _, t := range tables {
+			own += t.Bytes
+		}
+		v := c.view(func(m gossip.Member) int64 {
+			if m.Name == n.cfg.Name {
+				return own
+			}
+			return -1
+		})
+		s.Ring = &v
+	}
 	return s, nil
 }
 
-// Sessions returns the stream server's sessions; none before Ready or without a server.
+// runCluster runs membership until ctx ends: it joins, announces, starts an interrupted or
+// requested bootstrap, and watches events. A decommissioned node's gossip is already shut
+// down; the node keeps serving its admin API (state LEFT) until it is stopped.
+func (n *Node) runCluster(ctx context.Context) error {
+	c, err := n.startCluster(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	n.cluster.Store(c)
+	watched := make(chan struct{})
+	go func() { c.watch(); close(watched) }()
+	if c.state() == ring.Joining {
+		if _, err := n.startOp(OpBootstrap, "", c.bootstrap); err != nil {
+			n.log.Error().Err(err).Msg("bootstrap not started")
+		}
+	}
+	<-ctx.Done()
+	err = c.g.Shutdown() // idempotent: a decommission may have shut it down already
+	<-watched
+	return err
+}
+
+// GossipAddr is the address gossip listens on, "" before the node has joined or without
+// membership.
+func (n *Node) GossipAddr() string {
+	if c := n.cluster.Load(); c != nil {
+		return c.g.Addr()
+	}
+	return ""
+}
+
+// RingView is this node's view of the cluster, with every reachable member's load when
+// withLoad is set; ErrNoMembership without membership.
+func (n *Node) RingView(ctx context.Context, withLoad bool) (RingView, error) {
+	c, err := n.requireCluster()
+	if err != nil {
+		return RingView{}, err
+	}
+	own, err := n.Load()
+	if err != nil {
+		return RingView{}, err
+	}
+	return c.view(func(m gossip.Member) int64 {
+		switch {
+		case m.Name == n.cfg.Name:
+			return own
+		case !withLoad || m.Liveness != gossip.StateAlive || m.Meta.AdminAddr == "":
+			return -1
+		}
+		lctx, cancel := context.WithTimeout(ctx, loadTimeout)
+		defer cancel()
+		var l LoadResponse
+		if err := peerCall(lctx, m.Meta.AdminAddr, http.MethodGet, "/v1/load", nil, &l); err != nil {
+			return -1
+		}
+		return l.LoadBytes
+	}), nil
+}
+
+// loadTimeout bounds the question of one peer's load.
+const loadTimeout = 2 * time.Second
+
+// LoadResponse is GET /v1/load.
+type LoadResponse struct {
+	LoadBytes int64 `json:"load_bytes"`
+}
+
+// Load is the bytes of this node's live sstables.
+func (n *Node) Load() (int64, error) {
+	tables, err := n.catalog.Tables()
+	if err != nil {
+		return 0, err
+	}
+	var b int64
+	for _, t := range tables {
+		b += t.Bytes
+	}
+	return b, nil
+}
+
+// Sessions returns the stream server's sessions and the fetch sessions of this node's own
+// operations; none before Ready or without a server.
 func (n *Node) Sessions() []stream.SessionStatus {
 	var s []stream.SessionStatus
 	if n.isReady() && n.stream != nil {
 		s = n.stream.Sessions()
 	}
+	s = append(s, n.ownSessions()...)
 	if s == nil {
 		s = []stream.SessionStatus{}
 	}

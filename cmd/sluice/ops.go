@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedb/sluice/internal/node"
+)
+
+// opPollInterval is how often an operation command asks for its operation's status.
+const opPollInterval = 200 * time.Millisecond
+
+// runOp starts an operation through the admin API, then polls GET /v1/ops until it has
+// finished, and prints its outcome (or, with asJSON, its final OpStatus). A failed operation
+// is a failed command.
+func runOp(cmd *cobra.Command, admin, kind string, body any, asJSON bool) error {
+	c, err := newAdminClient(admin)
+	if err != nil {
+		return err
+	}
+	var st node.OpStatus
+	if err := c.call(cmd.Context(), http.MethodPost, "/v1/ops/"+kind, body, &st); err != nil {
+		return err
+	}
+	t := time.NewTicker(opPollInterval)
+	defer t.Stop()
+	for st.State == node.OpRunning {
+		select {
+		case <-cmd.Context().Done():
+			return fmt.Errorf("%s %d still running on %s: %w", kind, st.ID, admin, cmd.Context().Err())
+		case <-t.C:
+		}
+		var ops node.OpsResponse
+		if err := c.call(cmd.Context(), http.MethodGet, "/v1/ops", nil, &ops); err != nil {
+			return err
+		}
+		for _, o := range ops.Ops {
+			if o.ID == st.ID {
+				st = o
+			}
+		}
+	}
+	if asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
+			return err
+		}
+	} else {
+		printOp(cmd.OutOrStdout(), st)
+	}
+	if st.State != node.OpComplete {
+		return fmt.Errorf("%s failed: %s", kind, st.Error)
+	}
+	return nil
+}
+
+// printOp prints an operation's transfers, cleanup or import results and its outcome.
+func printOp(w io.Writer, st node.OpStatus) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(st.Transfers) > 0 {
+		fmt.Fprintln(tw, "FROM\tTO\tTABLE\tSTATE\tSSTABLES\tSKIPPED\tBYTES\tRANGES")
+		for _, t := range st.Transfers {
+			fmt.Fprintf(tw, "%s\t%s\t%s.%s\t%s\t%d\t%d\t%s\t%s\n", t.From, t.To, t.Keyspace, t.Table, t.State,
+				t.SSTables, t.Skipped, formatBytes(t.BytesReceived), t.Ranges)
+		}
+	}
+	if len(st.Cleanup) > 0 {
+		fmt.Fprintln(tw, "SSTABLE\tACTION\tPARTITIONS\tKEPT\tCHILDREN")
+		for _, c := range st.Cleanup {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", filepath.Base(c.SSTable), c.Action, c.Partitions, c.Kept, len(c.Children))
+		}
+	}
+	if len(st.Imported) > 0 {
+		fmt.Fprintln(tw, "SOURCE\tINSTALLED\tPARTITIONS")
+		for _, i := range st.Imported {
+			fmt.Fprintf(tw, "%s\t%s\t%d\n", i.Source, i.SSTable, i.Partitions)
+		}
+	}
+	tw.Flush()
+	took := st.Finished.Sub(st.Started).Round(time.Millisecond)
+	if st.Error != "" {
+		fmt.Fprintf(w, "%s %s after %v: %s\n", st.Kind, st.State, took, st.Error)
+		return
+	}
+	fmt.Fprintf(w, "%s %s in %v\n", st.Kind, st.State, took)
+}
+
+func opFlags(cmd *cobra.Command, admin *string, asJSON *bool) {
+	cmd.Flags().StringVar(admin, "admin", node.DefaultAdminAddr, "admin API address of the node")
+	cmd.Flags().BoolVar(asJSON, "json", false, "print the operation's final status as JSON")
+}
+
+func newDecommissionCmd() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "decommission [--admin HOST:PORT]",
+		Short: "Stream a node's ranges to the nodes that take them over, then leave the ring",
+		Long: `Decommission the node, like nodetool decommission: it becomes LEAVING, asks every node
+that gains one of its ranges to fetch it from it, and when all are done becomes LEFT and leaves
+gossip. The process keeps serving its admin API (state LEFT) until it is stopped; it refuses to
+start again with the same data directory. A failed decommission leaves the node LEAVING; run it
+again to resume (fetches resume where they stopped).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runOp(cmd, admin, node.OpDecommission, struct{}{}, asJSON)
+		},
+	}
+	opFlags(cmd, &admin, &asJSON)
+	return cmd
+}
+
+func newMoveCmd() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "move TOKEN [--admin HOST:PORT]",
+		Short: "Move a single-token node to a new token",
+		Long: `Move the node to TOKEN, like nodetool move (single-token nodes only): it becomes MOVING, the
+ranges it gains are fetched from their current replicas (and other nodes fetch what they gain),
+then it publishes the new token and is NORMAL again. The ranges it gave up stay on its disk
+until sluice cleanup.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
+				return usagef("move: token %q: want a signed 64-bit integer", args[0])
+			}
+			return runOp(cmd, admin, node.OpMove, node.MoveRequest{Token: args[0]}, asJSON)
+		},
+	}
+	opFlags(cmd, &admin, &asJSON)
+	return cmd
+}
+
+func newCleanupCmd() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cleanup [KEYSPACE[.TABLE]] [--admin HOST:PORT]",
+		Short: "Drop the partitions a node no longer replicates",
+		Long: `Remove from the node's tables every partition outside the ranges it replicates (now or once
+in-flight bootstraps and decommissions settle), like nodetool cleanup: an sstable with foreign
+partitions is split into the kept ranges and then removed. Without an argument every table of
+every configured keyspace is cleaned.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req node.CleanupRequest
+			if len(args) == 1 {
+				req.Keyspace, req.Table, _ = strings.Cut(args[0], ".")
+				if req.Keyspace == "" {
+					return usagef("cleanup: %q: want KEYSPACE or KEYSPACE.TABLE", args[0])
+				}
+			}
+			return runOp(cmd, admin, node.OpCleanup, req, asJSON)
+		},
+	}
+	opFlags(cmd, &admin, &asJSON)
+	return cmd
+}
+
+func newImportCmd() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "import KEYSPACE.TABLE DIR [--admin HOST:PORT]",
+		Short: "Verify a directory of sstables and install copies into a node's table",
+		Long: `Verify every sstable in DIR (a full, extended verify) and, only if all are clean, install
+copies of them into the node's KEYSPACE.TABLE directory under fresh generations, like nodetool
+import. DIR is read by the node, so it must be a path on the node's machine; it is left as is.
+When the node does not have the table yet, DIR must be named <table>-<32 hex table id>.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ks, table, ok := strings.Cut(args[0], ".")
+			if !ok || ks == "" || table == "" {
+				return usagef("import: %q: want KEYSPACE.TABLE", args[0])
+			}
+			dir, err := filepath.Abs(args[1])
+			if err != nil {
+				return err
+			}
+			return runOp(cmd, admin, node.OpImport, node.ImportRequest{Keyspace: ks, Table: table, Dir: dir}, asJSON)
+		},
+	}
+	opFlags(cmd, &admin, &asJSON)
+	return cmd
+}
+
+// adminGet is a GET through the admin client with the command's context.
+func adminGet(ctx context.Context, admin, path string, out any) error {
+	c, err := newAdminClient(admin)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, http.MethodGet, path, nil, out)
+}

@@ -1,0 +1,344 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/slice"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// dirLocks serialise what rewrites a table directory (cleanup, import) against what installs
+// into it (fetches): slice.Split and the import start by removing install leftovers, which
+// would take a concurrent install's temporaries. Fetches share the lock among themselves.
+type dirLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.RWMutex
+}
+
+func (d *dirLocks) get(dir string) *sync.RWMutex {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[string]*sync.RWMutex{}
+	}
+	dir = filepath.Clean(dir)
+	l := d.m[dir]
+	if l == nil {
+		l = &sync.RWMutex{}
+		d.m[dir] = l
+	}
+	return l
+}
+
+// CleanupRequest is the body of POST /v1/ops/cleanup; empty fields select every table of every
+// configured keyspace (Keyspace alone: its tables).
+type CleanupRequest struct {
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+}
+
+// CleanupResult is what cleanup did to one sstable.
+type CleanupResult struct {
+	SSTable    string   `json:"sstable"`
+	Action     string   `json:"action"` // kept, dropped or split
+	Children   []string `json:"children,omitempty"`
+	Partitions int64    `json:"partitions"`
+	Kept       int64    `json:"kept_partitions"`
+}
+
+// Cleanup actions.
+const (
+	CleanupKept    = "kept"
+	CleanupDropped = "dropped"
+	CleanupSplit   = "split"
+)
+
+// StartCleanup removes from this node's tables every partition outside the ranges it must
+// keep (ring.CleanupRanges: replicated now or once in-flight changes settle). Each sstable
+// with partitions outside is split into the kept ranges (slice.Split, mode auto) in its own
+// directory, and then removed, TOC first. Children are installed before the parent goes, so a
+// crash in between leaves both (the kept partitions twice, which reconcile), never a loss.
+func (n *Node) StartCleanup(req CleanupRequest) (OpStatus, error) {
+	c, err := n.requireCluster()
+	if err != nil {
+		return OpStatus{}, err
+	}
+	if req.Table != "" && req.Keyspace == "" {
+		return OpStatus{}, errors.New("cleanup: a table needs its keyspace")
+	}
+	if req.Keyspace != "" {
+		if _, ok := n.cfg.Keyspaces[req.Keyspace]; !ok {
+			return OpStatus{}, fmt.Errorf("cleanup: keyspace %q has no replication in the configuration", req.Keyspace)
+		}
+	}
+	if s := c.state(); s != ring.Normal {
+		return OpStatus{}, fmt.Errorf("%w: cleanup needs NORMAL, node is %v", ErrBadState, s)
+	}
+	detail := strings.TrimSuffix(req.Keyspace+"."+req.Table, ".")
+	return n.startOp(OpCleanup, detail, func(ctx context.Context, o *op) error { return c.cleanup(ctx, o, req) })
+}
+
+func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error {
+	r, err := c.g.Ring()
+	if err != nil {
+		return err
+	}
+	if m, ok := r.Member(c.n.cfg.Name); !ok || m.State != ring.Normal {
+		// Without this node on the ring every range would look foreign.
+		return fmt.Errorf("%w: this node is not NORMAL on its own ring view", ErrBadState)
+	}
+	dirs, err := c.n.catalog.tableDirs()
+	if err != nil {
+		return err
+	}
+	mover, err := fsx.NewMover(fsx.Config{})
+	if err != nil {
+		return err
+	}
+	for _, td := range dirs {
+		repl, ok := c.n.cfg.Keyspaces[td.keyspace]
+		if !ok || (req.Keyspace != "" && td.keyspace != req.Keyspace) || (req.Table != "" && td.table != req.Table) {
+			continue
+		}
+		s, _ := repl.Strategy()
+		keep := ring.CleanupRanges(r, s, c.n.cfg.Name)
+		if err := c.n.cleanupDir(ctx, o, td.path, keep, mover); err != nil {
+			return fmt.Errorf("%s: %w", td.path, err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.RangeSet, mover *fsx.Mover) error {
+	l := n.dirLocks.get(dir)
+	l.Lock()
+	defer l.Unlock()
+	live, err := listLive(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range live {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := cleanupSSTable(ctx, s, keep, mover)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.desc.Prefix(), err)
+		}
+		o.update(func(st *OpStatus) { st.Cleanup = append(st.Cleanup, res) })
+	}
+	return nil
+}
+
+// cleanupSSTable keeps, drops or splits one sstable.
+func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mover *fsx.Mover) (CleanupResult, error) {
+	res := CleanupResult{SSTable: s.desc.Prefix()}
+	t, err := sstable.Open(s.desc.Prefix())
+	if err != nil {
+		return res, err
+	}
+	defer t.Close()
+	err = t.ScanPartitions(func(p *sstable.Partition) error {
+		res.Partitions++
+		if keep.Contains(p.Token) {
+			res.Kept++
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	switch res.Kept {
+	case res.Partitions:
+		res.Action = CleanupKept
+		return res, nil
+	case 0:
+		res.Action = CleanupDropped
+	default:
+		res.Action = CleanupSplit
+		sr, err := slice.Split(ctx, t, keep, s.desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover})
+		if err != nil {
+			return res, err
+		}
+		for _, ch := range sr.Children {
+			res.Children = append(res.Children, ch.Desc.Prefix())
+		}
+	}
+	t.Close()
+	return res, removeSSTable(s)
+}
+
+// removeSSTable deletes an sstable, TOC first so that it stops being live before any other
+// component goes, then syncs the directory.
+func removeSSTable(s liveSSTable) error {
+	for i := len(s.comps) - 1; i >= 0; i-- { // comps end with the TOC
+		if err := os.Remove(s.desc.Path(s.comps[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return syncDir(s.desc.Dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ImportRequest is the body of POST /v1/ops/import: adopt the sstables of Dir into
+// keyspace.table. Dir should be a Cassandra table directory (<table>-<id>) when the table does
+// not exist on this node yet, so that its id is known.
+type ImportRequest struct {
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+	Dir      string `json:"dir"`
+}
+
+// ImportedSSTable is one sstable an import installed.
+type ImportedSSTable struct {
+	Source     string `json:"source"`
+	SSTable    string `json:"sstable"`
+	Partitions int64  `json:"partitions"`
+}
+
+// maxListedProblems bounds the verification problems an import refusal names.
+const maxListedProblems = 10
+
+// StartImport verifies every sstable in the directory (sstable.Verify, extended: every row)
+// and, only when all are clean, installs copies into the table's directory under fresh
+// generations, each atomically (fsx.Install, TOC last). The source directory is left as is.
+func (n *Node) StartImport(req ImportRequest) (OpStatus, error) {
+	if req.Keyspace == "" || req.Table == "" || req.Dir == "" {
+		return OpStatus{}, errors.New("import: keyspace, table and dir are required")
+	}
+	fi, err := os.Stat(req.Dir)
+	if err != nil {
+		return OpStatus{}, fmt.Errorf("import: %w", err)
+	}
+	if !fi.IsDir() {
+		return OpStatus{}, fmt.Errorf("import: %s is not a directory", req.Dir)
+	}
+	return n.startOp(OpImport, req.Keyspace+"."+req.Table+" "+req.Dir, func(ctx context.Context, o *op) error {
+		return n.importDir(ctx, o, req)
+	})
+}
+
+func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
+	live, err := listLive(req.Dir)
+	if err != nil {
+		return err
+	}
+	if len(live) == 0 {
+		return fmt.Errorf("import: no sstables (with a TOC.txt) in %s", req.Dir)
+	}
+	var problems []string
+	parts := make([]int64, len(live))
+	for i, s := range live {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rep, err := sstable.Verify(s.desc.Prefix(), sstable.VerifyOptions{Extended: true})
+		if err != nil {
+			return err
+		}
+		parts[i] = rep.Partitions
+		for _, p := range rep.Problems {
+			problems = append(problems, s.desc.Prefix()+": "+p.String())
+		}
+	}
+	if len(problems) > 0 {
+		more := ""
+		if len(problems) > maxListedProblems {
+			more = fmt.Sprintf(" (and %d more)", len(problems)-maxListedProblems)
+			problems = problems[:maxListedProblems]
+		}
+		return fmt.Errorf("%w: %d problem(s): %s%s", ErrImportRefused, len(problems), strings.Join(problems, "; "), more)
+	}
+	id := ""
+	if _, table, tid, ok := descriptor.TableDir(req.Dir); ok && table == req.Table {
+		id = tid
+	}
+	dir, err := n.tableDirFor(req.Keyspace, req.Table, id)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	l := n.dirLocks.get(dir)
+	l.Lock()
+	defer l.Unlock()
+	if _, err := fsx.CleanLeftovers(dir); err != nil {
+		return err
+	}
+	for i, s := range live {
+		d, err := copySSTable(s, dir)
+		if err != nil {
+			return fmt.Errorf("installing %s: %w", s.desc.Prefix(), err)
+		}
+		o.update(func(st *OpStatus) {
+			st.Imported = append(st.Imported, ImportedSSTable{Source: s.desc.Prefix(), SSTable: d.Prefix(), Partitions: parts[i]})
+		})
+	}
+	return nil
+}
+
+// installAttempts bounds the retries of an install whose generation another writer took.
+const installAttempts = 8
+
+// copySSTable installs a copy of s into dir under the next free generation.
+func copySSTable(s liveSSTable, dir string) (descriptor.Descriptor, error) {
+	for attempt := 0; attempt < installAttempts; attempt++ {
+		gen, err := descriptor.NextGeneration(dir)
+		if err != nil {
+			return descriptor.Descriptor{}, err
+		}
+		d := descriptor.Descriptor{Dir: dir, Version: s.desc.Version, ID: strconv.Itoa(gen)}
+		err = installCopy(s, d)
+		if errors.Is(err, fs.ErrExist) {
+			continue // a concurrent writer took the generation
+		}
+		return d, err
+	}
+	return descriptor.Descriptor{}, fmt.Errorf("no free generation in %s after %d attempts", dir, installAttempts)
+}
+
+func installCopy(s liveSSTable, d descriptor.Descriptor) error {
+	in, err := fsx.NewInstall(d.Dir, d.Filename(descriptor.TOC))
+	if err != nil {
+		return err
+	}
+	defer in.Abort()
+	for _, c := range s.comps {
+		dst, err := in.Create(d.Filename(c))
+		if err != nil {
+			return err
+		}
+		src, err := os.Open(s.desc.Path(c))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(dst, src)
+		src.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return in.Commit()
+}

@@ -1,0 +1,454 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/sluicedb/sluice/membership/gossip"
+	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// stateFile, in the first data directory, records the node's tokens and ring state across
+// restarts: a bootstrap resumes with the same tokens (so its Fetches resume), and a
+// decommissioned node does not rejoin. The leading dot keeps it out of the catalog.
+const stateFile = ".sluice-membership.json"
+
+// localState is what stateFile holds.
+type localState struct {
+	State  string  `json:"state"` // JOINING, NORMAL or LEFT
+	Tokens []int64 `json:"tokens"`
+}
+
+func (n *Node) stateFilePath() string { return filepath.Join(n.cfg.DataDirs[0], stateFile) }
+
+// loadState reads stateFile; ok is false when there is none (a new node).
+func (n *Node) loadState() (st localState, ok bool, err error) {
+	b, err := os.ReadFile(n.stateFilePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return localState{}, false, nil
+	}
+	if err != nil {
+		return localState{}, false, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return localState{}, false, fmt.Errorf("%s: %w", n.stateFilePath(), err)
+	}
+	return st, true, nil
+}
+
+// saveState replaces stateFile durably: write a temporary, fsync, rename, fsync the directory.
+func (n *Node) saveState(st localState) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := n.stateFilePath()
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// cluster is a running node's membership: its gossip instance and its own ring state. It
+// exists from the moment gossip has joined until the node stops.
+type cluster struct {
+	n   *Node
+	g   *gossip.Gossip
+	log zerolog.Logger
+
+	mu   sync.Mutex // orders meta changes
+	meta gossip.NodeMeta
+}
+
+// startCluster starts gossip, joins the seeds (retrying until ctx ends), settles the node's
+// tokens and announces them. A new node with bootstrap set, and a node whose bootstrap was
+// interrupted, is left JOINING with the bootstrap operation started.
+func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
+	st, found, err := n.loadState()
+	if err != nil {
+		return nil, err
+	}
+	if found && st.State == ring.Left.String() {
+		return nil, fmt.Errorf("%w (remove %s and the data to join again)", ErrDecommissioned, n.stateFilePath())
+	}
+	key, err := LoadClusterKey(n.cfg.ClusterKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	meta := gossip.NodeMeta{AdminAddr: n.adminAddr.String(), DC: n.cfg.DC, Rack: n.cfg.Rack}
+	if n.stream != nil {
+		meta.StreamAddr = n.stream.Addr().String()
+	}
+	gcfg := gossip.Config{Name: n.cfg.Name, BindAddr: n.cfg.GossipAddr, Seeds: n.cfg.Seeds, ClusterKey: key,
+		Label: n.cfg.ClusterLabel, Meta: meta, Log: n.log}
+	if n.tuneGossip != nil {
+		gcfg = n.tuneGossip(gcfg)
+	}
+	g, err := gossip.New(gcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Start(ctx); err != nil {
+		return nil, err
+	}
+	c := &cluster{n: n, g: g, log: n.log.With().Str("component", "membership").Logger(), meta: meta}
+	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
+
+	bootstrap := false
+	var tokens []int64
+	switch {
+	case found:
+		tokens = st.Tokens
+		bootstrap = st.State == ring.Joining.String()
+	case n.cfg.Bootstrap:
+		if err := n.checkEmpty(); err != nil {
+			g.Shutdown()
+			return nil, err
+		}
+		if tokens, err = c.allocate(ctx); err != nil {
+			g.Shutdown()
+			return nil, err
+		}
+		bootstrap = true
+	default:
+		tokens = n.initialTokens()
+	}
+	state := ring.Normal
+	if bootstrap {
+		state = ring.Joining
+	}
+	if err := n.saveState(localState{State: state.String(), Tokens: tokens}); err != nil {
+		g.Shutdown()
+		return nil, err
+	}
+	if err := g.SetTokens(tokens); err != nil {
+		g.Shutdown()
+		return nil, err
+	}
+	if err := c.setState(state); err != nil {
+		g.Shutdown()
+		return nil, err
+	}
+	n.log.Info().Str("state", state.String()).Int("tokens", len(tokens)).Msg("announced tokens")
+	return c, nil
+}
+
+// initialTokens are the configured tokens or, for the first nodes of a cluster, random ones
+// seeded by the name, so a restart without a state file picks the same ones.
+func (n *Node) initialTokens() []int64 {
+	if len(n.cfg.InitialTokens) > 0 {
+		return slices.Clone(n.cfg.InitialTokens)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(n.cfg.Name))
+	ts := ring.RandomTokens(rand.New(rand.NewPCG(h.Sum64(), 0)), n.cfg.NumTokens)
+	return longsOf(ts)
+}
+
+func longsOf(ts []token.Token) []int64 {
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = t.Long
+	}
+	return out
+}
+
+// checkEmpty refuses to bootstrap a new node that already holds sstables: they would stay
+// outside the ranges it is given, or duplicate what it fetches.
+func (n *Node) checkEmpty() error {
+	tables, err := n.catalog.Tables()
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if t.SSTables > 0 {
+			return fmt.Errorf("%w: %s.%s has %d sstables", ErrNotEmpty, t.Keyspace, t.Table, t.SSTables)
+		}
+	}
+	return nil
+}
+
+// ringSettleInterval is how often a bootstrapping node looks at the ring while waiting for it
+// to be complete.
+const ringSettleInterval = 100 * time.Millisecond
+
+// settledRing waits until every member this node has heard of has announced a state and the
+// token sets of the ring's members have all arrived, then returns the ring.
+func (c *cluster) settledRing(ctx context.Context) (ring.Ring, error) {
+	t := time.NewTicker(ringSettleInterval)
+	defer t.Stop()
+	for {
+		r, err := c.g.Ring()
+		if err == nil && c.allAnnounced() {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("members have not announced a state")
+			}
+			return ring.Ring{}, fmt.Errorf("waiting for the ring: %w (%w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+func (c *cluster) allAnnounced() bool {
+	for _, m := range c.g.Members() {
+		if m.Name != c.n.cfg.Name && m.Liveness == gossip.StateAlive && m.Meta.State == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// allocate picks balanced tokens against the ring, under the first configured keyspace's
+// strategy (the one ownership is reported for).
+func (c *cluster) allocate(ctx context.Context) ([]int64, error) {
+	r, err := c.settledRing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, s := c.n.defaultStrategy()
+	ts, err := ring.AllocateTokens(r, c.self(), c.n.cfg.NumTokens, s)
+	if err != nil {
+		return nil, err
+	}
+	return longsOf(ts), nil
+}
+
+// defaultStrategy is the first keyspace (by name) and its strategy, or SimpleStrategy RF 1
+// when no keyspace is configured.
+func (n *Node) defaultStrategy() (string, ring.Strategy) {
+	for _, ks := range sortedKeys(n.cfg.Keyspaces) {
+		s, _ := n.cfg.Keyspaces[ks].Strategy() // validated by New
+		return ks, s
+	}
+	return "", ring.SimpleStrategy{RF: 1}
+}
+
+func (c *cluster) self() ring.Node {
+	return ring.Node{Name: c.n.cfg.Name, DC: c.n.cfg.DC, Rack: c.n.cfg.Rack}
+}
+
+func (c *cluster) state() ring.NodeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.meta.State
+}
+
+func (c *cluster) setState(s ring.NodeState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.meta
+	m.State = s
+	if err := c.g.SetMeta(m); err != nil {
+		return err
+	}
+	c.meta = m
+	return nil
+}
+
+// members returns the gossip members by name.
+func (c *cluster) members() map[string]gossip.Member {
+	out := map[string]gossip.Member{}
+	for _, m := range c.g.Members() {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// down names the members failure detection reports dead or departed.
+func (c *cluster) down() []string {
+	var out []string
+	for _, m := range c.g.Members() {
+		if m.Liveness != gossip.StateAlive {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// watch reacts to membership events until the events channel closes: a peer declared dead or
+// gone fails this node's sessions with it at once instead of after the idle timeout.
+func (c *cluster) watch() {
+	for ev := range c.g.Events() {
+		switch ev.Kind {
+		case gossip.Dead, gossip.Leave:
+			if a := ev.Member.Meta.StreamAddr; a != "" {
+				if k := c.n.peers.cancel(a); k > 0 {
+					c.log.Warn().Str("peer", ev.Member.Name).Str("stream_addr", a).Int("sessions", k).
+						Msg("peer down: failing its sessions")
+				}
+			}
+			c.log.Info().Str("peer", ev.Member.Name).Str("event", ev.Kind.String()).Msg("membership change")
+		case gossip.Join:
+			c.log.Info().Str("peer", ev.Member.Name).Msg("membership change: join")
+		}
+	}
+}
+
+// peerRegistry maps a peer's stream address to the cancel functions of the sessions this node
+// runs against it, so that a failure verdict can end them promptly.
+type peerRegistry struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[string]map[uint64]context.CancelFunc
+}
+
+// register derives a context from ctx that cancel(peer) ends; the returned function releases
+// the registration and the context.
+func (p *peerRegistry) register(ctx context.Context, peer string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[string]map[uint64]context.CancelFunc{}
+	}
+	p.next++
+	id := p.next
+	if p.m[peer] == nil {
+		p.m[peer] = map[uint64]context.CancelFunc{}
+	}
+	p.m[peer][id] = func() { cancel(fmt.Errorf("%w: %s", ErrPeerDown, peer)) }
+	p.mu.Unlock()
+	return ctx, func() {
+		p.mu.Lock()
+		delete(p.m[peer], id)
+		if len(p.m[peer]) == 0 {
+			delete(p.m, peer)
+		}
+		p.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancel ends every registered session with peer and returns how many there were.
+func (p *peerRegistry) cancel(peer string) int {
+	p.mu.Lock()
+	fs := p.m[peer]
+	delete(p.m, peer)
+	p.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+	return len(fs)
+}
+
+// RingMember is one member in the ring view (GET /v1/ring, GET /v1/status).
+type RingMember struct {
+	Name       string  `json:"name"`
+	State      string  `json:"state"` // JOINING, NORMAL, LEAVING, MOVING, LEFT, or "" before it announced one
+	Up         bool    `json:"up"`
+	Liveness   string  `json:"liveness"`   // alive, dead or left (gossip's view)
+	LoadBytes  int64   `json:"load_bytes"` // live sstable bytes; -1 when unknown
+	Ownership  float64 `json:"ownership"`  // fraction of the ring replicated, for OwnershipKeyspace
+	Tokens     int     `json:"tokens"`
+	DC         string  `json:"dc"`
+	Rack       string  `json:"rack"`
+	StreamAddr string  `json:"stream_addr"`
+	AdminAddr  string  `json:"admin_addr"`
+}
+
+// RingToken is one token of the ring view.
+type RingToken struct {
+	Token int64  `json:"token"`
+	Node  string `json:"node"`
+	State string `json:"state"`
+	Up    bool   `json:"up"`
+	DC    string `json:"dc"`
+	Rack  string `json:"rack"`
+}
+
+// RingView is this node's view of the cluster.
+type RingView struct {
+	Self  string `json:"self"`
+	State string `json:"state"` // this node's ring state
+	// OwnershipKeyspace is the keyspace whose strategy Ownership is computed for: the first
+	// configured one, or "" for SimpleStrategy with RF 1.
+	OwnershipKeyspace string       `json:"ownership_keyspace"`
+	Members           []RingMember `json:"members"`
+	Tokens            []RingToken  `json:"tokens"`
+	// Error is why the ring could not be built (token sets still in flight), when it could not.
+	Error string `json:"error,omitempty"`
+}
+
+// view builds the ring view; load is asked of each member (this node answers for itself).
+func (c *cluster) view(load func(m gossip.Member) int64) RingView {
+	ks, s := c.n.defaultStrategy()
+	v := RingView{Self: c.n.cfg.Name, State: stateName(c.state()), OwnershipKeyspace: ks,
+		Members: []RingMember{}, Tokens: []RingToken{}}
+	own := map[string]float64{}
+	if r, err := c.g.Ring(); err != nil {
+		v.Error = err.Error()
+	} else {
+		own = ring.Ownership(r, s)
+	}
+	ms := c.g.Members()
+	loads := make([]int64, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loads[i] = load(m)
+		}()
+	}
+	wg.Wait()
+	for i, m := range ms {
+		up := m.Liveness == gossip.StateAlive
+		v.Members = append(v.Members, RingMember{Name: m.Name, State: stateName(m.Meta.State), Up: up,
+			Liveness: m.Liveness.String(), LoadBytes: loads[i], Ownership: own[m.Name], Tokens: len(m.Tokens),
+			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr})
+		if m.Meta.State == ring.Left || m.Meta.State == 0 {
+			continue
+		}
+		for _, t := range m.Tokens {
+			v.Tokens = append(v.Tokens, RingToken{Token: t, Node: m.Name, State: stateName(m.Meta.State), Up: up,
+				DC: m.Meta.DC, Rack: m.Meta.Rack})
+		}
+	}
+	sort.Slice(v.Tokens, func(i, j int) bool { return v.Tokens[i].Token < v.Tokens[j].Token })
+	return v
+}
+
+func stateName(s ring.NodeState) string {
+	if s == 0 {
+		return ""
+	}
+	return s.String()
+}

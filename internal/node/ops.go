@@ -1,0 +1,610 @@
+package node
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/membership/gossip"
+	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/stream"
+)
+
+// Operation kinds, as in OpStatus.Kind and the POST /v1/ops/{kind} paths.
+const (
+	OpBootstrap    = "bootstrap"
+	OpDecommission = "decommission"
+	OpMove         = "move"
+	OpCleanup      = "cleanup"
+	OpImport       = "import"
+)
+
+// Operation states.
+const (
+	OpRunning  = "running"
+	OpComplete = "complete"
+	OpFailed   = "failed"
+)
+
+// OpStatus is one operation's progress and outcome (GET /v1/ops).
+type OpStatus struct {
+	ID        int               `json:"id"`
+	Kind      string            `json:"kind"`
+	Detail    string            `json:"detail,omitempty"` // arguments: the move's token, the table, the directory
+	State     string            `json:"state"`
+	Error     string            `json:"error,omitempty"`
+	Started   time.Time         `json:"started"`
+	Finished  time.Time         `json:"finished,omitzero"`
+	Transfers []TransferStatus  `json:"transfers,omitempty"`
+	Cleanup   []CleanupResult   `json:"cleanup,omitempty"`
+	Imported  []ImportedSSTable `json:"imported,omitempty"`
+}
+
+// TransferStatus is one table's share of one (From, To) transfer of a stream plan.
+type TransferStatus struct {
+	From          string `json:"from"`
+	To            string `json:"to"`
+	Keyspace      string `json:"keyspace"`
+	Table         string `json:"table"`
+	Ranges        string `json:"ranges"`
+	State         string `json:"state"`
+	Error         string `json:"error,omitempty"`
+	SSTables      int    `json:"sstables"`
+	Skipped       int    `json:"skipped"` // already installed by an interrupted earlier run
+	BytesReceived int64  `json:"bytes_received"`
+}
+
+// OpsResponse is GET /v1/ops: the running operation and the recent finished ones, oldest first.
+type OpsResponse struct {
+	Ops []OpStatus `json:"ops"`
+}
+
+// maxOps bounds the operations GET /v1/ops remembers.
+const maxOps = 32
+
+// maxParallelTransfers bounds the (source, target) pairs a plan streams at once.
+const maxParallelTransfers = 4
+
+// opsState tracks operations; they run one at a time.
+type opsState struct {
+	mu       sync.Mutex
+	next     int
+	running  bool
+	list     []*OpStatus
+	wg       sync.WaitGroup
+	sessions map[string]stream.SessionStatus // fetch sessions this node ran, by ID
+	order    []string                        // session IDs, oldest first
+}
+
+// maxOwnSessions bounds the finished fetch sessions kept for netstats.
+const maxOwnSessions = 64
+
+// op is a handle on a running operation's status.
+type op struct {
+	n *Node
+	s *OpStatus
+}
+
+func (o *op) update(f func(s *OpStatus)) {
+	o.n.ops.mu.Lock()
+	f(o.s)
+	o.n.ops.mu.Unlock()
+}
+
+// startOp starts fn as an operation, unless one is running. The operation runs under the
+// node's run context, so stopping the node ends it.
+func (n *Node) startOp(kind, detail string, fn func(ctx context.Context, o *op) error) (OpStatus, error) {
+	if !n.isReady() {
+		return OpStatus{}, ErrNoMembership
+	}
+	n.ops.mu.Lock()
+	defer n.ops.mu.Unlock()
+	if n.ops.running {
+		return OpStatus{}, ErrOpRunning
+	}
+	n.ops.running = true
+	n.ops.next++
+	s := &OpStatus{ID: n.ops.next, Kind: kind, Detail: detail, State: OpRunning, Started: time.Now()}
+	n.ops.list = append(n.ops.list, s)
+	if len(n.ops.list) > maxOps {
+		n.ops.list = slices.Delete(n.ops.list, 0, len(n.ops.list)-maxOps)
+	}
+	o := &op{n: n, s: s}
+	n.ops.wg.Add(1)
+	go func() {
+		defer n.ops.wg.Done()
+		log := n.log.With().Str("op", kind).Int("op_id", s.ID).Logger()
+		log.Info().Str("detail", detail).Msg("operation started")
+		err := fn(n.runCtx, o)
+		n.ops.mu.Lock()
+		s.Finished = time.Now()
+		s.State = OpComplete
+		if err != nil {
+			s.State, s.Error = OpFailed, err.Error()
+		}
+		n.ops.running = false
+		n.ops.mu.Unlock()
+		if err != nil {
+			log.Error().Err(err).Msg("operation failed")
+		} else {
+			log.Info().Msg("operation complete")
+		}
+	}()
+	return *s, nil
+}
+
+// Ops returns a snapshot of the operations, oldest first.
+func (n *Node) Ops() []OpStatus {
+	n.ops.mu.Lock()
+	defer n.ops.mu.Unlock()
+	out := make([]OpStatus, 0, len(n.ops.list))
+	for _, s := range n.ops.list {
+		c := *s
+		c.Transfers = slices.Clone(s.Transfers)
+		c.Cleanup = slices.Clone(s.Cleanup)
+		c.Imported = slices.Clone(s.Imported)
+		out = append(out, c)
+	}
+	return out
+}
+
+// recordSession keeps a fetch session's latest progress for netstats.
+func (n *Node) recordSession(s stream.SessionStatus) {
+	n.ops.mu.Lock()
+	defer n.ops.mu.Unlock()
+	if n.ops.sessions == nil {
+		n.ops.sessions = map[string]stream.SessionStatus{}
+	}
+	if _, ok := n.ops.sessions[s.ID]; !ok {
+		n.ops.order = append(n.ops.order, s.ID)
+		if len(n.ops.order) > maxOwnSessions {
+			delete(n.ops.sessions, n.ops.order[0])
+			n.ops.order = n.ops.order[1:]
+		}
+	}
+	n.ops.sessions[s.ID] = s
+}
+
+func (n *Node) ownSessions() []stream.SessionStatus {
+	n.ops.mu.Lock()
+	defer n.ops.mu.Unlock()
+	out := make([]stream.SessionStatus, 0, len(n.ops.order))
+	for _, id := range n.ops.order {
+		out = append(out, n.ops.sessions[id])
+	}
+	return out
+}
+
+// FetchOpRequest is the body of POST /v1/ops/fetch: pull keyspace.table's ranges from the
+// stream server at Peer into this node's table directory (the existing one, or
+// <first data dir>/<keyspace>/<table>-<table_id>).
+type FetchOpRequest struct {
+	Peer     string `json:"peer"`
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+	TableID  string `json:"table_id"`
+	Ranges   string `json:"ranges"` // token.RangeSet text: (l,r],(l,r]
+}
+
+// FetchOpResponse is what POST /v1/ops/fetch installed.
+type FetchOpResponse struct {
+	Dir           string   `json:"dir"`
+	SSTables      []string `json:"sstables"` // installed path prefixes
+	Skipped       int      `json:"skipped"`
+	BytesReceived int64    `json:"bytes_received"`
+}
+
+// Fetch pulls ranges of a table from a peer's stream server into this node, resuming what an
+// interrupted fetch of the same request installed. It is registered under the peer, so a
+// failure verdict from membership cancels it.
+func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, error) {
+	if !n.isReady() {
+		return FetchOpResponse{}, errors.New("node: not running")
+	}
+	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
+	if err != nil || len(rs) == 0 {
+		return FetchOpResponse{}, fmt.Errorf("ranges %q: %v", req.Ranges, cmp.Or(err, errors.New("empty")))
+	}
+	if req.Peer == "" || req.Keyspace == "" || req.Table == "" {
+		return FetchOpResponse{}, errors.New("peer, keyspace and table are required")
+	}
+	dir, err := n.tableDirFor(req.Keyspace, req.Table, req.TableID)
+	if err != nil {
+		return FetchOpResponse{}, err
+	}
+	id, err := tlsx.Load(n.cfg.TLSDir, n.cfg.Name)
+	if err != nil {
+		return FetchOpResponse{}, err
+	}
+	host, _, err := net.SplitHostPort(req.Peer)
+	if err != nil {
+		return FetchOpResponse{}, fmt.Errorf("peer %q: %w", req.Peer, err)
+	}
+	cfg := StreamSettings(n.streamConfig())
+	if q, ok := n.stream.(*quicServer); ok {
+		cfg.Inbound = q.Inbound()
+	}
+	l := n.dirLocks.get(dir)
+	l.RLock()
+	defer l.RUnlock()
+	fctx, release := n.peers.register(ctx, req.Peer)
+	defer release()
+	res, err := stream.Fetch(fctx, cfg, id.ClientConfig(host),
+		stream.FetchRequest{Peer: req.Peer, Keyspace: req.Keyspace, Table: req.Table, Ranges: rs, Dir: dir, Resume: true},
+		n.recordSession)
+	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	out := FetchOpResponse{Dir: dir, SSTables: []string{}}
+	if res != nil {
+		for _, f := range res.SSTables {
+			out.SSTables = append(out.SSTables, f.Path)
+		}
+		out.Skipped, out.BytesReceived = len(res.Skipped), res.BytesReceived
+	}
+	return out, err
+}
+
+// tableDirFor is the directory of keyspace.table on this node: the one that exists, or a new
+// one named with id under the first data directory.
+func (n *Node) tableDirFor(keyspace, table, id string) (string, error) {
+	dirs, err := n.catalog.tableDirs()
+	if err != nil {
+		return "", err
+	}
+	for _, td := range dirs {
+		if td.keyspace == keyspace && td.table == table && (id == "" || td.id == id) {
+			return td.path, nil
+		}
+	}
+	if id == "" {
+		return "", fmt.Errorf("%w: %s.%s (and no table id to create it)", ErrUnknownTable, keyspace, table)
+	}
+	p := filepath.Join(n.cfg.DataDirs[0], keyspace, table+"-"+id)
+	if _, _, _, ok := descriptor.TableDir(p); !ok {
+		return "", fmt.Errorf("table %s.%s id %q: not a table directory name", keyspace, table, id)
+	}
+	return p, nil
+}
+
+// ksPlan is one keyspace's transfers.
+type ksPlan struct {
+	keyspace  string
+	transfers []ring.Transfer
+}
+
+// pairJob is every range one source sends one target for one keyspace.
+type pairJob struct {
+	keyspace, from, to string
+	ranges             token.RangeSet
+}
+
+// execute runs stream plans: every (keyspace, from, to) pair streams every table of the
+// keyspace that the source holds, up to maxParallelTransfers pairs at once. A pair whose
+// target is this node fetches directly; any other target is asked to fetch through its admin
+// API (POST /v1/ops/fetch). It returns every failure joined.
+func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
+	var jobs []pairJob
+	for _, p := range plans {
+		idx := map[[2]string]int{}
+		for _, t := range p.transfers {
+			k := [2]string{t.From, t.To}
+			i, ok := idx[k]
+			if !ok {
+				i = len(jobs)
+				idx[k] = i
+				jobs = append(jobs, pairJob{keyspace: p.keyspace, from: t.From, to: t.To})
+			}
+			jobs[i].ranges = append(jobs[i].ranges, t.Range)
+		}
+	}
+	members := c.members()
+	sem := make(chan struct{}, maxParallelTransfers)
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			errs[i] = c.runPair(ctx, o, members, j)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.Member, j pairJob) error {
+	src, ok := members[j.from]
+	if !ok || src.Meta.AdminAddr == "" || src.Meta.StreamAddr == "" {
+		return fmt.Errorf("source %s: addresses unknown", j.from)
+	}
+	dst, ok := members[j.to]
+	if !ok || dst.Meta.AdminAddr == "" {
+		return fmt.Errorf("target %s: address unknown", j.to)
+	}
+	tables, err := peerTables(ctx, src.Meta.AdminAddr, j.keyspace)
+	if err != nil {
+		return fmt.Errorf("listing %s's tables: %w", j.from, err)
+	}
+	var errs []error
+	for _, t := range tables {
+		req := FetchOpRequest{Peer: src.Meta.StreamAddr, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
+		var idx int
+		o.update(func(s *OpStatus) {
+			idx = len(s.Transfers)
+			s.Transfers = append(s.Transfers, TransferStatus{From: j.from, To: j.to, Keyspace: t.Keyspace, Table: t.Table,
+				Ranges: req.Ranges, State: OpRunning})
+		})
+		var res FetchOpResponse
+		if j.to == c.n.cfg.Name {
+			res, err = c.n.Fetch(ctx, req)
+		} else {
+			err = peerCall(ctx, dst.Meta.AdminAddr, http.MethodPost, "/v1/ops/fetch", req, &res)
+		}
+		o.update(func(s *OpStatus) {
+			ts := &s.Transfers[idx]
+			ts.SSTables, ts.Skipped, ts.BytesReceived = len(res.SSTables), res.Skipped, res.BytesReceived
+			ts.State = OpComplete
+			if err != nil {
+				ts.State, ts.Error = OpFailed, err.Error()
+			}
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s %s->%s: %w", t.Keyspace, t.Table, j.from, j.to, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// peerTables lists the tables of keyspace on the node whose admin API is at addr.
+func peerTables(ctx context.Context, addr, keyspace string) ([]TableStatus, error) {
+	var st Status
+	if err := peerCall(ctx, addr, http.MethodGet, "/v1/status", nil, &st); err != nil {
+		return nil, err
+	}
+	var out []TableStatus
+	for _, t := range st.Tables {
+		if t.Keyspace == keyspace {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// peerClient has no timeout of its own: a fetch may take hours; callers bound it by context.
+var peerClient = &http.Client{}
+
+// peerCall sends a JSON request to another node's admin API and decodes its JSON answer.
+func peerCall(ctx context.Context, addr, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := peerClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e ErrorResponse
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = string(b)
+		}
+		return fmt.Errorf("%s %s on %s: %s: %s", method, path, addr, resp.Status, e.Error)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// plans computes the change's stream plan for every configured keyspace.
+func (c *cluster) plans(r ring.Ring, ch ring.Change) ([]ksPlan, error) {
+	var out []ksPlan
+	for _, ks := range sortedKeys(c.n.cfg.Keyspaces) {
+		s, _ := c.n.cfg.Keyspaces[ks].Strategy()
+		p, err := ring.Plan(r, s, ch, ring.PlanOptions{Down: c.down()})
+		if err != nil {
+			return nil, fmt.Errorf("keyspace %s: %w", ks, err)
+		}
+		out = append(out, ksPlan{keyspace: ks, transfers: p.Transfers})
+	}
+	return out, nil
+}
+
+func (n *Node) requireCluster() (*cluster, error) {
+	c := n.cluster.Load()
+	if c == nil {
+		return nil, ErrNoMembership
+	}
+	return c, nil
+}
+
+// StartBootstrap streams the ranges of a JOINING node's tokens from their current replicas and
+// makes it NORMAL. A node started with bootstrap runs it by itself; this retries a failed one.
+func (n *Node) StartBootstrap() (OpStatus, error) {
+	c, err := n.requireCluster()
+	if err != nil {
+		return OpStatus{}, err
+	}
+	if s := c.state(); s != ring.Joining {
+		return OpStatus{}, fmt.Errorf("%w: bootstrap needs JOINING, node is %v", ErrBadState, s)
+	}
+	return n.startOp(OpBootstrap, "", c.bootstrap)
+}
+
+func (c *cluster) bootstrap(ctx context.Context, o *op) error {
+	r, err := c.settledRing(ctx)
+	if err != nil {
+		return err
+	}
+	tokens, _ := c.g.Tokens()
+	ts := make([]token.Token, len(tokens))
+	for i, v := range tokens {
+		ts[i] = token.Token{Kind: token.KindMurmur3, Long: v}
+	}
+	plans, err := c.plans(r, ring.Bootstrap(c.self(), ts))
+	if err != nil {
+		return err
+	}
+	if err := c.execute(ctx, o, plans); err != nil {
+		return err
+	}
+	if err := c.n.saveState(localState{State: ring.Normal.String(), Tokens: tokens}); err != nil {
+		return err
+	}
+	return c.setState(ring.Normal)
+}
+
+// StartDecommission hands this node's ranges to the nodes that take them over and leaves.
+func (n *Node) StartDecommission() (OpStatus, error) {
+	c, err := n.requireCluster()
+	if err != nil {
+		return OpStatus{}, err
+	}
+	if s := c.state(); s != ring.Normal && s != ring.Leaving {
+		return OpStatus{}, fmt.Errorf("%w: decommission needs NORMAL, node is %v", ErrBadState, s)
+	}
+	return n.startOp(OpDecommission, "", c.decommission)
+}
+
+// leftConfirmTimeout bounds the wait for peers to see this node LEFT before it leaves gossip.
+const leftConfirmTimeout = 15 * time.Second
+
+func (c *cluster) decommission(ctx context.Context, o *op) error {
+	r, err := c.settledRing(ctx)
+	if err != nil {
+		return err
+	}
+	plans, err := c.plans(r, ring.Decommission(c.n.cfg.Name))
+	if err != nil {
+		return err
+	}
+	if err := c.setState(ring.Leaving); err != nil {
+		return err
+	}
+	if err := c.execute(ctx, o, plans); err != nil {
+		// Stay LEAVING: the ranges are still ours and a retry resumes the fetches.
+		return err
+	}
+	tokens, _ := c.g.Tokens()
+	if err := c.n.saveState(localState{State: ring.Left.String(), Tokens: tokens}); err != nil {
+		return err
+	}
+	if err := c.setState(ring.Left); err != nil {
+		return err
+	}
+	// After Leave, gossip no longer re-announces metadata, so wait until the peers have seen
+	// LEFT; a peer that never does would keep this node in its ring as LEAVING.
+	c.awaitSeenLeft(ctx)
+	if err := c.g.Leave(5 * time.Second); err != nil {
+		c.log.Warn().Err(err).Msg("leave announcement")
+	}
+	return c.g.Shutdown()
+}
+
+func (c *cluster) awaitSeenLeft(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, leftConfirmTimeout)
+	defer cancel()
+	for _, m := range c.g.Members() {
+		if m.Name == c.n.cfg.Name || m.Liveness != gossip.StateAlive || m.Meta.AdminAddr == "" {
+			continue
+		}
+		for {
+			var v RingView
+			if err := peerCall(ctx, m.Meta.AdminAddr, http.MethodGet, "/v1/ring?load=false", nil, &v); err == nil && sawLeft(v, c.n.cfg.Name) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				c.log.Warn().Str("peer", m.Name).Msg("peer has not seen this node LEFT")
+				return
+			case <-time.After(ringSettleInterval):
+			}
+		}
+	}
+}
+
+func sawLeft(v RingView, name string) bool {
+	for _, m := range v.Members {
+		if m.Name == name {
+			return m.State == ring.Left.String()
+		}
+	}
+	return false
+}
+
+// StartMove gives this single-token node the token t: the ranges it gains are fetched from
+// their current replicas (and others fetch what they gain), then the new token is published.
+// The ranges it gives up stay on disk until cleanup.
+func (n *Node) StartMove(t int64) (OpStatus, error) {
+	c, err := n.requireCluster()
+	if err != nil {
+		return OpStatus{}, err
+	}
+	if s := c.state(); s != ring.Normal {
+		return OpStatus{}, fmt.Errorf("%w: move needs NORMAL, node is %v", ErrBadState, s)
+	}
+	if ts, _ := c.g.Tokens(); len(ts) != 1 {
+		return OpStatus{}, fmt.Errorf("%w: move needs a single-token node, this one has %d tokens", ErrBadState, len(ts))
+	}
+	return n.startOp(OpMove, fmt.Sprint(t), func(ctx context.Context, o *op) error { return c.move(ctx, o, t) })
+}
+
+func (c *cluster) move(ctx context.Context, o *op, t int64) error {
+	r, err := c.settledRing(ctx)
+	if err != nil {
+		return err
+	}
+	plans, err := c.plans(r, ring.Move(c.n.cfg.Name, token.Token{Kind: token.KindMurmur3, Long: t}))
+	if err != nil {
+		return err
+	}
+	if err := c.setState(ring.Moving); err != nil {
+		return err
+	}
+	if err := c.execute(ctx, o, plans); err != nil {
+		// Back to NORMAL at the old token: nothing was published, what was fetched is
+		// duplicate data that cleanup removes.
+		return errors.Join(err, c.setState(ring.Normal))
+	}
+	if err := c.n.saveState(localState{State: ring.Normal.String(), Tokens: []int64{t}}); err != nil {
+		return err
+	}
+	if err := c.g.SetTokens([]int64{t}); err != nil {
+		return err
+	}
+	return c.setState(ring.Normal)
+}
