@@ -27,30 +27,43 @@
 //     answers HelloAck with wire.Negotiate's version (or Failure{version} and closes).
 //  2. The receiver sends StreamRequest: a random SessionID, OpFetch, keyspace, table, the
 //     ranges (Murmur3 tokens as 8 big-endian bytes; the minimum token as no bytes) and, on
-//     resume, one ResumePoint{ID, ResumeInstalled} per sstable it already installed.
+//     resume, one ResumePoint{ID, ResumeInstalled} per sstable it already installed and
+//     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
 //  3. The sender holds the table's sstables (Catalog.Hold, released at session end), runs
 //     one index pass per sstable (slice.Partials) and decides each before promising
 //     anything: entire when its children tile its whole Data.db (the files go as they are),
 //     rows when slice.Refusal refuses zero-copy, otherwise one partial per child piece. It
 //     sends Prepare with every planned sstable (ID, kind, reason, bytes, partitions), less
-//     those the receiver resumes. IDs are "<parent>" (entire) or
+//     those the receiver already installed. IDs are "<parent>" (entire) or
 //     "<parent>@<firstOrdinal>+<partitions>" (a child): stable for one parent and range set.
 //  4. For each planned sstable, in order, the sender sends its Manifest on the control
 //     stream, opens one unidirectional stream and writes its bytes as Data frames (payload
 //     Config.FrameSize, read straight into the buffer behind the frame header), then closes
-//     that stream (FIN). Partial: the Data.db run (StreamRuns), the index slice
-//     (StreamIndex) and, BTI, the Rows.db slice as component 0. Entire: every component file
-//     but TOC.txt, Statistics.db and CompressionInfo.db, which ride in the Manifest
-//     (Compression, Statistics). A rows sstable gets Failure{refused} instead: this build
-//     does not re-serialise rows.
+//     that stream (FIN). Partial and rows: the Data.db run (StreamRuns), the index slice
+//     (StreamIndex) and, BTI, the Rows.db slice as component 0, with the child's rebased
+//     CompressionInfo in the Manifest. Entire: every component file but TOC.txt,
+//     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
+//     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the
+//     receiver does not hold (frames carry their file offsets); everything else is sent
+//     whole.
 //  5. The receiver validates the Manifest (limits, lengths, chunk offsets, component names
 //     from a fixed list; a bad one fails that sstable with Failure{protocol} and it resets
 //     the data stream), names the files itself (descriptor.NextGeneration in the target
-//     directory), writes each frame at its offset through an fsx.Install, checks chunks and
-//     digest as bytes arrive, then rebuilds the other components (slice.RebuildPartial) or,
-//     entire, writes the manifest's components and TOC and runs sstable.Verify on the
-//     uncommitted files (through a scratch directory of symbolic links) before Commit. It
-//     answers Received{verified chunks, bytes} and Installed{partitions}, or
+//     directory, under a per-directory lock held until the first file of that generation
+//     exists, so concurrent Fetches into one directory never collide; a final name another
+//     process published meanwhile moves on to the next generation), writes each frame at
+//     its offset through an fsx.Install, checks chunks and digest as bytes arrive, then
+//     rebuilds the other components (slice.RebuildPartial) or, entire, writes the
+//     manifest's components and TOC and runs sstable.Verify on the uncommitted files
+//     (through a scratch directory of symbolic links) before Commit. A rows sstable is
+//     received and rebuilt like a partial one but in a private scratch directory inside
+//     the target directory (".sluice-rows-<request key>-*"), then rewritten row by row
+//     over the whole ring (slice.Split, ModeRewrite) inside the scratch, published into
+//     the target directory under a new generation by a second fsx.Install (TOC last), and
+//     the scratch removed: nothing is visible before that commit, and a failure at any
+//     step removes the scratch. The sstable writer writes nb, nc, oa and da only, so rows
+//     of an md or me sstable are refused at the Manifest with Failure{refused} saying so.
+//     The receiver answers Received{verified chunks, bytes} and Installed{partitions}, or
 //     Failure{checksum|no_space|protocol, ID} after aborting the install and resetting the
 //     data stream (CancelRead). A sender whose write is reset by the receiver moves on; a
 //     sender read error resets the stream and sends Failure{internal, ID}.
@@ -61,26 +74,61 @@
 // A session-level failure (a protocol violation on the control stream, a cancelled
 // context, a peer gone) closes the connection with the wire.Code of the error as QUIC
 // application error code; every open install is aborted, so nothing half-written is
-// visible. Liveness is QUIC's: KeepAlivePeriod pings keep a quiet session (a long rebuild)
-// open, MaxIdleTimeout (Config.IdleTimeout) fails one whose peer vanished. The wire
-// Keepalive message is accepted and ignored.
+// visible. A Server whose context ends closes every connection with code shutting_down
+// before its socket goes, so a Fetch in flight fails at once with a *SessionError naming
+// the peer and carrying the peer's code. Liveness is otherwise QUIC's: KeepAlivePeriod
+// pings keep a quiet session (a long rebuild) open, MaxIdleTimeout (Config.IdleTimeout)
+// fails one whose peer vanished without a word (a crashed process, a cut network). The
+// wire Keepalive message is accepted and ignored.
 //
 // # Resume
 //
-// Fetch keeps ".sluice-fetch-<hash of peer, table, ranges>.json" in the target directory:
-// the sender IDs installed so far and their local TOC names, rewritten atomically (temporary
-// under fsx.TempPrefix, fsync, rename, directory fsync) after each Commit, and removed when a
-// session completes with nothing failed. Fetch with Resume sends the entries whose TOC
-// still exists as ResumeInstalled points, and the sender leaves them out. A crash between a
-// Commit and the state write re-fetches that one sstable (a duplicate, harmless to
-// Cassandra). Chunk-level resume (ResumePoint.VerifiedChunks < ResumeInstalled) is not
-// implemented: a partially received sstable is aborted and fetched again from its start.
+// Fetch keeps ".sluice-fetch-<key>.json" in the target directory, key a hash of (peer,
+// table, ranges): the sender IDs installed so far with their local TOC names, and the
+// sstable being received as a partial record {sender ID, kept file, verified chunks,
+// bytes, manifest hash}. It is rewritten atomically (temporary under fsx.TempPrefix,
+// fsync, rename, directory fsync) after each Commit and each checkpoint, and removed with
+// the kept file when a session completes with nothing failed. Fetch with Resume sends the
+// installed entries whose TOC still exists as ResumeInstalled points, which the sender
+// leaves out, and the partial one as a ResumePoint with its verified chunk count.
+//
+// Chunk level: the Data.db of the sstable being received gets a second name, a hard link
+// ".sluice-part-<key>-<random>" beside the install's temporary, which survives the
+// install's abort. A checkpoint fsyncs that file, then records its verified prefix: the
+// chunks whose CRC matched (compressed), or the whole chunks of the CRC grid that arrived
+// (uncompressed; the grid is the manifest's chunk length, 64 KiB when it has none), and
+// their byte length. Checkpoints happen every 64 MiB of received data and when the session
+// fails while the sstable is in progress (cancel, peer gone, sender shut down); an
+// sstable that fails on its own (checksum, no space) drops its prefix. The sender of a
+// resumed sstable restarts its Data.db at the offset of the first unverified chunk, which
+// both sides compute from the same manifest facts (CompressionInfo offsets, or the grid);
+// the receiver, given a manifest whose hash matches the record, copies the kept prefix
+// into the new install through the same Accept and write path as received frames, in one
+// sequential read that re-verifies every compressed chunk and rebuilds the digest and
+// CRC.db state, and receives the rest. A prefix under another manifest, or one that fails
+// its CRCs, fails that sstable (and is dropped; the next resume fetches it whole).
+//
+// Crash argument. (1) The kept file's bytes are fsynced before a record names them, and
+// the record is replaced atomically, so a durable record never names bytes that are not
+// durable; a torn prefix on a file system that lies is still caught by the replay's CRC
+// checks (compressed). (2) A kept file exists before any record names it and is removed
+// only after the record stops naming it (a later checkpoint, an install, a dropped
+// sstable), so a crash anywhere leaves at most files the record does not name; the next
+// Fetch of the same request removes exactly those (kept files and rows scratch
+// directories carrying its key, other than the recorded one) before it creates any file,
+// and never touches another request's files or anything under fsx.TempPrefix, which
+// belongs to installs and is fsx.CleanLeftovers' to remove at start-up. (3) Installs are
+// fsx.Install commits, crash-atomic on their own; a crash between a Commit and the record
+// update re-fetches that one sstable (a duplicate, harmless to Cassandra). Two Fetches of
+// the same request into one directory at once are not supported (they share the record).
 //
 // # Limits
 //
 // Server.SetThroughput sets node-wide token buckets (Limiter) for outbound bytes and, via
 // Server.Inbound passed as Config.Inbound, for inbound bytes; 0 is unlimited, and a change
-// wakes waiters at once. Config.MaxSessions bounds concurrent sessions (more are closed with
+// wakes waiters at once. A bucket holds a quarter second of tokens (at least 64 KiB) and
+// may go one request into debt, so over any window the bytes passed are at most rate ×
+// window + burst + one request (tested on a fake clock). Config.MaxSessions bounds concurrent sessions (more are closed with
 // code refused). Receiver memory is the frame buffer (about one frame) plus the index and
 // BTI rows slices of the sstable in progress, bounded by Config.MaxIndexSlice; the sender
 // holds the index slices of its whole plan.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/quic-go/quic-go"
+
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -19,7 +21,8 @@ var (
 	ErrRefused = errors.New("stream: refused")
 	// ErrBusy reports a server already running Config.MaxSessions sessions.
 	ErrBusy = errors.New("stream: too many sessions")
-	// ErrUnsupported reports an sstable kind this build does not receive (rows).
+	// ErrUnsupported reports an sstable this build cannot receive, such as rows of a version
+	// the sstable writer does not write (md, me).
 	ErrUnsupported = errors.New("stream: unsupported")
 )
 
@@ -54,9 +57,13 @@ func (e *SessionError) Unwrap() error { return e.Err }
 // codeOf picks the wire code for a local error.
 func codeOf(err error) wire.Code {
 	var f *wire.Failure
+	var ae *quic.ApplicationError
 	switch {
 	case errors.As(err, &f):
 		return f.Code
+	case errors.As(err, &ae) && ae.Remote && ae.ErrorCode != 0:
+		// The peer closed the connection and said why (e.g. shutting down).
+		return wire.Code(ae.ErrorCode)
 	case errors.Is(err, ErrChecksum):
 		return wire.CodeChecksum
 	case errors.Is(err, ErrManifest), errors.Is(err, ErrProtocol):

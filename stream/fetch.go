@@ -4,22 +4,29 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
 )
 
 // FetchRequest asks Peer for the parts of Keyspace.Table in Ranges, to be installed in Dir
 // (a Cassandra-layout table directory). With Resume, sstables a previous Fetch of the same
-// request into Dir installed are not fetched again.
+// request into Dir installed are not fetched again, and the sstable it was receiving when it
+// stopped restarts after its last verified chunk. Several Fetches may run into one Dir at
+// once (they allocate generations under a per-directory lock), but not two of the same
+// request (Peer, table and Ranges), which share one resume record.
 type FetchRequest struct {
 	Peer            string
 	Keyspace, Table string
@@ -64,6 +71,9 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		return nil, err
 	}
 	state := loadState(req.Dir, req.Peer, req.Keyspace, req.Table, req.Ranges.String(), req.Resume)
+	if err := state.sweep(); err != nil {
+		return nil, fmt.Errorf("stream: removing leftovers of an earlier fetch in %s: %w", req.Dir, err)
+	}
 	sr := wire.StreamRequest{Operation: wire.OpFetch, Keyspace: req.Keyspace, Table: req.Table, Ranges: EncodeRanges(req.Ranges)}
 	if _, err := rand.Read(sr.SessionID[:]); err != nil {
 		return nil, err
@@ -74,6 +84,11 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		res.Skipped = append(res.Skipped, id)
 	}
 	sort.Strings(res.Skipped)
+	resumed := map[string]uint64{}
+	if p := state.Partial; p != nil {
+		sr.Resume = append(sr.Resume, wire.ResumePoint{SSTableID: p.ID, VerifiedChunks: p.VerifiedChunks})
+		resumed[p.ID] = p.VerifiedChunks
+	}
 
 	conn, err := quic.DialAddr(ctx, req.Peer, withALPN(tlsConf), quicConfig(cfg))
 	if err != nil {
@@ -84,7 +99,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 	})
 	defer stop()
 	rs := &recvSession{cfg: cfg, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
-		tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
+		resumed: resumed, tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
 	err = rs.run(ctx, sr)
 	res.Wall = time.Since(start)
 	if err == nil && len(res.Failed) > 0 {
@@ -127,6 +142,9 @@ type recvSession struct {
 	wbuf       []byte
 	dataFR     *frameReader
 	failedIDs  map[string]bool
+	// resumed holds the ResumePoints with verified chunks this session sent: the sender
+	// restarts those sstables' Data.db after them.
+	resumed map[string]uint64
 }
 
 func (rs *recvSession) send(ms ...wire.Message) error {
@@ -182,7 +200,7 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 			// A refused Manifest: the Failure we send says why; its data stream follows.
 			for _, out := range st.Send {
 				if f, ok := out.(*wire.Failure); ok {
-					rs.failed(f.SSTableID, f.Code, errors.New(f.Reason))
+					rs.failed(f.SSTableID, f.Code, st.Err)
 				}
 			}
 			us, err := rs.conn.AcceptUniStream(ctx)
@@ -223,77 +241,193 @@ func (rs *recvSession) failed(id string, code wire.Code, err error) {
 
 // receive reads the current sstable's data stream into an install and commits it, or
 // fails the sstable. Only a session-level problem (connection gone, context done) is
-// returned as an error.
+// returned as an error; then the verified prefix of Data.db is kept for a resume.
 func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 	us, err := rs.conn.AcceptUniStream(ctx)
 	if err != nil {
 		return fmt.Errorf("waiting for the data of %s: %w", in.ID, err)
 	}
-	failSSTable := func(err error) error {
+	var job *installJob
+	var part string // this sstable's kept Data.db (a hard link to the install's), or ""
+	// failSSTable ends this sstable. keep says whether every byte accepted so far was also
+	// written, so that the verified prefix may be kept when the whole session is failing.
+	failSSTable := func(err error, keep bool) error {
 		us.CancelRead(quic.StreamErrorCode(localCode(err)))
 		if ctx.Err() != nil || rs.conn.Context().Err() != nil {
+			if keep && job != nil && part != "" {
+				if cerr := rs.checkpoint(in, job, part); cerr != nil {
+					err = errors.Join(err, fmt.Errorf("keeping the received prefix of %s: %w", in.ID, cerr))
+				}
+			}
 			return err
+		}
+		if derr := rs.dropPartial(in.ID, part); derr != nil {
+			return errors.Join(err, derr)
 		}
 		code := localCode(err)
 		rs.failed(in.ID, code, err)
 		rs.cfg.observeSSTable(Receiving, in.Kind.String(), 0, err)
 		return rs.send(rs.sm.Failed(in.ID, code, err.Error()).Send...)
 	}
-	job, err := newInstallJob(rs.dir, in)
+	job, err = newInstallJob(rs.dir, rs.state.scratchPattern(), in)
 	if err != nil {
-		return failSSTable(err)
+		return failSSTable(err, false)
 	}
 	defer job.abort()
+	var replayed int64
+	if v, ok := rs.resumed[in.ID]; ok {
+		delete(rs.resumed, in.ID)
+		if off, ok := in.ResumeOffset(v); ok {
+			// The sender restarts Data.db at off: the kept prefix must fill the gap.
+			p := rs.state.Partial
+			if p == nil || p.ID != in.ID || p.VerifiedChunks != v || p.Bytes != off || p.Manifest != manifestHash(in.Manifest) {
+				return failSSTable(fmt.Errorf("%w: the kept Data.db prefix of %s was received under another manifest", ErrManifest, in.ID), false)
+			}
+			if err := job.replay(filepath.Join(rs.dir, p.Path), off); err != nil {
+				return failSSTable(err, false)
+			}
+			replayed = off
+		}
+	}
+	if part, err = rs.keep(job); err != nil {
+		return failSSTable(err, false)
+	}
+	if replayed > 0 {
+		// Record the new kept file before dropping the old one.
+		if err := rs.checkpoint(in, job, part); err != nil {
+			return failSSTable(err, false)
+		}
+	}
 	if rs.dataFR == nil {
 		rs.dataFR = newFrameReader(us, rs.cfg.Limits)
 	} else {
 		rs.dataFR.r, rs.dataFR.n, rs.dataFR.off = us, 0, 0
 	}
 	var d wire.Data
-	var sinceReport int64
+	var sinceReport, sinceCheckpoint int64
 	for {
 		b, err := rs.dataFR.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return failSSTable(err)
+			return failSSTable(err, true)
 		}
 		if _, err := wire.ParseData(b, rs.cfg.Limits, &d); err != nil {
-			return failSSTable(fmt.Errorf("%w: %w", ErrProtocol, err))
+			return failSSTable(fmt.Errorf("%w: %w", ErrProtocol, err), true)
 		}
 		if err := in.Accept(&d); err != nil {
-			return failSSTable(err)
+			return failSSTable(err, false)
 		}
 		if err := job.write(&d); err != nil {
-			return failSSTable(err)
+			return failSSTable(err, false)
 		}
 		n := int64(len(d.Payload))
-		if err := rs.cfg.Inbound.Wait(ctx, len(d.Payload)); err != nil {
-			return failSSTable(err)
-		}
 		rs.res.BytesReceived += n
+		if err := rs.cfg.Inbound.Wait(ctx, len(d.Payload)); err != nil {
+			return failSSTable(err, true)
+		}
 		sinceReport += n
-		if sinceReport >= 16<<20 {
+		if sinceReport >= progressBytes {
 			sinceReport = 0
 			rs.progress(func(s *SessionStatus) { s.BytesDone = rs.res.BytesReceived })
 		}
+		if sinceCheckpoint += n; sinceCheckpoint >= checkpointBytes && part != "" {
+			sinceCheckpoint = 0
+			if err := rs.checkpoint(in, job, part); err != nil {
+				return failSSTable(err, false)
+			}
+		}
 	}
 	if err := in.Complete(); err != nil {
-		return failSSTable(err)
+		return failSSTable(err, false)
 	}
-	partitions, err := job.finish()
+	partitions, err := job.finish(ctx)
 	if err != nil {
-		return failSSTable(err)
+		// Every byte arrived and was written: a cancelled rebuild or rewrite may keep them.
+		return failSSTable(err, true)
 	}
-	toc := job.desc.Filename("TOC.txt")
-	rs.state.Installed[in.ID] = toc
+	rs.state.Installed[in.ID] = job.final.Filename(descriptor.TOC)
+	rs.state.Partial = nil
 	if err := rs.state.save(); err != nil {
 		return err
 	}
-	rs.res.SSTables = append(rs.res.SSTables, Fetched{Path: job.desc.Prefix(), Kind: in.Kind.String(), SSTable: in.ID,
-		Partitions: partitions, Bytes: int64(in.Received())})
+	if part != "" {
+		// Unrecorded now; if this removal is lost, the next Fetch's sweep removes it.
+		os.Remove(filepath.Join(rs.dir, part))
+	}
+	got := int64(in.Received()) - replayed
+	rs.res.SSTables = append(rs.res.SSTables, Fetched{Path: job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID,
+		Partitions: partitions, Bytes: got})
 	rs.progress(func(s *SessionStatus) { s.FilesDone++; s.BytesDone = rs.res.BytesReceived })
-	rs.cfg.observeSSTable(Receiving, in.Kind.String(), int64(in.Received()), nil)
+	rs.cfg.observeSSTable(Receiving, in.Kind.String(), got, nil)
 	return rs.send(rs.sm.Installed(in.ID, uint64(partitions)).Send...)
+}
+
+const (
+	// progressBytes is how often, in received bytes, onProgress hears of a transfer.
+	progressBytes = 1 << 20
+	// checkpointBytes is how often, in received bytes, the verified Data.db prefix of the
+	// sstable in progress is made durable and recorded, so that even a crash (not only a
+	// failed session, which records it at once) loses at most this much.
+	checkpointBytes = 64 << 20
+)
+
+// keep gives the Data.db being received a second name, a hard link in the target
+// directory named for this request, which survives the install's abort: a later resume
+// reads the verified prefix from it. Where hard links are impossible it returns "" and the
+// sstable can only restart from its beginning.
+func (rs *recvSession) keep(job *installJob) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	name := strings.Replace(rs.state.partPattern(), "*", hex.EncodeToString(b[:]), 1)
+	if err := os.Link(job.data.Name(), filepath.Join(rs.dir, name)); err != nil {
+		return "", nil
+	}
+	return name, nil
+}
+
+// checkpoint makes the verified Data.db prefix of in durable and records it, atomically,
+// as the partial sstable of this request, replacing any earlier kept file.
+//
+// Crash argument: the data file is fsynced before the record naming its prefix is written,
+// and the record is replaced atomically (state.save), so a record never names bytes that
+// are not on disk; and the resumed session re-verifies every compressed chunk of the
+// prefix as it copies it (replay). A kept file is created before any record names it and
+// removed after the record stops naming it; one left unnamed by a crash in between is
+// removed by the next Fetch of the same request (sweep).
+func (rs *recvSession) checkpoint(in *Incoming, job *installJob, part string) error {
+	chunks, off := in.Checkpoint()
+	if chunks == 0 || len(rs.resumed) > 0 {
+		// Nothing to keep, or the record still holds the prefix of an sstable this session
+		// resumes but has not reached yet: there is one partial per request.
+		return nil
+	}
+	if err := job.data.Sync(); err != nil {
+		return err
+	}
+	old := rs.state.Partial
+	rs.state.Partial = &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: manifestHash(in.Manifest)}
+	if err := rs.state.save(); err != nil {
+		return err
+	}
+	if old != nil && old.Path != part {
+		return removeIfExists(filepath.Join(rs.dir, old.Path))
+	}
+	return nil
+}
+
+// dropPartial forgets the kept prefix of sstable id, which failed for good.
+func (rs *recvSession) dropPartial(id, part string) error {
+	var errs []error
+	if p := rs.state.Partial; p != nil && p.ID == id {
+		rs.state.Partial = nil
+		errs = append(errs, rs.state.save(), removeIfExists(filepath.Join(rs.dir, p.Path)))
+	}
+	if part != "" {
+		errs = append(errs, removeIfExists(filepath.Join(rs.dir, part)))
+	}
+	return errors.Join(errs...)
 }

@@ -1,66 +1,149 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/slice"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
 	"github.com/sluicedb/sluice/wire"
 )
 
-// installJob writes one received sstable through an fsx.Install in the target directory:
-// nothing is visible under a final name until commit, and abort removes every temporary.
-// The receiver, not the peer, names every file: a new generation and a component picked
-// from a fixed list.
+// installJob writes one received sstable through an fsx.Install: nothing is visible under a
+// final name in the target directory until commit, and abort removes every temporary. The
+// receiver, not the peer, names every file: a new generation and a component picked from a
+// fixed list.
+//
+// A rows sstable is received like a partial one, but into a private scratch directory
+// inside the target directory (same file system, invisible to Cassandra, which lists only
+// the files of a table directory); finish rewrites its rows into a new sstable there
+// (slice.Split, ModeRewrite) and publishes that one into the target directory under a new
+// generation with a second install, then removes the scratch directory.
 type installJob struct {
-	in    *Incoming
-	desc  descriptor.Descriptor
-	inst  *fsx.Install
-	data  *os.File
-	comps []*os.File // entire: one per Manifest component
-	files map[descriptor.Component]*os.File
-	index []byte
-	rows  []byte
-	crcw  *slice.CRCWriter
+	in      *Incoming
+	dir     string                // the target directory
+	desc    descriptor.Descriptor // the received files (in scratch for rows)
+	final   descriptor.Descriptor // the sstable finish published
+	inst    *fsx.Install
+	data    *os.File   // Data.db, all kinds
+	comps   []*os.File // entire: one per Manifest component
+	files   map[descriptor.Component]*os.File
+	index   []byte
+	rows    []byte
+	crcw    *slice.CRCWriter
+	scratch string // rows only
+	pub     *fsx.Install
 }
 
-func newInstallJob(dir string, in *Incoming) (*installJob, error) {
+// genLocks serialises, per target directory, choosing a generation and creating the first
+// file that carries it. descriptor.NextGeneration counts temporaries, so once that file
+// exists no other Fetch of this process picks the same generation: two Fetches into one
+// directory never collide, and neither waits for the other's transfer.
+var genLocks sync.Map // cleaned directory -> *sync.Mutex
+
+func lockDir(dir string) func() {
+	mu, _ := genLocks.LoadOrStore(filepath.Clean(dir), &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// allocate starts an install of a new generation in dir and runs create, which must create
+// at least one file, under the directory's generation lock. A final name that another
+// process published meanwhile (fs.ErrExist from Create) moves on to a later generation.
+func allocate(dir string, v version.Version, create func(*fsx.Install, descriptor.Descriptor) error) (*fsx.Install, descriptor.Descriptor, error) {
+	unlock := lockDir(dir)
+	defer unlock()
+	floor := 0
+	for attempt := 0; ; attempt++ {
+		gen, err := descriptor.NextGeneration(dir)
+		if err != nil {
+			return nil, descriptor.Descriptor{}, err
+		}
+		gen = max(gen, floor)
+		d := descriptor.Descriptor{Dir: dir, Version: v, ID: strconv.Itoa(gen)}
+		inst, err := fsx.NewInstall(dir, d.Filename(descriptor.TOC))
+		if err != nil {
+			return nil, d, err
+		}
+		if err = create(inst, d); err == nil {
+			return inst, d, nil
+		}
+		inst.Abort()
+		if !errors.Is(err, fs.ErrExist) || attempt == 8 {
+			return nil, d, err
+		}
+		floor = gen + 1
+	}
+}
+
+// newInstallJob prepares the files of in. scratchPrefix names the private directory of a
+// rows sstable.
+func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error) {
 	need := int64(in.Total()) + 2*int64(in.Manifest.IndexSliceLength) + int64(len(in.Manifest.Statistics)) + 1<<20
+	if in.Kind == wire.KindRows {
+		// The received child, its rewrite and the published copy of the rewrite; a rewrite
+		// is at most the uncompressed data plus its index.
+		need = 2*need + int64(in.Manifest.DataLength)
+	}
 	if err := fsx.CheckFreeSpace(dir, need); err != nil {
 		return nil, err
 	}
-	gen, err := descriptor.NextGeneration(dir)
-	if err != nil {
-		return nil, err
-	}
-	j := &installJob{in: in, desc: descriptor.Descriptor{Dir: dir, Version: in.Version, ID: strconv.Itoa(gen)},
-		files: map[descriptor.Component]*os.File{}}
-	j.inst, err = fsx.NewInstall(dir, j.desc.Filename(descriptor.TOC))
-	if err != nil {
-		return nil, err
-	}
-	if in.Kind == wire.KindEntire {
-		for _, c := range in.Manifest.Components {
-			f, err := j.create(descriptor.Component(c.Name))
-			if err != nil {
-				j.abort()
-				return nil, err
+	j := &installJob{in: in, dir: dir}
+	var err error
+	switch in.Kind {
+	case wire.KindEntire:
+		j.inst, j.desc, err = allocate(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+			j.files, j.comps = map[descriptor.Component]*os.File{}, nil
+			for _, c := range in.Manifest.Components {
+				f, err := inst.Create(d.Filename(descriptor.Component(c.Name)))
+				if err != nil {
+					return err
+				}
+				j.files[descriptor.Component(c.Name)] = f
+				j.comps = append(j.comps, f)
 			}
-			j.comps = append(j.comps, f)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
+		j.data = j.comps[in.DataComponent]
 		return j, nil
-	}
-	if j.data, err = j.create(descriptor.Data); err != nil {
-		j.abort()
-		return nil, err
+	case wire.KindRows:
+		if j.scratch, err = os.MkdirTemp(dir, scratchPrefix); err != nil {
+			return nil, err
+		}
+		j.desc = descriptor.Descriptor{Dir: j.scratch, Version: in.Version, ID: "1"}
+		if j.inst, err = fsx.NewInstall(j.scratch, j.desc.Filename(descriptor.TOC)); err != nil {
+			j.abort()
+			return nil, err
+		}
+		j.files = map[descriptor.Component]*os.File{}
+		if j.data, err = j.create(descriptor.Data); err != nil {
+			j.abort()
+			return nil, err
+		}
+	default:
+		j.inst, j.desc, err = allocate(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+			f, err := inst.Create(d.Filename(descriptor.Data))
+			j.data, j.files = f, map[descriptor.Component]*os.File{descriptor.Data: f}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if in.Info == nil {
 		j.crcw = slice.NewCRCWriter(in.CRCChunkLength)
@@ -101,12 +184,44 @@ func (j *installJob) write(d *wire.Data) error {
 	return fmt.Errorf("%w: stream %v", ErrProtocol, d.Stream)
 }
 
-// finish rebuilds (partial) or completes and verifies (entire) the sstable, then commits.
-// It returns the partition count.
-func (j *installJob) finish() (int64, error) {
+// replay feeds the first n bytes of a Data.db kept by an interrupted session (path) through
+// Accept and write, as if they had arrived again: one sequential read copies them into this
+// install, re-verifies their chunk CRCs and rebuilds the digest and CRC.db state.
+func (j *installJob) replay(path string, n int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, min(n, 1<<20))
+	for off := int64(0); off < n; {
+		k := min(int64(len(buf)), n-off)
+		if _, err := f.ReadAt(buf[:k], off); err != nil {
+			return fmt.Errorf("reading the kept Data.db prefix %s at %d: %w", path, off, err)
+		}
+		d := j.in.DataFrame(off, buf[:k])
+		if err := j.in.Accept(&d); err != nil {
+			return fmt.Errorf("kept Data.db prefix %s: %w", path, err)
+		}
+		if err := j.write(&d); err != nil {
+			return err
+		}
+		off += k
+	}
+	return nil
+}
+
+// finish rebuilds (partial, rows) or completes and verifies (entire) the sstable, then
+// commits; a rows sstable is then rewritten and published. It returns the partition count.
+func (j *installJob) finish(ctx context.Context) (int64, error) {
 	in, m := j.in, j.in.Manifest
 	var partitions int64
-	if in.Kind == wire.KindPartial {
+	if in.Kind == wire.KindEntire {
+		if err := j.finishEntire(); err != nil {
+			return 0, err
+		}
+		partitions = int64(m.Partitions)
+	} else {
 		spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, j.rows)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
@@ -135,13 +250,89 @@ func (j *installJob) finish() (int64, error) {
 		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Shift, in.Hi, j.index, data); err != nil {
 			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 		}
-	} else {
-		if err := j.finishEntire(); err != nil {
-			return 0, err
-		}
-		partitions = int64(m.Partitions)
 	}
-	return partitions, j.inst.Commit()
+	if err := j.inst.Commit(); err != nil {
+		return 0, err
+	}
+	j.final = j.desc
+	if in.Kind == wire.KindRows {
+		return partitions, j.rewriteRows(ctx, partitions)
+	}
+	return partitions, nil
+}
+
+// rewriteRows rewrites the received child (committed in the scratch directory) row by row
+// over the whole ring into a second scratch directory, then publishes the result into the
+// target directory under a new generation, its TOC last, and removes the scratch.
+func (j *installJob) rewriteRows(ctx context.Context, partitions int64) error {
+	child, err := sstable.Open(j.desc.Prefix())
+	if err != nil {
+		return fmt.Errorf("%w: opening the received child: %w", ErrChecksum, err)
+	}
+	defer child.Close()
+	everything := token.RangeSet{{Left: child.Partitioner.MinToken(), Right: child.Partitioner.MinToken()}}
+	out := filepath.Join(j.scratch, "rewritten")
+	res, err := slice.Split(ctx, child, everything, out, slice.Options{Mode: slice.ModeRewrite})
+	if err != nil {
+		return fmt.Errorf("rewriting the rows of %s: %w", j.in.ID, err)
+	}
+	if len(res.Children) != 1 || res.Children[0].Partitions != partitions {
+		return fmt.Errorf("%w: rewriting %d partitions gave %d sstables", ErrManifest, partitions, len(res.Children))
+	}
+	src := res.Children[0].Desc
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		return err
+	}
+	var comps []descriptor.Component
+	for _, e := range ents {
+		if c, ok := strings.CutPrefix(e.Name(), src.Filename("")); ok && c != "" {
+			comps = append(comps, descriptor.Component(c))
+		}
+	}
+	// Data.db is created under the generation lock; the rest, and the copies, after it.
+	var first *os.File
+	j.pub, j.final, err = allocate(j.dir, j.in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		first, err = inst.Create(d.Filename(descriptor.Data))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range comps {
+		dst := first
+		if c != descriptor.Data {
+			if dst, err = j.pub.Create(j.final.Filename(c)); err != nil {
+				return err
+			}
+		}
+		if err := copyFile(dst, src.Path(c)); err != nil {
+			return err
+		}
+	}
+	if err := j.pub.Commit(); err != nil {
+		return err
+	}
+	// The sstable is installed: a scratch directory that fails to go now is swept by the
+	// next Fetch of this request, and must not fail what is already published.
+	_ = os.RemoveAll(j.scratch)
+	return nil
+}
+
+// copyFile copies the file at path into dst (in-kernel where the file system can).
+func copyFile(dst *os.File, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = fsx.CopyRange(dst, 0, f, 0, fi.Size())
+	return err
 }
 
 func (j *installJob) finishEntire() error {
@@ -218,9 +409,17 @@ func (j *installJob) verify() error {
 	return nil
 }
 
+// abort removes every temporary and, for rows, the scratch directory. It is a no-op for
+// what already committed into the target directory.
 func (j *installJob) abort() {
 	if j.inst != nil {
 		j.inst.Abort()
+	}
+	if j.pub != nil {
+		j.pub.Abort()
+	}
+	if j.scratch != "" {
+		os.RemoveAll(j.scratch)
 	}
 }
 

@@ -17,11 +17,33 @@ type Limiter struct {
 	last   time.Time
 	// changed is closed and replaced on every SetRate so that waiters recompute.
 	changed chan struct{}
+	clk     clock
+}
+
+// clock is the Limiter's time source: the wall clock, or a fake one in tests so that a rate
+// can be measured without sleeping.
+type clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed, and a stop function.
+	After(d time.Duration) (<-chan time.Time, func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) After(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
 }
 
 // NewLimiter returns a limiter of rate bytes per second (0: unlimited).
 func NewLimiter(rate int64) *Limiter {
-	l := &Limiter{changed: make(chan struct{})}
+	return newLimiter(rate, wallClock{})
+}
+
+func newLimiter(rate int64, clk clock) *Limiter {
+	l := &Limiter{changed: make(chan struct{}), clk: clk}
 	l.SetRate(rate)
 	return l
 }
@@ -58,7 +80,7 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 			l.mu.Unlock()
 			return nil
 		}
-		now := time.Now()
+		now := l.clk.Now()
 		if !l.last.IsZero() {
 			l.tokens = min(l.tokens+now.Sub(l.last).Seconds()*float64(l.rate), l.burst())
 		} else {
@@ -73,14 +95,14 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 		wait := time.Duration(-l.tokens / float64(l.rate) * float64(time.Second))
 		changed := l.changed
 		l.mu.Unlock()
-		t := time.NewTimer(max(wait, time.Millisecond))
+		fired, stop := l.clk.After(max(wait, time.Millisecond))
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return ctx.Err()
 		case <-changed:
-			t.Stop()
-		case <-t.C:
+			stop()
+		case <-fired:
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
+	"strings"
 
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -33,7 +34,9 @@ type Step struct {
 	Send    []wire.Message
 	Receive *Incoming
 	Discard string
-	Done    bool
+	// Err says why a Manifest was refused (with Discard): the error behind the Failure sent.
+	Err  error
+	Done bool
 }
 
 // Receiver is the receiving side of one session as a pure state machine: no I/O, no
@@ -155,7 +158,7 @@ func (r *Receiver) Step(m wire.Message) (Step, error) {
 			in, err := r.validate(ps, m)
 			if err != nil {
 				st := r.Failed(m.SSTableID, codeOf(err), err.Error())
-				st.Discard = m.SSTableID
+				st.Discard, st.Err = m.SSTableID, err
 				return st, nil
 			}
 			r.cur = in
@@ -349,10 +352,10 @@ func (in *Incoming) Total() uint64 {
 	return n
 }
 
-// ResolveShift fixes Shift and Hi of an uncompressed partial child from the first index
+// ResolveShift fixes Shift and Hi of an uncompressed partial (or rows) child from the first index
 // record's position, which is where its Data.db starts in the parent.
 func (in *Incoming) ResolveShift(firstPosition int64) error {
-	if in.Info != nil || in.Kind != wire.KindPartial {
+	if in.Info != nil || in.Kind == wire.KindEntire {
 		return nil
 	}
 	if firstPosition < 0 || firstPosition > int64(1)<<62 {
@@ -382,9 +385,6 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 	if m.Kind != ps.Kind {
 		return nil, bad("kind %v, but Prepare said %v", m.Kind, ps.Kind)
 	}
-	if m.Kind == wire.KindRows {
-		return nil, fmt.Errorf("%w: rows re-serialisation is not implemented by this receiver", ErrUnsupported)
-	}
 	f, err := version.ParseFormat(m.Format)
 	if err != nil {
 		return nil, bad("format %q: %v", m.Format, err)
@@ -392,6 +392,14 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 	v, err := version.Parse(f, m.Version)
 	if err != nil {
 		return nil, bad("version %q: %v", m.Version, err)
+	}
+	if m.Kind == wire.KindRows {
+		// The rows are re-serialised by the sstable writer in the parent's version; it
+		// writes only the current versions, not md or me.
+		if w, err := version.ParseWritable(v.Name); err != nil || w.Format != v.Format {
+			return nil, fmt.Errorf("%w: sstable %s needs its rows rewritten (%s), but the sstable writer cannot write version %s (it writes %s)",
+				ErrUnsupported, m.SSTableID, ps.Reason, v, writableNames())
+		}
 	}
 	if m.DataFileLength > uint64(r.cfg.MaxSSTableBytes) || m.DataLength > 1<<62 {
 		return nil, bad("Data.db of %d bytes (%d uncompressed) exceeds the %d-byte limit", m.DataFileLength, m.DataLength, r.cfg.MaxSSTableBytes)
@@ -427,7 +435,7 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 		in.checker = &chunkChecker{offsets: info.Offsets, fileLen: int64(m.DataFileLength)}
 	}
 	switch m.Kind {
-	case wire.KindPartial:
+	case wire.KindPartial, wire.KindRows:
 		err = r.validatePartial(in, m)
 	case wire.KindEntire:
 		err = r.validateEntire(in, m, f)
@@ -442,7 +450,7 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 
 func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 	if m.Partitions == 0 {
-		return bad("a partial sstable without partitions")
+		return bad("a %v sstable without partitions", m.Kind)
 	}
 	if m.IndexSliceLength == 0 || m.IndexSliceLength > uint64(r.cfg.MaxIndexSlice) {
 		return bad("index slice of %d bytes (limit %d)", m.IndexSliceLength, r.cfg.MaxIndexSlice)
@@ -539,4 +547,91 @@ func (r *Receiver) validateEntire(in *Incoming, m *wire.Manifest, f version.Form
 	}
 	in.got = make([]uint64, len(in.want))
 	return nil
+}
+
+func writableNames() string {
+	names := make([]string, len(version.Writable))
+	for i, w := range version.Writable {
+		names[i] = w.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// dataSlot is the want/got slot that carries Data.db.
+func (in *Incoming) dataSlot() int {
+	if in.Kind == wire.KindEntire {
+		return 2 + in.DataComponent
+	}
+	return 0
+}
+
+// DataFrame returns a Data frame header for Data.db bytes of this sstable at offset, as the
+// sender would send them: the driver replays a resumed prefix through Accept with it.
+func (in *Incoming) DataFrame(offset int64, payload []byte) wire.Data {
+	d := wire.Data{SSTableID: in.ID, Stream: wire.StreamRuns, Offset: uint64(offset), Payload: payload}
+	if in.Kind == wire.KindEntire {
+		d.Stream, d.Component = wire.StreamComponent, uint32(in.DataComponent)
+	}
+	return d
+}
+
+// ResumeOffset is where this sstable's Data.db bytes restart when the receiver holds its
+// first verified chunks; ok is false when there is nothing to skip or the count does not
+// fit. Sender and receiver compute it from the same manifest facts (dataResumeOffset).
+func (in *Incoming) ResumeOffset(verified uint64) (int64, bool) {
+	return dataResumeOffset(in.Info, in.Manifest.ChunkLength, int64(in.Manifest.DataFileLength), verified)
+}
+
+// Checkpoint returns how many Data.db chunks arrived whole and (compressed) CRC-verified,
+// and the byte length of that prefix: what a later session may resume from.
+// Uncompressed Data.db has no inline checksums; its chunks are the CRC grid (the
+// manifest's chunk length, DefaultCRCChunkLength when 0), counted as they arrive, and
+// the last, short one only at the end of the file.
+func (in *Incoming) Checkpoint() (chunks uint64, bytes int64) {
+	if in.checker != nil {
+		chunks = in.checker.verified
+	} else {
+		got, grid := in.got[in.dataSlot()], uint64(resumeGrid(in.Manifest.ChunkLength))
+		chunks = got / grid
+		if got == in.Manifest.DataFileLength && got%grid != 0 {
+			chunks++
+		}
+	}
+	off, ok := in.ResumeOffset(chunks)
+	if !ok {
+		return 0, 0
+	}
+	return chunks, off
+}
+
+func resumeGrid(chunkLength uint32) int64 {
+	if chunkLength == 0 {
+		return compress.DefaultCRCChunkLength
+	}
+	return int64(chunkLength)
+}
+
+// dataResumeOffset is the Data.db offset of the first chunk after verified ones: for a
+// compressed file the offset CompressionInfo gives chunk verified (the file length after
+// the last), for an uncompressed one verified times the CRC grid, capped at the file
+// length. ok is false for 0 chunks and for a count past the end, for which the data
+// restarts at 0.
+func dataResumeOffset(info *compress.Info, chunkLength uint32, fileLen int64, verified uint64) (int64, bool) {
+	if verified == 0 || fileLen <= 0 {
+		return 0, false
+	}
+	if info != nil {
+		switch {
+		case verified < uint64(len(info.Offsets)):
+			return info.Offsets[verified], true
+		case verified == uint64(len(info.Offsets)):
+			return fileLen, true
+		}
+		return 0, false
+	}
+	grid := resumeGrid(chunkLength)
+	if verified > uint64((fileLen+grid-1)/grid) {
+		return 0, false
+	}
+	return min(int64(verified)*grid, fileLen), true
 }

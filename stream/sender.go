@@ -43,6 +43,7 @@ type Sender struct {
 	req      *wire.StreamRequest
 	planned  map[string]wire.Kind
 	outcomes map[string]bool // true: installed
+	resume   map[string]uint64
 	complete *wire.Complete
 }
 
@@ -152,14 +153,19 @@ func (s *Sender) Prepare(planned []wire.PlannedSSTable) (*wire.Prepare, error) {
 		return nil, fmt.Errorf("%w: Prepare in state %v", ErrProtocol, s.state)
 	}
 	skip := map[string]bool{}
+	partly := map[string]uint64{}
 	for _, r := range s.req.Resume {
-		if r.VerifiedChunks == ResumeInstalled {
+		switch {
+		case r.VerifiedChunks == ResumeInstalled:
 			skip[r.SSTableID] = true
+		case r.VerifiedChunks > 0:
+			partly[r.SSTableID] = r.VerifiedChunks
 		}
 	}
 	p := &wire.Prepare{SessionID: s.req.SessionID}
 	s.planned = map[string]wire.Kind{}
 	s.outcomes = map[string]bool{}
+	s.resume = map[string]uint64{}
 	for _, ps := range planned {
 		if skip[ps.ID] {
 			continue
@@ -168,11 +174,20 @@ func (s *Sender) Prepare(planned []wire.PlannedSSTable) (*wire.Prepare, error) {
 			return nil, fmt.Errorf("stream: sstable %q planned twice", ps.ID)
 		}
 		s.planned[ps.ID] = ps.Kind
+		if v, ok := partly[ps.ID]; ok {
+			s.resume[ps.ID] = v
+		}
 		p.SSTables = append(p.SSTables, ps)
 	}
 	s.state = sendStreaming
 	return p, nil
 }
+
+// Resumed returns the chunks of planned sstable id that the receiver already holds
+// verified from an interrupted session (its ResumePoint), or 0. The driver restarts that
+// sstable's Data.db bytes at the first chunk after them (dataResumeOffset), or at 0 when
+// the count does not fit the sstable.
+func (s *Sender) Resumed(id string) uint64 { return s.resume[id] }
 
 // Finished records that every planned sstable has been sent (or refused); the session now
 // waits for Complete.

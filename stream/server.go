@@ -40,6 +40,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*tracker
+	conns    map[*quic.Conn]struct{}
 	addr     net.Addr
 	ready    chan struct{}
 }
@@ -49,7 +50,8 @@ type Server struct {
 func NewServer(cfg Config, cat Catalog, tlsConf *tls.Config, log zerolog.Logger) *Server {
 	cfg = cfg.withDefaults()
 	return &Server{cfg: cfg, cat: cat, tls: tlsConf, log: log, out: NewLimiter(0), in: NewLimiter(0),
-		sem: make(chan struct{}, cfg.MaxSessions), sessions: map[string]*tracker{}, ready: make(chan struct{})}
+		sem: make(chan struct{}, cfg.MaxSessions), sessions: map[string]*tracker{}, conns: map[*quic.Conn]struct{}{},
+		ready: make(chan struct{})}
 }
 
 // SetThroughput sets the node-wide outbound (this server's sends) and inbound (Fetches
@@ -116,8 +118,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	return s.Serve(ctx, pc)
 }
 
-// Serve serves on pc until ctx ends; it then closes every session and returns ctx's error.
-// The caller owns pc and closes it after Serve returns.
+// Serve serves on pc until ctx ends; it then closes every session's connection with code
+// shutting_down, so that each peer learns at once (not after its idle timeout), and returns
+// ctx's error. The caller owns pc and closes it after Serve returns.
 func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	if err := s.cfg.validate(); err != nil {
 		return err
@@ -131,6 +134,13 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	close(s.ready)
 	var wg sync.WaitGroup
 	defer func() {
+		// Close every connection with a reason before the transport goes: the CONNECTION_CLOSE
+		// frames leave while the socket is still open, and blocked stream writes return.
+		s.mu.Lock()
+		for c := range s.conns {
+			c.CloseWithError(quic.ApplicationErrorCode(wire.CodeShuttingDown), "server shutting down")
+		}
+		s.mu.Unlock()
 		ln.Close()
 		tr.Close()
 		wg.Wait()
@@ -143,9 +153,17 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 			}
 			return err
 		}
+		s.mu.Lock()
+		s.conns[conn] = struct{}{}
+		s.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, conn)
+				s.mu.Unlock()
+			}()
 			s.handle(ctx, conn)
 		}()
 	}
@@ -173,7 +191,11 @@ func (s *Server) handle(ctx context.Context, conn *quic.Conn) {
 		if ss.tr != nil {
 			ss.tr.update(func(st *SessionStatus) { st.State, st.Error = "failed", err.Error() })
 		}
-		conn.CloseWithError(quic.ApplicationErrorCode(codeOf(err)), truncate(err.Error(), 512))
+		code := codeOf(err)
+		if ctx.Err() != nil {
+			code = wire.CodeShuttingDown
+		}
+		conn.CloseWithError(quic.ApplicationErrorCode(code), truncate(err.Error(), 512))
 		return
 	}
 	if ss.tr != nil {
@@ -194,7 +216,7 @@ type outgoing struct {
 	planned wire.PlannedSSTable
 	parent  *sstable.Table
 	stats   []byte
-	partial *slice.Partial // nil for entire and rows
+	partial *slice.Partial // nil for entire
 }
 
 type sendSession struct {
@@ -440,13 +462,12 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 // a new unidirectional stream, which it closes (or resets on a local error).
 func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
 	id := o.planned.ID
-	if o.planned.Kind == wire.KindRows {
-		return ss.send(&wire.Failure{Code: wire.CodeRefused, SSTableID: id,
-			Reason: fmt.Sprintf("needs a rows re-serialisation (%s), which this sender does not implement", o.planned.Reason)})
-	}
 	m, sources, err := manifestFor(o)
 	if err != nil {
 		return ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+	}
+	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
+		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
 	}
 	defer func() {
 		for _, s := range sources {
@@ -479,14 +500,40 @@ func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
 	return us.Close()
 }
 
-// source is one byte sequence of a Data stream: a file range or bytes in memory.
+// source is one byte sequence of a Data stream: a file range or bytes in memory. Its
+// frames carry offsets from start (non-zero when a resumed Data.db restarts mid-file).
 type source struct {
 	stream    wire.DataStream
 	component uint32
 	f         *os.File
 	close     bool
 	off, n    int64
+	start     int64
 	mem       []byte
+}
+
+// resumeSources moves the Data.db source of o past the chunks the receiver already holds
+// (Sender.Resumed), at the offset both sides derive from the manifest, and returns the
+// bytes skipped.
+func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64) int64 {
+	info := o.parent.Compression
+	if o.partial != nil {
+		info = o.partial.Info
+	}
+	off, ok := dataResumeOffset(info, m.ChunkLength, int64(m.DataFileLength), verified)
+	if !ok {
+		return 0
+	}
+	for i := range srcs {
+		s := &srcs[i]
+		isData := s.stream == wire.StreamRuns ||
+			(s.stream == wire.StreamComponent && o.planned.Kind == wire.KindEntire && m.Components[s.component].Name == string(descriptor.Data))
+		if isData && s.f != nil && off <= s.n {
+			s.off, s.n, s.start = s.off+off, s.n-off, off
+			return off
+		}
+	}
+	return 0
 }
 
 func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
@@ -494,7 +541,8 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 	v := t.Version()
 	m := &wire.Manifest{SSTableID: o.planned.ID, Version: v.Name, Format: v.Format.String(), Kind: o.planned.Kind,
 		Statistics: o.stats, Partitions: o.planned.Partitions}
-	if o.planned.Kind == wire.KindPartial {
+	if o.planned.Kind == wire.KindPartial || o.planned.Kind == wire.KindRows {
+		// A rows child travels exactly as a partial one; the receiver rewrites its rows.
 		p := o.partial
 		m.DataLength, m.DataFileLength = uint64(p.Run.DataLength), uint64(p.Run.FileLength())
 		run := wire.Run{FirstChunk: uint64(p.Run.FirstChunk), FileOffset: 0, Length: uint64(p.Run.FileLength())}
@@ -587,7 +635,7 @@ func (ss *sendSession) sendSource(ctx context.Context, w io.Writer, id string, s
 		} else if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
 			return fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
 		}
-		d.Offset = uint64(done)
+		d.Offset = uint64(src.start + done)
 		hl := wire.DataHeaderLength(&d, int(n))
 		if hl > hdrRoom {
 			return fmt.Errorf("stream: Data header of %d bytes", hl)

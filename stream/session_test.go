@@ -310,20 +310,6 @@ func TestReceiverRejectsHostileManifests(t *testing.T) {
 	}
 }
 
-func TestReceiverRefusesRows(t *testing.T) {
-	partial, _ := manifests(t, "lz4")
-	m := clone(partial)
-	m.Kind = wire.KindRows
-	r := session(t, m)
-	st, err := r.Step(m)
-	if err != nil || st.Discard != m.SSTableID {
-		t.Fatal(st, err)
-	}
-	if f := st.Send[0].(*wire.Failure); f.Code != wire.CodeRefused {
-		t.Errorf("rows: %+v", f)
-	}
-}
-
 func TestDecide(t *testing.T) {
 	ch := func(first, n, lo, hi int64) ChildFacts {
 		return ChildFacts{FirstOrdinal: first, Partitions: n, Lo: lo, Hi: hi, Bytes: hi - lo}
@@ -418,4 +404,51 @@ func mustVersion(t testing.TB, m *wire.Manifest) version.Version {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Sender and receiver derive where a resumed Data.db restarts from the same facts: the
+// chunk offsets, or the CRC grid of an uncompressed file.
+func TestDataResumeOffset(t *testing.T) {
+	info := &compress.Info{ChunkLength: 16, Offsets: []int64{0, 10, 20}}
+	for _, tc := range []struct {
+		name    string
+		info    *compress.Info
+		chunk   uint32
+		fileLen int64
+		v       uint64
+		off     int64
+		ok      bool
+	}{
+		{"nothing verified", info, 16, 30, 0, 0, false},
+		{"one chunk", info, 16, 30, 1, 10, true},
+		{"every chunk", info, 16, 30, 3, 30, true},
+		{"past the last chunk", info, 16, 30, 4, 0, false},
+		{"uncompressed, default grid", nil, 0, 100 << 10, 1, 64 << 10, true},
+		{"uncompressed, short last chunk", nil, 0, 100 << 10, 2, 100 << 10, true},
+		{"uncompressed, past the end", nil, 0, 100 << 10, 3, 0, false},
+		{"uncompressed, manifest grid", nil, 4096, 100 << 10, 3, 3 * 4096, true},
+		{"huge count", nil, 4096, 100 << 10, ResumeInstalled - 1, 0, false},
+	} {
+		off, ok := dataResumeOffset(tc.info, tc.chunk, tc.fileLen, tc.v)
+		if off != tc.off || ok != tc.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.name, off, ok, tc.off, tc.ok)
+		}
+	}
+}
+
+func TestSenderResumed(t *testing.T) {
+	s := NewSender(Config{}.withDefaults().hello())
+	s.Step(&wire.Hello{MinVersion: 1, MaxVersion: 1})
+	s.Step(&wire.StreamRequest{SessionID: wire.SessionID{7}, Operation: wire.OpFetch, Keyspace: "ks", Table: "t",
+		Ranges: []wire.TokenRange{{}}, Resume: []wire.ResumePoint{
+			{SSTableID: "a", VerifiedChunks: 12}, {SSTableID: "b", VerifiedChunks: ResumeInstalled}, {SSTableID: "gone", VerifiedChunks: 3}}})
+	p, err := s.Prepare([]wire.PlannedSSTable{{ID: "a", Kind: wire.KindPartial}, {ID: "b", Kind: wire.KindEntire}, {ID: "c", Kind: wire.KindRows}})
+	if err != nil || len(p.SSTables) != 2 {
+		t.Fatal(p, err)
+	}
+	for id, want := range map[string]uint64{"a": 12, "b": 0, "c": 0, "gone": 0} {
+		if got := s.Resumed(id); got != want {
+			t.Errorf("Resumed(%s) = %d, want %d", id, got, want)
+		}
+	}
 }

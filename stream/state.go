@@ -8,36 +8,80 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/wire"
 )
 
 // fetchState is the resume record a Fetch keeps in its target directory: which of the
-// sender's sstables it already installed, and under which local name. It is rewritten
-// atomically (temporary name under fsx.TempPrefix, fsync, rename, directory fsync) after
-// every install and removed when a session completes with nothing failed.
+// sender's sstables it already installed, and under which local name, and the verified
+// Data.db prefix of the one it was receiving. It is rewritten atomically (temporary name
+// under fsx.TempPrefix, fsync, rename, directory fsync) after every install and checkpoint,
+// and removed when a session completes with nothing failed.
 type fetchState struct {
 	Peer      string            `json:"peer"`
 	Keyspace  string            `json:"keyspace"`
 	Table     string            `json:"table"`
 	Ranges    string            `json:"ranges"`
 	Installed map[string]string `json:"installed"` // sender's sstable ID -> local TOC file name
+	Partial   *partialState     `json:"partial,omitempty"`
+	dir       string
+	key       string // names this request's files in dir
 	path      string
 }
 
-// statePath names the record of one (peer, table, ranges) request; another request into
-// the same directory keeps its own.
-func statePath(dir, peer, keyspace, table, ranges string) string {
-	h := sha256.Sum256([]byte(peer + "\x00" + keyspace + "\x00" + table + "\x00" + ranges))
-	return filepath.Join(dir, ".sluice-fetch-"+hex.EncodeToString(h[:8])+".json")
+// partialState is a partly received sstable: its Data.db kept under Path (a hard link to
+// the aborted install's temporary, named partPrefix), of which the first VerifiedChunks
+// chunks, Bytes bytes, were verified and fsynced before this record was written. Manifest
+// is the SHA-256 of the manifest it was received under: a resumed session uses the prefix
+// only under an identical one.
+type partialState struct {
+	ID             string `json:"id"`
+	Path           string `json:"path"`
+	VerifiedChunks uint64 `json:"verified_chunks"`
+	Bytes          int64  `json:"bytes"`
+	Manifest       string `json:"manifest"`
 }
 
-// loadState reads the record, keeping only entries whose sstable is still installed.
-// A missing or unreadable record is an empty one.
+// Names of the files a Fetch keeps in its target directory besides installs. None starts
+// with fsx.TempPrefix, whose files fsx.CleanLeftovers (and so every slice.Split into the
+// directory) removes without asking whose they are; none ends like a component, so
+// descriptor.List and NextGeneration ignore them.
+const (
+	statePrefix   = ".sluice-fetch-"
+	partPrefix    = ".sluice-part-"
+	scratchPrefix = ".sluice-rows-"
+)
+
+// stateKey names the record of one (peer, table, ranges) request; another request into
+// the same directory keeps its own.
+func stateKey(peer, keyspace, table, ranges string) string {
+	h := sha256.Sum256([]byte(peer + "\x00" + keyspace + "\x00" + table + "\x00" + ranges))
+	return hex.EncodeToString(h[:8])
+}
+
+func statePath(dir, peer, keyspace, table, ranges string) string {
+	return filepath.Join(dir, statePrefix+stateKey(peer, keyspace, table, ranges)+".json")
+}
+
+// partPattern and scratchPattern are os.CreateTemp / MkdirTemp patterns for this request.
+func (st *fetchState) partPattern() string    { return partPrefix + st.key + "-*" }
+func (st *fetchState) scratchPattern() string { return scratchPrefix + st.key + "-*" }
+
+// manifestHash identifies a manifest for partialState.Manifest.
+func manifestHash(m *wire.Manifest) string {
+	h := sha256.Sum256(m.Append(nil))
+	return hex.EncodeToString(h[:])
+}
+
+// loadState reads the record, keeping only entries whose sstable is still installed and a
+// partial whose kept file still holds its prefix. A missing or unreadable record is an
+// empty one; without resume the record is always empty (and the next save replaces it).
 func loadState(dir, peer, keyspace, table, ranges string, resume bool) *fetchState {
 	st := &fetchState{Peer: peer, Keyspace: keyspace, Table: table, Ranges: ranges, Installed: map[string]string{},
-		path: statePath(dir, peer, keyspace, table, ranges)}
+		dir: dir, key: stateKey(peer, keyspace, table, ranges), path: statePath(dir, peer, keyspace, table, ranges)}
 	if !resume {
 		return st
 	}
@@ -56,7 +100,52 @@ func loadState(dir, peer, keyspace, table, ranges string, resume bool) *fetchSta
 			}
 		}
 	}
+	if p := old.Partial; p != nil && st.ownsPart(p.Path) && p.VerifiedChunks > 0 && p.VerifiedChunks != ResumeInstalled && p.Bytes > 0 {
+		if fi, err := os.Lstat(filepath.Join(dir, p.Path)); err == nil && fi.Mode().IsRegular() && fi.Size() >= p.Bytes {
+			if _, done := st.Installed[p.ID]; !done {
+				st.Partial = p
+			}
+		}
+	}
 	return st
+}
+
+// ownsPart says whether name is a kept Data.db of this request.
+func (st *fetchState) ownsPart(name string) bool {
+	return strings.HasPrefix(name, partPrefix+st.key+"-") && filepath.Base(name) == name
+}
+
+// sweep removes what earlier Fetches of this same request left in the directory and the
+// record does not name: kept Data.db files other than the record's partial (a crash
+// between creating one and recording it, or a record that was dropped) and rows scratch
+// directories (a crashed rewrite). Files of other requests, of installs and of anyone
+// else are left alone: only names carrying this request's key are touched. It must run
+// before this Fetch creates any file of its own.
+func (st *fetchState) sweep() error {
+	ents, err := os.ReadDir(st.dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case st.ownsPart(name) && !e.IsDir():
+			if st.Partial == nil || st.Partial.Path != name {
+				errs = append(errs, removeIfExists(filepath.Join(st.dir, name)))
+			}
+		case strings.HasPrefix(name, scratchPrefix+st.key+"-") && e.IsDir():
+			errs = append(errs, os.RemoveAll(filepath.Join(st.dir, name)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func (st *fetchState) save() error {
@@ -64,8 +153,7 @@ func (st *fetchState) save() error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(st.path)
-	f, err := os.CreateTemp(dir, fsx.TempPrefix+"fetch-*")
+	f, err := os.CreateTemp(st.dir, fsx.TempPrefix+"fetch-*")
 	if err != nil {
 		return err
 	}
@@ -84,14 +172,21 @@ func (st *fetchState) save() error {
 	if err := os.Rename(f.Name(), st.path); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(st.dir)
 }
 
+// remove deletes the record and the kept file it names.
 func (st *fetchState) remove() error {
-	if err := os.Remove(st.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	var errs []error
+	if st.Partial != nil {
+		errs = append(errs, removeIfExists(filepath.Join(st.dir, st.Partial.Path)))
+		st.Partial = nil
+	}
+	errs = append(errs, removeIfExists(st.path))
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(st.path))
+	return syncDir(st.dir)
 }
 
 func syncDir(dir string) error {
