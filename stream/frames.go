@@ -18,6 +18,9 @@ type frameReader struct {
 	off int // start of the next frame
 }
 
+// frameHeaderRoom is more than a Data frame's header ever takes.
+const frameHeaderRoom = 512
+
 func newFrameReader(r io.Reader, lim wire.Limits) *frameReader {
 	return &frameReader{r: r, lim: lim, buf: make([]byte, 64<<10)}
 }
@@ -45,7 +48,9 @@ func (fr *frameReader) next() ([]byte, error) {
 			fr.n, fr.off = len(avail), 0
 		}
 		if need > len(fr.buf) {
-			nb := make([]byte, need)
+			// Grow geometrically (with room for a header on top of a full payload), so that
+			// frames whose headers differ by a byte do not each allocate a new megabyte.
+			nb := make([]byte, max(need+frameHeaderRoom, 2*len(fr.buf)))
 			copy(nb, fr.buf[:fr.n])
 			fr.buf = nb
 		}
