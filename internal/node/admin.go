@@ -51,7 +51,9 @@ type ErrorResponse struct {
 //	POST /v1/ops/move          MoveRequest → OpStatus
 //	POST /v1/ops/cleanup       CleanupRequest (may be {}) → OpStatus
 //	POST /v1/ops/import        ImportRequest → OpStatus
+//	POST /v1/ops/repair        RepairRequest → OpStatus
 //	POST /v1/ops/fetch         FetchOpRequest → FetchOpResponse, synchronously
+//	GET|POST /v1/repair/tree   TreeRequest → TreeResponse: this node's Merkle trees, synchronously
 //
 // The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;
 // poll GET /v1/ops for its progress and outcome. Operations run one at a time (409 otherwise);
@@ -99,7 +101,15 @@ func (n *Node) handler() http.Handler {
 			}
 			return n.StartImport(req)
 		})},
-		"/v1/ops/fetch": {http.MethodPost: n.postFetch},
+		"/v1/ops/repair": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
+			var req RepairRequest
+			if err := decodeStrict(r.Body, &req); err != nil {
+				return OpStatus{}, badRequest{err}
+			}
+			return n.StartRepair(req)
+		})},
+		"/v1/ops/fetch":   {http.MethodPost: n.postFetch},
+		"/v1/repair/tree": {http.MethodGet: n.postTree, http.MethodPost: n.postTree},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		methods, ok := routes[r.URL.Path]

@@ -30,6 +30,7 @@ const (
 	OpMove         = "move"
 	OpCleanup      = "cleanup"
 	OpImport       = "import"
+	OpRepair       = "repair"
 )
 
 // Operation states.
@@ -51,6 +52,7 @@ type OpStatus struct {
 	Transfers []TransferStatus  `json:"transfers,omitempty"`
 	Cleanup   []CleanupResult   `json:"cleanup,omitempty"`
 	Imported  []ImportedSSTable `json:"imported,omitempty"`
+	Repair    []RepairResult    `json:"repair,omitempty"`
 }
 
 // TransferStatus is one table's share of one (From, To) transfer of a stream plan.
@@ -156,6 +158,7 @@ func (n *Node) Ops() []OpStatus {
 		c.Transfers = slices.Clone(s.Transfers)
 		c.Cleanup = slices.Clone(s.Cleanup)
 		c.Imported = slices.Clone(s.Imported)
+		c.Repair = slices.Clone(s.Repair)
 		out = append(out, c)
 	}
 	return out

@@ -1,0 +1,214 @@
+package node
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/repair"
+	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// liveOf lists the live sstables of the test table on a node.
+func liveOf(t *testing.T, n *Node) []liveSSTable {
+	t.Helper()
+	dir, err := n.tableDirFor(testKS, testTable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := listLive(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// complement is the normalized set of tokens outside the normalized range x.
+func complement(x token.Range) token.RangeSet {
+	min := token.Murmur3.MinToken()
+	var out token.RangeSet
+	if !x.Left.Equal(min) {
+		out = append(out, token.Range{Left: min, Right: x.Left})
+	}
+	if !x.Right.Equal(min) {
+		out = append(out, token.Range{Left: x.Right, Right: min})
+	}
+	return out
+}
+
+// checkReplicasHoldEveryKey checks that every key is held (at least once) by each of its
+// replicas on r.
+func checkReplicasHoldEveryKey(t *testing.T, r ring.Ring, keys [][]byte, nodes ...*Node) {
+	t.Helper()
+	held := map[string]map[string]int{}
+	for _, n := range nodes {
+		held[n.cfg.Name] = heldKeys(t, n)
+	}
+	bad := 0
+	for _, k := range keys {
+		for _, rep := range (ring.SimpleStrategy{RF: testRF}).Replicas(r, token.Murmur3.Token(k)) {
+			if held[rep.Name][string(k)] == 0 {
+				if bad++; bad <= 5 {
+					t.Errorf("key %s (token %v) missing on its replica %s", k, token.Murmur3.Token(k), rep.Name)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d replicas of %d keys missing", bad, len(keys))
+	}
+}
+
+// checkTreesAgree builds the trees of every pair of replicas over their common ranges and
+// fails on any difference.
+func checkTreesAgree(t *testing.T, r ring.Ring, nodes ...*Node) {
+	t.Helper()
+	s := ring.SimpleStrategy{RF: testRF}
+	for i, a := range nodes {
+		for _, b := range nodes[i+1:] {
+			common := ring.CommonRanges(r, s, a.cfg.Name, b.cfg.Name)
+			if len(common) == 0 {
+				continue
+			}
+			specs, err := a.repairSpecs(testKS, testTable, common)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ta, err := a.RepairTrees(context.Background(), testKS, testTable, specs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb, err := b.RepairTrees(context.Background(), testKS, testTable, specs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range ta {
+				if ta[k].Partitions() == 0 {
+					t.Errorf("%s and %s: no partitions in %v", a.cfg.Name, b.cfg.Name, ta[k].Range)
+				}
+				if d, err := repair.Diff(ta[k], tb[k]); err != nil || len(d) != 0 {
+					t.Errorf("%s and %s differ in %v (%v)", a.cfg.Name, b.cfg.Name, d, err)
+				}
+			}
+		}
+	}
+}
+
+// Three nodes at RF 2 hold data by ownership; one loses a range it shares with a second, a
+// third loses everything. Repair run on the two damaged nodes (through the admin API) brings
+// every key back to every replica, after which every pair of replicas has equal trees, and a
+// second repair finds nothing to stream.
+func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
+	tc := newTestCluster(t, "r1", "r2", "r3")
+	names := []string{"r1", "r2", "r3"}
+	dirs := map[string]string{}
+	initial := map[string][]int64{}
+	var ms []ring.Member
+	for i, name := range names {
+		dirs[name] = t.TempDir()
+		initial[name] = tokensOf(uint64(10+i), 4)
+		var ts []token.Token
+		for _, v := range initial[name] {
+			ts = append(ts, token.Token{Kind: token.KindMurmur3, Long: v})
+		}
+		ms = append(ms, ring.Member{Node: ring.Node{Name: name, DC: DefaultDC, Rack: DefaultRack}, State: ring.Normal, Tokens: ts})
+	}
+	r0, err := ring.NewRing(ms...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := placeData(t, r0, dirs)
+	var nodes []*Node
+	seed := ""
+	for _, name := range names {
+		cfg := tc.config(name, dirs[name])
+		if seed != "" {
+			cfg.Seeds = []string{seed}
+		}
+		cfg.InitialTokens = initial[name]
+		nodes = append(nodes, tc.start(cfg).node)
+		seed = nodes[0].GossipAddr()
+	}
+	r1, r2, r3 := nodes[0], nodes[1], nodes[2]
+	normal := map[string]ring.NodeState{"r1": ring.Normal, "r2": ring.Normal, "r3": ring.Normal}
+	for _, n := range nodes {
+		waitUntil(t, 20*time.Second, n.cfg.Name+" sees the ring", func() bool { return sees(n, normal) })
+	}
+	r := ringOf(t, r1)
+	s := ring.SimpleStrategy{RF: testRF}
+	checkReplicasHoldEveryKey(t, r, keys, nodes...)
+	checkTreesAgree(t, r, nodes...)
+
+	// r1 loses the widest range it shares only with r3: its sstable is split without it.
+	lost := ring.CommonRanges(r, s, "r1", "r3")[0]
+	for _, c := range ring.CommonRanges(r, s, "r1", "r3") {
+		if ring.Size(c) > ring.Size(lost) {
+			lost = c
+		}
+	}
+	keep := repair.Intersect(ring.ReplicaRanges(r, s, "r1"), complement(lost))
+	mover, err := fsx.NewMover(fsx.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped int64
+	for _, st := range liveOf(t, r1) {
+		res, err := cleanupSSTable(context.Background(), st, keep, mover)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dropped += res.Partitions - res.Kept
+	}
+	if dropped == 0 {
+		t.Fatalf("r1 held no partition in %v", lost)
+	}
+	// r2 loses everything.
+	for _, st := range liveOf(t, r2) {
+		if err := removeSSTable(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(heldKeys(t, r2)) != 0 {
+		t.Fatal("r2 still holds keys")
+	}
+
+	// r2 repairs first, with both peers; r1 then finds only its range shared with r3 to repair.
+	wantMismatch := map[string]map[string]bool{"r2": {"r1": true, "r3": true}, "r1": {"r2": false, "r3": true}}
+	for _, n := range []*Node{r2, r1} {
+		var st OpStatus
+		if err := peerCall(context.Background(), n.AdminAddr().String(), http.MethodPost, "/v1/ops/repair",
+			RepairRequest{Keyspace: testKS, Table: testTable}, &st); err != nil {
+			t.Fatal(err)
+		}
+		st = waitOp(t, n, st.ID)
+		if len(st.Repair) != 2 {
+			t.Fatalf("%s repaired with %d peers: %+v", n.cfg.Name, len(st.Repair), st.Repair)
+		}
+		for _, rr := range st.Repair {
+			want := wantMismatch[n.cfg.Name][rr.Peer]
+			if rr.State != OpComplete || (rr.Mismatched != "") != want || (rr.BytesFetched+rr.BytesSent > 0) != want {
+				t.Errorf("%s: %+v: want mismatches streamed: %v", n.cfg.Name, rr, want)
+			}
+		}
+	}
+	checkReplicasHoldEveryKey(t, r, keys, nodes...)
+	checkTreesAgree(t, r, nodes...)
+
+	// Converged: a repair of a subrange from r3 finds every tree equal and streams nothing.
+	st, err := r3.StartRepair(RepairRequest{Keyspace: testKS, Table: testTable, Ranges: ring.ReplicaRanges(r, s, "r3").String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = waitOp(t, r3, st.ID)
+	if len(st.Repair) != 2 || len(st.Transfers) != 0 {
+		t.Fatalf("second repair: %+v, transfers %+v", st.Repair, st.Transfers)
+	}
+	for _, rr := range st.Repair {
+		if rr.Mismatched != "" || rr.Partitions == 0 {
+			t.Errorf("after repair: %+v", rr)
+		}
+	}
+}
