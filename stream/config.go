@@ -35,7 +35,28 @@ type Config struct {
 	Inbound *Limiter
 	// Observer, when set, is told each sstable's and session's outcome (for metrics).
 	Observer Observer
+	// Transport is the data plane: TransportQUIC (the default; "" means it) or
+	// TransportTCP, which moves each sstable's bytes over a plain, unencrypted TCP
+	// connection with sendfile and splice while the QUIC control stream still runs the
+	// session. A session uses TCP only when both ends are configured for it; use it only on
+	// a trusted network (see the package documentation).
+	Transport string
+	// TCPAddr is where a Server with Transport tcp listens for data connections, host:port.
+	// Default: the host of its QUIC address with port 0 (any free port). The bound address
+	// is sent to receivers; an unspecified host (0.0.0.0, ::) there means the host the
+	// receiver dialed for the control connection.
+	TCPAddr string
 }
+
+// The data planes of Config.Transport.
+const (
+	TransportQUIC = "quic"
+	TransportTCP  = "tcp"
+)
+
+// featureTCPData is the Hello feature by which a receiver offers to take bulk data over a
+// TCP connection (wire.TCPDataPlane).
+const featureTCPData = "tcp-data"
 
 // Observer receives outcomes as they happen. Calls come from session goroutines, must be
 // safe for concurrent use and must not block.
@@ -84,6 +105,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxSSTableBytes == 0 {
 		c.MaxSSTableBytes = 4 << 40
 	}
+	if c.Transport == "" {
+		c.Transport = TransportQUIC
+	}
 	return c
 }
 
@@ -104,10 +128,16 @@ func (c Config) validate() error {
 		return fmt.Errorf("stream: Config.MaxIndexSlice %d is negative", c.MaxIndexSlice)
 	case c.MaxSSTableBytes < 0:
 		return fmt.Errorf("stream: Config.MaxSSTableBytes %d is negative", c.MaxSSTableBytes)
+	case c.Transport != TransportQUIC && c.Transport != TransportTCP:
+		return fmt.Errorf("stream: Config.Transport %q: want %s or %s", c.Transport, TransportQUIC, TransportTCP)
 	}
 	return nil
 }
 
 func (c Config) hello() wire.Hello {
-	return wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
+	h := wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
+	if c.Transport == TransportTCP {
+		h.Features = []string{featureTCPData}
+	}
+	return h
 }

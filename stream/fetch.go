@@ -141,6 +141,9 @@ type recvSession struct {
 	sm         *Receiver
 	wbuf       []byte
 	dataFR     *frameReader
+	data       *tcpReader // the TCP data plane, when the sender offered it
+	mem        []byte     // TCP: a payload bound for memory (index, rows slices)
+	readBack   []byte     // TCP: Data.db bytes read back from the file for checking
 	failedIDs  map[string]bool
 	// resumed holds the ResumePoints with verified chunks this session sent: the sender
 	// restarts those sstables' Data.db after them.
@@ -186,6 +189,18 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 		if err != nil {
 			return err
 		}
+		if st.DataPlane != nil {
+			c, err := dialData(ctx, rs.cfg, st.DataPlane, rs.peer)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			// A session that ends for any reason (cancel included: Fetch closes the QUIC
+			// connection) unblocks a read on the data connection.
+			stop := context.AfterFunc(rs.conn.Context(), func() { c.Close() })
+			defer stop()
+			rs.data = newTCPReader(c, rs.cfg.Limits)
+		}
 		if p, ok := m.(*wire.Prepare); ok {
 			var total int64
 			for _, s := range p.SSTables {
@@ -202,6 +217,12 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 				if f, ok := out.(*wire.Failure); ok {
 					rs.failed(f.SSTableID, f.Code, st.Err)
 				}
+			}
+			if rs.data != nil {
+				if err := rs.drain(st.Discard); err != nil {
+					return err
+				}
+				continue
 			}
 			us, err := rs.conn.AcceptUniStream(ctx)
 			if err != nil {
@@ -243,17 +264,31 @@ func (rs *recvSession) failed(id string, code wire.Code, err error) {
 // fails the sstable. Only a session-level problem (connection gone, context done) is
 // returned as an error; then the verified prefix of Data.db is kept for a resume.
 func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
-	us, err := rs.conn.AcceptUniStream(ctx)
-	if err != nil {
-		return fmt.Errorf("waiting for the data of %s: %w", in.ID, err)
+	var us *quic.ReceiveStream
+	if rs.data == nil {
+		var err error
+		if us, err = rs.conn.AcceptUniStream(ctx); err != nil {
+			return fmt.Errorf("waiting for the data of %s: %w", in.ID, err)
+		}
 	}
 	var job *installJob
 	var part string // this sstable's kept Data.db (a hard link to the install's), or ""
+	// fatal marks an error the TCP data connection cannot recover from (it broke, or a
+	// frame was cut short): it fails the session, as a broken QUIC connection does.
+	var fatal bool
 	// failSSTable ends this sstable. keep says whether every byte accepted so far was also
 	// written, so that the verified prefix may be kept when the whole session is failing.
 	failSSTable := func(err error, keep bool) error {
-		us.CancelRead(quic.StreamErrorCode(localCode(err)))
-		if ctx.Err() != nil || rs.conn.Context().Err() != nil {
+		if us != nil {
+			us.CancelRead(quic.StreamErrorCode(localCode(err)))
+		} else if !fatal && ctx.Err() == nil && rs.conn.Context().Err() == nil {
+			// The rest of this sstable's data is still on its way: skip it to reach the
+			// next sstable's (the sender stops early once it reads our Failure).
+			if derr := rs.drain(in.ID); derr != nil {
+				err, fatal, keep = errors.Join(err, derr), true, false
+			}
+		}
+		if fatal || ctx.Err() != nil || rs.conn.Context().Err() != nil {
 			if keep && job != nil && part != "" {
 				if cerr := rs.checkpoint(in, job, part); cerr != nil {
 					err = errors.Join(err, fmt.Errorf("keeping the received prefix of %s: %w", in.ID, cerr))
@@ -269,7 +304,7 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 		rs.cfg.observeSSTable(Receiving, in.Kind.String(), 0, err)
 		return rs.send(rs.sm.Failed(in.ID, code, err.Error()).Send...)
 	}
-	job, err = newInstallJob(rs.dir, rs.state.scratchPattern(), in)
+	job, err := newInstallJob(rs.dir, rs.state.scratchPattern(), in)
 	if err != nil {
 		return failSSTable(err, false)
 	}
@@ -298,33 +333,12 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 			return failSSTable(err, false)
 		}
 	}
-	if rs.dataFR == nil {
-		rs.dataFR = newFrameReader(us, rs.cfg.Limits)
-	} else {
-		rs.dataFR.r, rs.dataFR.n, rs.dataFR.off = us, 0, 0
-	}
-	var d wire.Data
 	var sinceReport, sinceCheckpoint int64
-	for {
-		b, err := rs.dataFR.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return failSSTable(err, true)
-		}
-		if _, err := wire.ParseData(b, rs.cfg.Limits, &d); err != nil {
-			return failSSTable(fmt.Errorf("%w: %w", ErrProtocol, err), true)
-		}
-		if err := in.Accept(&d); err != nil {
-			return failSSTable(err, false)
-		}
-		if err := job.write(&d); err != nil {
-			return failSSTable(err, false)
-		}
-		n := int64(len(d.Payload))
+	// account counts n payload bytes received and written: the inbound limit, progress
+	// reports and checkpoints.
+	account := func(n int64) error {
 		rs.res.BytesReceived += n
-		if err := rs.cfg.Inbound.Wait(ctx, len(d.Payload)); err != nil {
+		if err := rs.cfg.Inbound.Wait(ctx, int(n)); err != nil {
 			return failSSTable(err, true)
 		}
 		sinceReport += n
@@ -336,6 +350,63 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 			sinceCheckpoint = 0
 			if err := rs.checkpoint(in, job, part); err != nil {
 				return failSSTable(err, false)
+			}
+		}
+		return nil
+	}
+	var d wire.Data
+	if rs.data != nil {
+		for {
+			n, err := rs.data.header(&d)
+			if err == nil && n == 0 && d.SSTableID != in.ID {
+				err = fmt.Errorf("%w: end of sstable %q's data in that of %q", ErrProtocol, d.SSTableID, in.ID)
+			}
+			if err != nil {
+				fatal = true
+				return failSSTable(err, true)
+			}
+			if n == 0 {
+				break
+			}
+			s, err := in.admit(&d, uint64(n))
+			if err != nil {
+				return failSSTable(err, false)
+			}
+			if err := rs.tcpPayload(ctx, in, job, s, &d, n); err != nil {
+				// A payload cut short leaves the connection mid-frame. Every byte accepted
+				// before this frame was written, so its verified prefix may be kept.
+				fatal = rs.data.left != 0
+				return failSSTable(err, fatal)
+			}
+			if err := account(n); err != nil {
+				return err
+			}
+		}
+	} else {
+		if rs.dataFR == nil {
+			rs.dataFR = newFrameReader(us, rs.cfg.Limits)
+		} else {
+			rs.dataFR.r, rs.dataFR.n, rs.dataFR.off = us, 0, 0
+		}
+		for {
+			b, err := rs.dataFR.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return failSSTable(err, true)
+			}
+			if _, err := wire.ParseData(b, rs.cfg.Limits, &d); err != nil {
+				return failSSTable(fmt.Errorf("%w: %w", ErrProtocol, err), true)
+			}
+			if err := in.Accept(&d); err != nil {
+				return failSSTable(err, false)
+			}
+			if err := job.write(&d); err != nil {
+				return failSSTable(err, false)
+			}
+			if err := account(int64(len(d.Payload))); err != nil {
+				return err
 			}
 		}
 	}

@@ -184,6 +184,18 @@ func (j *installJob) write(d *wire.Data) error {
 	return fmt.Errorf("%w: stream %v", ErrProtocol, d.Stream)
 }
 
+// file is the file a Data frame's payload goes to at its offset, or nil for the index
+// and rows slices, which are kept in memory.
+func (j *installJob) file(d *wire.Data) *os.File {
+	switch {
+	case d.Stream == wire.StreamRuns:
+		return j.data
+	case d.Stream == wire.StreamComponent && j.in.Kind == wire.KindEntire:
+		return j.comps[d.Component]
+	}
+	return nil
+}
+
 // replay feeds the first n bytes of a Data.db kept by an interrupted session (path) through
 // Accept and write, as if they had arrived again: one sequential read copies them into this
 // install, re-verifies their chunk CRCs and rebuilds the digest and CRC.db state.

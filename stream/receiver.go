@@ -37,6 +37,9 @@ type Step struct {
 	// Err says why a Manifest was refused (with Discard): the error behind the Failure sent.
 	Err  error
 	Done bool
+	// DataPlane, when set, is the sender's offer of a TCP data connection: the driver dials
+	// it and presents its token, and every sstable's data then arrives on that connection.
+	DataPlane *wire.TCPDataPlane
 }
 
 // Receiver is the receiving side of one session as a pure state machine: no I/O, no
@@ -53,6 +56,7 @@ type Receiver struct {
 	order    []string
 	outcomes map[string]bool
 	cur      *Incoming
+	plane    *wire.TCPDataPlane
 
 	installed  uint64
 	bytes      uint64
@@ -117,6 +121,19 @@ func (r *Receiver) Step(m wire.Message) (Step, error) {
 		req := r.req
 		return Step{Send: []wire.Message{&req}}, nil
 	case recvAwaitPrepare:
+		if dp, ok := m.(*wire.TCPDataPlane); ok {
+			// Offered only to a receiver that asked for it (Hello.Features), once, before Prepare.
+			switch {
+			case r.cfg.Transport != TransportTCP:
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: TCPDataPlane offered to a receiver that did not ask for it", ErrProtocol))
+			case r.plane != nil:
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: a second TCPDataPlane", ErrProtocol))
+			case dp.Addr == "":
+				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: TCPDataPlane without an address", ErrProtocol))
+			}
+			r.plane = dp
+			return Step{DataPlane: dp}, nil
+		}
 		p, ok := m.(*wire.Prepare)
 		if !ok {
 			return r.fail(wire.CodeProtocol, fmt.Errorf("%w: %v where Prepare was expected", ErrProtocol, m.Type()))
@@ -278,25 +295,42 @@ func (in *Incoming) slot(d *wire.Data) (int, error) {
 // announced length. Data.db bytes are CRC-checked chunk by chunk and digested as they pass.
 // The caller then writes d.Payload at d.Offset of the stream's target.
 func (in *Incoming) Accept(d *wire.Data) error {
-	if d.SSTableID != in.ID {
-		return fmt.Errorf("%w: Data for sstable %q on the stream of %q", ErrProtocol, d.SSTableID, in.ID)
-	}
-	s, err := in.slot(d)
+	s, err := in.admit(d, uint64(len(d.Payload)))
 	if err != nil {
 		return err
 	}
-	if d.Offset != in.got[s] {
-		return fmt.Errorf("%w: %v Data at offset %d, expected %d", ErrProtocol, d.Stream, d.Offset, in.got[s])
-	}
-	if uint64(len(d.Payload)) > in.want[s]-in.got[s] {
-		return fmt.Errorf("%w: %v Data of %d bytes at %d overruns its %d-byte length", ErrProtocol, d.Stream, len(d.Payload), d.Offset, in.want[s])
-	}
 	in.got[s] += uint64(len(d.Payload))
 	if in.isData(d) {
-		in.digest = crc32.Update(in.digest, crc32.IEEETable, d.Payload)
-		if in.checker != nil {
-			return in.checker.write(d.Payload)
-		}
+		return in.check(d.Payload)
+	}
+	return nil
+}
+
+// admit validates the header of a Data frame of n payload bytes, as Accept does, and
+// returns its slot, without taking its bytes: the TCP data plane places a payload in its
+// file before it reads it back for check.
+func (in *Incoming) admit(d *wire.Data, n uint64) (int, error) {
+	if d.SSTableID != in.ID {
+		return 0, fmt.Errorf("%w: Data for sstable %q on the stream of %q", ErrProtocol, d.SSTableID, in.ID)
+	}
+	s, err := in.slot(d)
+	if err != nil {
+		return 0, err
+	}
+	if d.Offset != in.got[s] {
+		return 0, fmt.Errorf("%w: %v Data at offset %d, expected %d", ErrProtocol, d.Stream, d.Offset, in.got[s])
+	}
+	if n > in.want[s]-in.got[s] {
+		return 0, fmt.Errorf("%w: %v Data of %d bytes at %d overruns its %d-byte length", ErrProtocol, d.Stream, n, d.Offset, in.want[s])
+	}
+	return s, nil
+}
+
+// check digests the next Data.db bytes and CRC-checks the chunks they complete.
+func (in *Incoming) check(p []byte) error {
+	in.digest = crc32.Update(in.digest, crc32.IEEETable, p)
+	if in.checker != nil {
+		return in.checker.write(p)
 	}
 	return nil
 }

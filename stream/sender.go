@@ -45,6 +45,7 @@ type Sender struct {
 	outcomes map[string]bool // true: installed
 	resume   map[string]uint64
 	complete *wire.Complete
+	features []string // the receiver's Hello.Features
 }
 
 // NewSender starts a session answering with local's versions.
@@ -60,6 +61,16 @@ func (s *Sender) Done() bool { return s.state == sendDone }
 
 // Complete is the receiver's Complete once Done.
 func (s *Sender) Complete() *wire.Complete { return s.complete }
+
+// PeerOffers reports whether the receiver's Hello listed feature.
+func (s *Sender) PeerOffers(feature string) bool {
+	for _, f := range s.features {
+		if f == feature {
+			return true
+		}
+	}
+	return false
+}
 
 // Outcome says whether the receiver acknowledged id, and whether it installed it.
 func (s *Sender) Outcome(id string) (acked, installed bool) {
@@ -95,7 +106,7 @@ func (s *Sender) Step(m wire.Message) ([]wire.Message, error) {
 		if err != nil {
 			return s.fail(wire.CodeVersion, err)
 		}
-		s.version, s.state = v, sendAwaitRequest
+		s.version, s.state, s.features = v, sendAwaitRequest, h.Features
 		return []wire.Message{&wire.HelloAck{Version: v, Node: s.local.Node}}, nil
 	case sendAwaitRequest:
 		r, ok := m.(*wire.StreamRequest)

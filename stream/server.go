@@ -42,6 +42,7 @@ type Server struct {
 	sessions map[string]*tracker
 	conns    map[*quic.Conn]struct{}
 	addr     net.Addr
+	plane    *tcpPlane // Transport tcp
 	ready    chan struct{}
 }
 
@@ -74,6 +75,20 @@ func (s *Server) Sessions() []SessionStatus {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return out
+}
+
+// TCPAddr waits until Serve is listening and returns the address of its TCP data
+// listener, or nil when Config.Transport is quic.
+func (s *Server) TCPAddr(ctx context.Context) (net.Addr, error) {
+	select {
+	case <-s.ready:
+		if s.plane == nil {
+			return nil, nil
+		}
+		return s.plane.ln.Addr(), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Addr waits until Serve is listening and returns its address.
@@ -129,6 +144,15 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	ln, err := tr.Listen(withALPN(s.tls), quicConfig(s.cfg))
 	if err != nil {
 		return err
+	}
+	if s.cfg.Transport == TransportTCP {
+		if s.plane, err = listenTCP(s.cfg.TCPAddr, ln.Addr(), s.cfg.HandshakeTimeout, s.log); err != nil {
+			ln.Close()
+			tr.Close()
+			return err
+		}
+		go s.plane.serve()
+		defer s.plane.close()
 	}
 	s.addr = ln.Addr()
 	close(s.ready)
@@ -234,6 +258,8 @@ type sendSession struct {
 	tables  []*sstable.Table
 	release func()
 	byID    map[string]*outgoing // planned sstables by ID, for outcomes
+	offer   *tcpOffer            // the TCP data plane offered to the receiver, or nil
+	data    *net.TCPConn         // its connection, once the receiver presented the token
 }
 
 const hdrRoom = 512
@@ -309,6 +335,22 @@ func (ss *sendSession) run(ctx context.Context) error {
 	ss.tr.update(func(st *SessionStatus) {
 		st.State, st.FilesTotal, st.BytesTotal = "streaming", len(prep.SSTables), total
 	})
+	if ss.srv.plane != nil && ss.sm.PeerOffers(featureTCPData) {
+		// Both ends run the TCP data plane: offer it before Prepare; the receiver dials it
+		// at once and every sstable's data goes there.
+		if ss.offer, err = ss.srv.plane.offer(); err != nil {
+			return err
+		}
+		defer func() {
+			ss.srv.plane.withdraw(ss.offer)
+			if ss.data != nil {
+				ss.data.Close()
+			}
+		}()
+		if err := ss.send(&wire.TCPDataPlane{Token: ss.offer.token, Addr: ss.srv.plane.advertised()}); err != nil {
+			return err
+		}
+	}
 	if err := ss.send(prep); err != nil {
 		return err
 	}
@@ -461,6 +503,9 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 // sendOne sends one planned sstable: its Manifest on the control stream, then its bytes on
 // a new unidirectional stream, which it closes (or resets on a local error).
 func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
+	if ss.offer != nil {
+		return ss.sendOneTCP(ctx, o)
+	}
 	id := o.planned.ID
 	m, sources, err := manifestFor(o)
 	if err != nil {

@@ -130,7 +130,7 @@ func newBenchStreamCmd() *cobra.Command {
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stream [--size 2GiB] [--transport quic] [--dir D] [--runs N] [--json]",
+		Use:   "stream [--size 2GiB] [--transport quic|tcp] [--dir D] [--runs N] [--json]",
 		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
 partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
@@ -141,7 +141,11 @@ measure on 127.0.0.1, sender and receiver in separate processes:
       'sluice run' node to 'sluice stream fetch';
   (c) the same ranges by the rows path, from a copy of the parent marked as having legacy
       counter shards ("not supported" when the stream package refuses them);
-  (d) the entire sstable (a range covering the whole ring).
+  (d) the entire sstable (a range covering the whole ring);
+and with --transport tcp also:
+  (e) a raw TCP transfer of (b)'s byte count, sendfile on the sender, spliced into a file
+      on the receiver and fsynced;
+  (f) (b) over the TCP data plane (node with transport: tcp, 'stream fetch --transport tcp').
 Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
 allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
 --cpuprofile DIR writes a CPU profile of every sender and receiver there.`,
@@ -218,7 +222,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
-	f.StringVar(&transport, "transport", "quic", "data plane: quic (tcp is not implemented)")
+	f.StringVar(&transport, "transport", "quic", "data plane: quic, or tcp to add (e) raw TCP and (f) partial over the TCP data plane")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
 	f.IntVar(&runs, "runs", 1, "runs per configuration (medians are printed)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on one run of one configuration (default 2m + 2s per 4 MB of parent)")

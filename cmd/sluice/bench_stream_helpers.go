@@ -17,9 +17,9 @@ import (
 )
 
 // benchStreamHelpers are the hidden child processes of `sluice bench stream`: a measuring
-// wrapper and the two ends of the raw quic-go transfer.
+// wrapper and the two ends of the raw quic-go and raw TCP transfers.
 func benchStreamHelpers() []*cobra.Command {
-	return []*cobra.Command{newBenchMeasureCmd(), newQUICRawServeCmd(), newQUICRawFetchCmd()}
+	return []*cobra.Command{newBenchMeasureCmd(), newQUICRawServeCmd(), newQUICRawFetchCmd(), newTCPRawServeCmd(), newTCPRawFetchCmd()}
 }
 
 func newBenchMeasureCmd() *cobra.Command {
@@ -151,5 +151,47 @@ func newQUICRawFetchCmd() *cobra.Command {
 	f.StringVar(&name, "name", "", "identity: the certificate NAME in --tls-dir")
 	f.Int64Var(&window, "stream-window", 0, "maximum stream receive window in bytes (0: stream's)")
 	f.IntVar(&buffer, "buffer", 0, "bytes per Write (0: 1 MiB, stream's frame payload)")
+	return cmd
+}
+
+func newTCPRawServeCmd() *cobra.Command {
+	var file, addr string
+	cmd := &cobra.Command{
+		Use:    "tcp-raw-serve --file F --addr HOST:PORT",
+		Short:  "Serve a file's bytes over plain TCP with sendfile until SIGTERM (bench stream's TCP limit sender)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.RawTCPServe(ctx, file, addr, func(a string) { fmt.Fprintf(cmd.OutOrStdout(), "{\"addr\":%q}\n", a) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "file", "", "file to serve")
+	f.StringVar(&addr, "addr", "127.0.0.1:0", "TCP address to listen on")
+	return cmd
+}
+
+func newTCPRawFetchCmd() *cobra.Command {
+	var peer, out string
+	var length int64
+	cmd := &cobra.Command{
+		Use:    "tcp-raw-fetch --peer HOST:PORT --length N --out FILE",
+		Short:  "Receive N bytes over plain TCP, spliced into a file, and fsync it (bench stream's TCP limit receiver)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := bench.RawTCPFetch(cmd.Context(), peer, length, out)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&peer, "peer", "", "the raw TCP server's address host:port")
+	f.Int64Var(&length, "length", 0, "bytes to fetch")
+	f.StringVar(&out, "out", "", "file to write")
 	return cmd
 }

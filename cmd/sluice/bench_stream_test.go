@@ -14,7 +14,8 @@ import (
 
 // `sluice bench stream` at a tiny size runs every configuration in child processes (the test
 // binary acting as sluice) and reports each with payload, rates and per-side measurements;
-// the rows path is either measured or "not supported", never an error.
+// the rows path is either measured or "not supported", never an error. --transport tcp adds
+// the raw TCP and TCP data plane rows.
 func TestBenchStreamTiny(t *testing.T) {
 	if err := exec.Command(os.Args[0], "-test.run=^$").Run(); err != nil {
 		t.Skipf("the test binary cannot exec itself: %v", err)
@@ -22,7 +23,7 @@ func TestBenchStreamTiny(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "--log-format", "json", "bench", "stream", "--size", "8MiB", "--dir", dir, "--json")
+	cmd := exec.CommandContext(ctx, os.Args[0], "--log-format", "json", "bench", "stream", "--size", "8MiB", "--transport", "tcp", "--dir", dir, "--json")
 	cmd.Env = append(os.Environ(), "SLUICE_BE_MAIN=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -33,8 +34,8 @@ func TestBenchStreamTiny(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
-	if len(rep.Rows) != 4 {
-		t.Fatalf("%d rows, want 4: %+v", len(rep.Rows), rep.Rows)
+	if len(rep.Rows) != 6 {
+		t.Fatalf("%d rows, want 6: %+v", len(rep.Rows), rep.Rows)
 	}
 	for i, r := range rep.Rows {
 		if i == 2 && r.Status == "not supported" {
@@ -47,21 +48,18 @@ func TestBenchStreamTiny(t *testing.T) {
 		}
 	}
 	raw, partial, entire := rep.Rows[0], rep.Rows[1], rep.Rows[3]
-	if raw.Bytes != partial.Bytes {
-		t.Errorf("raw moved %d bytes, partial %d: want the same", raw.Bytes, partial.Bytes)
+	if raw.Bytes != partial.Bytes || rep.Rows[4].Bytes != partial.Bytes || rep.Rows[5].Bytes != partial.Bytes {
+		t.Errorf("raw moved %d bytes, partial %d, raw TCP %d, partial over TCP %d: want the same",
+			raw.Bytes, partial.Bytes, rep.Rows[4].Bytes, rep.Rows[5].Bytes)
 	}
 	if entire.Bytes < rep.ParentDataFile || partial.Bytes >= entire.Bytes {
 		t.Errorf("entire moved %d bytes (Data.db %d), partial %d", entire.Bytes, rep.ParentDataFile, partial.Bytes)
 	}
-	if len(rep.Checks) < 2 {
+	if len(rep.Checks) < 3 {
 		t.Errorf("checks: %+v", rep.Checks)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left in --dir: %v, want only the reusable parent", ents)
 	}
 
-	code, _, errs := sluice(t, "bench", "stream", "--transport", "tcp", "--dir", dir)
-	if code != 1 || !bytes.Contains([]byte(errs), []byte("the TCP data plane is not implemented")) {
-		t.Errorf("--transport tcp: exit %d: %s", code, errs)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -31,19 +33,17 @@ import (
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
-// ErrTCPNotImplemented is returned for --transport tcp: stream has no TCP data plane yet.
-var ErrTCPNotImplemented = errors.New("--transport tcp: the TCP data plane is not implemented (stream runs over QUIC only); use --transport quic")
-
 // StreamOptions configures `sluice bench stream`.
 //
 // The benchmark runs every sender and receiver as a separate process of the sluice binary Exe
 // so that CPU time and memory are measured per side. It relies on these command lines of
 // that binary: `run` (the node), `stream fetch --json`, and the hidden `bench measure`,
-// `bench quic-raw-serve` and `bench quic-raw-fetch`.
+// `bench quic-raw-serve`, `bench quic-raw-fetch`, `bench tcp-raw-serve` and `bench
+// tcp-raw-fetch`.
 type StreamOptions struct {
 	Dir       string        // where the parent lives (reused, as bench split does) and the run's temporary directory
 	Size      int64         // parent's uncompressed size
-	Transport string        // "quic" (default); "tcp" fails with ErrTCPNotImplemented
+	Transport string        // "quic" (default), or "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane
 	Exe       string        // the sluice binary the child processes run; required
 	Env       []string      // the children's environment; nil inherits this process's
 	Runs      int           // runs per configuration, medians printed; default 1
@@ -103,6 +103,9 @@ const (
 	cfgPartial = "(b) partial zero-copy, ~50%"
 	cfgRows    = "(c) rows path, same ranges"
 	cfgEntire  = "(d) entire sstable"
+	// --transport tcp adds:
+	cfgRawTCP     = "(e) raw TCP, sendfile to splice"
+	cfgPartialTCP = "(f) partial over TCP data plane"
 )
 
 const (
@@ -123,9 +126,8 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	case "", "quic":
 		o.Transport = "quic"
 	case "tcp":
-		return nil, ErrTCPNotImplemented
 	default:
-		return nil, fmt.Errorf("--transport %q: want quic", o.Transport)
+		return nil, fmt.Errorf("--transport %q: want quic or tcp", o.Transport)
 	}
 	if o.Exe == "" {
 		return nil, errors.New("bench stream: no sluice binary to run the sender and receiver")
@@ -200,14 +202,25 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	}{
 		{cfgRaw, w.runRaw},
 		{cfgPartial, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, benchTable, w.half)
+			return w.runFetch(ctx, name, benchTable, w.half, "quic")
 		}},
 		{cfgRows, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, legacyTable, w.half)
+			return w.runFetch(ctx, name, legacyTable, w.half, "quic")
 		}},
 		{cfgEntire, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, benchTable, whole)
+			return w.runFetch(ctx, name, benchTable, whole, "quic")
 		}},
+	}
+	if o.Transport == "tcp" {
+		configs = append(configs, []struct {
+			name string
+			run  func(context.Context, string) (streamSample, error)
+		}{
+			{cfgRawTCP, w.runRawTCP},
+			{cfgPartialTCP, func(ctx context.Context, name string) (streamSample, error) {
+				return w.runFetch(ctx, name, benchTable, w.half, "tcp")
+			}},
+		}...)
 	}
 	// Runs are the outer loop so that a change in the machine's load during the benchmark
 	// falls on every configuration alike.
@@ -279,7 +292,8 @@ func streamMedians(name string, ss []streamSample) StreamRow {
 
 // streamChecks compares the rows with the targets of the streaming issue: partial streaming
 // at >= 80% of the raw transfer's rate, its receiver at <= 1.15x the raw receiver's CPU per
-// GiB, and every streaming receiver within 8 MiB of heap per GiB and 256 MiB peak RSS.
+// GiB, and every streaming receiver within 8 MiB of heap per GiB and 256 MiB peak RSS; over
+// the TCP data plane, partial streaming at >= 60% of the raw TCP transfer's rate.
 func streamChecks(rows []StreamRow) []StreamCheck {
 	by := map[string]StreamRow{}
 	for _, r := range rows {
@@ -293,8 +307,13 @@ func streamChecks(rows []StreamRow) []StreamCheck {
 		cpu := partial.ReceiverCPUPerGiB / raw.ReceiverCPUPerGiB
 		out = append(out, StreamCheck{Name: "(b) receiver CPU/GiB / (a)'s", Measured: cpu, Unit: "x", Target: "<= 1.15", Met: cpu <= 1.15})
 	}
+	rawTCP, partialTCP := by[cfgRawTCP], by[cfgPartialTCP]
+	if rawTCP.OK() && partialTCP.OK() && rawTCP.MBps > 0 {
+		thr := partialTCP.MBps / rawTCP.MBps
+		out = append(out, StreamCheck{Name: "(f) MB/s / (e) MB/s", Measured: thr, Unit: "x", Target: ">= 0.60", Met: thr >= 0.60})
+	}
 	for _, r := range rows {
-		if !r.OK() || r.Config == cfgRaw {
+		if !r.OK() || r.Config == cfgRaw || r.Config == cfgRawTCP {
 			continue
 		}
 		heap := r.ReceiverHeapPerGiB / (1 << 20)
@@ -424,11 +443,20 @@ type fetchOutput struct {
 	Wall   float64  `json:"wall_seconds"`
 }
 
-// runFetch is configurations (b) to (d): a `sluice run` node sends, `sluice stream fetch`
-// receives ranges of table into a fresh table directory.
-func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges token.RangeSet) (streamSample, error) {
-	srv, err := w.startServer(ctx, name, []string{"run", "--name", senderName, "--data-dir", w.data, "--tls-dir", w.tlsDir,
-		"--stream-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, nodeReadyAddr, true)
+// runFetch is configurations (b) to (d) and (f): a `sluice run` node sends, `sluice stream
+// fetch` receives ranges of table into a fresh table directory, both on transport.
+func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges token.RangeSet, transport string) (streamSample, error) {
+	args := []string{"run", "--name", senderName, "--data-dir", w.data, "--tls-dir", w.tlsDir,
+		"--stream-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
+	if transport == "tcp" {
+		// The node's transport is set only by its configuration file.
+		conf := filepath.Join(w.tmp, "sluice-tcp.yaml")
+		if err := os.WriteFile(conf, []byte("transport: tcp\n"), 0o644); err != nil {
+			return streamSample{}, err
+		}
+		args = append(args, "--config", conf)
+	}
+	srv, err := w.startServer(ctx, name, args, nodeReadyAddr, true)
 	if err != nil {
 		return streamSample{}, err
 	}
@@ -437,7 +465,7 @@ func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges t
 	defer os.RemoveAll(recvRoot)
 	s, stdout, err := w.receive(ctx, srv, name, []string{"stream", "fetch", "--peer", srv.addr, "--keyspace", benchKeyspace,
 		"--table", table, "--ranges", ranges.String(), "--out", gen.TableDir(recvRoot, benchKeyspace, table),
-		"--tls-dir", w.tlsDir, "--name", receiverName, "--json"})
+		"--tls-dir", w.tlsDir, "--name", receiverName, "--transport", transport, "--json"})
 	var got fetchOutput
 	if jerr := json.Unmarshal(stdout, &got); jerr != nil {
 		if err != nil {
@@ -910,6 +938,120 @@ func RawFetch(ctx context.Context, o RawFetchOptions) (RawFetchResult, error) {
 	}
 	if res.Bytes != o.Length {
 		return res, fmt.Errorf("received %d bytes, asked for %d", res.Bytes, o.Length)
+	}
+	res.Wall = time.Since(start).Seconds()
+	return res, nil
+}
+
+// runRawTCP is configuration (e): a raw TCP server process sends w.halfBytes of the
+// parent's Data.db with sendfile to a raw client process, which splices them into a file
+// and fsyncs it: the limit of the TCP data plane on this machine.
+func (w *streamWorld) runRawTCP(ctx context.Context, name string) (streamSample, error) {
+	srv, err := w.startServer(ctx, name, []string{"bench", "tcp-raw-serve", "--file", w.dataFile, "--addr", "127.0.0.1:0"},
+		rawReadyAddr, false)
+	if err != nil {
+		return streamSample{}, err
+	}
+	defer srv.stop()
+	out := filepath.Join(w.tmp, "raw-tcp-received")
+	defer os.Remove(out)
+	var got RawFetchResult
+	s, stdout, err := w.receive(ctx, srv, name, []string{"bench", "tcp-raw-fetch", "--peer", srv.addr, "--length",
+		strconv.FormatInt(w.halfBytes, 10), "--out", out})
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(stdout, &got); err != nil {
+		return s, fmt.Errorf("raw TCP fetch printed %q: %w", stdout, err)
+	}
+	if got.Bytes != w.halfBytes {
+		return s, fmt.Errorf("raw TCP fetch received %d bytes, want %d", got.Bytes, w.halfBytes)
+	}
+	s.status, s.kinds, s.bytes, s.wall = "ok", "raw", got.Bytes, secondsDuration(got.Wall)
+	return s, nil
+}
+
+// RawTCPServe listens on the TCP address addr, calls ready with the bound address, and
+// serves until ctx ends: each connection writes the length it wants (8 bytes, big endian)
+// and gets that many bytes of file from offset 0, sent with one sendfile loop
+// (fsx.Sendfile), then the server closes its side. No TLS: this is the TCP data plane's
+// unencrypted bulk path without its framing or checks.
+func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	defer ln.Close()
+	ready(ln.Addr().String())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			var hdr [8]byte
+			if _, err := io.ReadFull(c, hdr[:]); err != nil {
+				return
+			}
+			n := int64(binary.BigEndian.Uint64(hdr[:]))
+			if n < 0 || n > fi.Size() {
+				return
+			}
+			if _, err := fsx.Sendfile(ctx, c.(*net.TCPConn), f, 0, n); err != nil {
+				return
+			}
+			// Wait for the client to close once its file is synced.
+			io.Copy(io.Discard, c)
+		}()
+	}
+}
+
+// RawTCPFetch dials peer, asks for length bytes and splices them into out (created or
+// truncated) with fsx.SpliceToFile, then fsyncs it. Wall runs from dial to fsync done.
+func RawTCPFetch(ctx context.Context, peer string, length int64, out string) (RawFetchResult, error) {
+	start := time.Now()
+	var res RawFetchResult
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", peer)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	var hdr [8]byte
+	binary.BigEndian.PutUint64(hdr[:], uint64(length))
+	if _, err := c.Write(hdr[:]); err != nil {
+		return res, err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	res.Bytes, err = fsx.SpliceToFile(ctx, f, 0, c.(*net.TCPConn), length)
+	if err != nil {
+		return res, err
+	}
+	if err := f.Sync(); err != nil {
+		return res, err
 	}
 	res.Wall = time.Since(start).Seconds()
 	return res, nil

@@ -1,7 +1,10 @@
 package bench
 
 import (
-	"errors"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,9 +97,53 @@ func TestReadyLines(t *testing.T) {
 	}
 }
 
-func TestTCPIsRefusedClearly(t *testing.T) {
-	_, err := Stream(t.Context(), StreamOptions{Transport: "tcp", Exe: "unused"})
-	if !errors.Is(err, ErrTCPNotImplemented) || !strings.Contains(err.Error(), "the TCP data plane is not implemented") {
-		t.Errorf("tcp: %v", err)
+// The raw TCP baseline moves exactly the asked-for prefix of the file into the output file.
+func TestRawTCPRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	want := make([]byte, 3<<20+17)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(src, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- RawTCPServe(ctx, src, "127.0.0.1:0", func(a string) { addrc <- a }) }()
+	addr := <-addrc
+	out := filepath.Join(dir, "out")
+	res, err := RawTCPFetch(t.Context(), addr, int64(len(want)-5), out)
+	if err != nil || res.Bytes != int64(len(want)-5) || res.Wall <= 0 {
+		t.Fatalf("RawTCPFetch: %+v %v", res, err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || !bytes.Equal(got, want[:len(want)-5]) {
+		t.Errorf("received %d bytes, not the file's first %d (%v)", len(got), len(want)-5, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RawTCPServe: %v", err)
+	}
+}
+
+// Over TCP, partial streaming is held to 60% of the raw TCP transfer.
+func TestStreamChecksTCP(t *testing.T) {
+	rows := []StreamRow{
+		{Config: cfgRawTCP, Status: "ok", MBps: 1000, ReceiverCPUPerGiB: 1},
+		{Config: cfgPartialTCP, Status: "ok", MBps: 590, ReceiverCPUPerGiB: 1, ReceiverHeapPerGiB: 1 << 20, ReceiverPeakRSS: 64 << 20},
+	}
+	var found bool
+	for _, c := range streamChecks(rows) {
+		if c.Name == "(f) MB/s / (e) MB/s" {
+			found = true
+			if c.Met || c.Measured != 0.59 {
+				t.Errorf("check %+v: 59%% of raw TCP met a 60%% target", c)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no TCP throughput check in %+v", streamChecks(rows))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -314,11 +315,15 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 			jobs[i].ranges = append(jobs[i].ranges, t.Range)
 		}
 	}
+	j, err := c.n.openJournal(planKey(o.s.Kind, plans))
+	if err != nil {
+		return fmt.Errorf("operation journal: %w", err)
+	}
 	members := c.members()
 	sem := make(chan struct{}, maxParallelTransfers)
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
-	for i, j := range jobs {
+	for i, job := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -329,14 +334,17 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 				return
 			}
 			defer func() { <-sem }()
-			errs[i] = c.runPair(ctx, o, members, j)
+			errs[i] = c.runPair(ctx, o, members, job, j)
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return j.clear()
 }
 
-func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.Member, j pairJob) error {
+func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.Member, j pairJob, journal *opJournal) error {
 	src, ok := members[j.from]
 	if !ok || src.Meta.AdminAddr == "" || src.Meta.StreamAddr == "" {
 		return fmt.Errorf("source %s: addresses unknown", j.from)
@@ -352,12 +360,19 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 	var errs []error
 	for _, t := range tables {
 		req := FetchOpRequest{Peer: src.Meta.StreamAddr, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
+		key := strings.Join([]string{t.Keyspace, t.Table, t.ID, j.from, j.to, req.Ranges}, "|")
 		var idx int
 		o.update(func(s *OpStatus) {
 			idx = len(s.Transfers)
 			s.Transfers = append(s.Transfers, TransferStatus{From: j.from, To: j.to, Keyspace: t.Keyspace, Table: t.Table,
 				Ranges: req.Ranges, State: OpRunning})
 		})
+		if journal.has(key) {
+			// An earlier attempt of this operation completed it: fetching again would install
+			// the same partitions twice.
+			o.update(func(s *OpStatus) { s.Transfers[idx].State = OpComplete })
+			continue
+		}
 		var res FetchOpResponse
 		if j.to == c.n.cfg.Name {
 			res, err = c.n.Fetch(ctx, req)
@@ -372,6 +387,9 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 				ts.State, ts.Error = OpFailed, err.Error()
 			}
 		})
+		if err == nil {
+			err = journal.add(key)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.%s %s->%s: %w", t.Keyspace, t.Table, j.from, j.to, err))
 		}

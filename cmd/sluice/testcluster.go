@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/testcluster"
+)
+
+// clusterFlags are the shape flags shared by up, drill and demo.
+type clusterFlags struct {
+	dir          string
+	nodes, rf    int
+	data         string
+	dataPerNode  int64
+	defaultBytes int64
+}
+
+func (f *clusterFlags) add(cmd *cobra.Command, data string) {
+	cmd.Flags().StringVar(&f.dir, "dir", "", "cluster directory (certificates, data, logs, state file)")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "initial nodes")
+	cmd.Flags().IntVar(&f.rf, "rf", 2, "replication factor (SimpleStrategy)")
+	cmd.Flags().StringVar(&f.data, "data", data, "sstable bytes per node, e.g. 256MiB")
+}
+
+func (f *clusterFlags) parse(needDir bool) error {
+	if needDir && f.dir == "" {
+		return usagef("--dir is required")
+	}
+	if f.nodes < 1 || f.rf < 1 {
+		return usagef("--nodes and --rf must be at least 1")
+	}
+	n, err := parseSize(f.data)
+	if err != nil {
+		return usagef("--data %q: %v", f.data, err)
+	}
+	f.dataPerNode = n
+	if f.dir != "" {
+		abs, err := filepath.Abs(f.dir)
+		if err != nil {
+			return err
+		}
+		f.dir = abs
+	}
+	return nil
+}
+
+func newTestclusterCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "testcluster",
+		Short: "Start local test clusters and run topology drills with fault injection",
+		Long: `Start a cluster of sluice node processes on loopback (up, status, down), or run drills: a
+fresh cluster per drill, seeded by ownership, an operation (bootstrap, decommission, move,
+cleanup) optionally under a fault (kill, loss, partition, diskfull), then the invariant check:
+every partition on exactly its replicas with identical bytes, no temporary files, every
+sstable verifies.`,
+	}
+	cmd.AddCommand(newTCUpCmd(), newTCDownCmd(), newTCStatusCmd(), newTCDrillCmd(), newTCDemoCmd(), newTCNodeCmd())
+	return cmd
+}
+
+func newTCUpCmd() *cobra.Command {
+	var f clusterFlags
+	cmd := &cobra.Command{
+		Use:   "up --dir D [--nodes 3] [--rf 2] [--data 64MiB]",
+		Short: "Start seeded node processes that keep running; the state file names them",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.parse(true); err != nil {
+				return err
+			}
+			if st, err := testcluster.LoadState(f.dir); err == nil && len(st.Nodes) > 0 && testcluster.Alive(st.Nodes[0].PID) {
+				return usagef("a cluster is already up in %s (sluice testcluster down --dir %s)", f.dir, f.dir)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c, err := testcluster.Start(ctx, testcluster.Options{Nodes: f.nodes, RF: f.rf, Processes: true, Detach: true,
+				DataPerNode: f.dataPerNode, Dir: f.dir,
+				Logf: func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...) }})
+			if err != nil {
+				if c != nil {
+					c.Close()
+				}
+				return err
+			}
+			if err := c.SaveState(); err != nil {
+				c.Close()
+				return err
+			}
+			return printState(cmd, c.State())
+		},
+	}
+	f.add(cmd, "64MiB")
+	return cmd
+}
+
+func newTCDownCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "down --dir D",
+		Short: "Stop the node processes of a cluster started with up",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				return usagef("--dir is required")
+			}
+			st, err := testcluster.LoadState(dir)
+			if err != nil {
+				return err
+			}
+			if err := testcluster.StopState(cmd.Context(), st); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stopped %d nodes\n", len(st.Nodes))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "cluster directory")
+	return cmd
+}
+
+func newTCStatusCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "status --dir D",
+		Short: "Show the nodes of a cluster started with up: process, ring state, load",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				return usagef("--dir is required")
+			}
+			st, err := testcluster.LoadState(dir)
+			if err != nil {
+				return err
+			}
+			return printState(cmd, st)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "cluster directory")
+	return cmd
+}
+
+// printState prints one line per node, asking each running node for its status.
+func printState(cmd *cobra.Command, st testcluster.State) error {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPID\tPROCESS\tSTATE\tLOAD\tADMIN\tSTREAM\tGOSSIP\tLOG")
+	for _, n := range st.Nodes {
+		proc, state, load := "dead", "-", "-"
+		if testcluster.Alive(n.PID) {
+			proc = "running"
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			var s node.Status
+			if err := adminGet(ctx, n.AdminAddr, "/v1/status", &s); err == nil {
+				var b int64
+				for _, t := range s.Tables {
+					b += t.Bytes
+				}
+				load = fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+				if s.Ring != nil {
+					state = s.Ring.State
+				}
+			}
+			cancel()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.PID, proc, state, load, n.AdminAddr, n.StreamAddr, n.GossipAddr, n.Log)
+	}
+	return tw.Flush()
+}
+
+func newTCDrillCmd() *cobra.Command {
+	var f clusterFlags
+	var asJSON, inProcess bool
+	cmd := &cobra.Command{
+		Use:   "drill NAME|all [--nodes 3] [--rf 2] [--data 256MiB] [--json] [--dir D]",
+		Short: "Run topology drills on fresh clusters and check the invariant after each",
+		Long: "Drills: " + fmt.Sprint(testcluster.Drills()) + `
+Each runs on a fresh cluster of node processes (--in-process: in this process) under
+--dir/NAME (a temporary directory, removed afterwards, without --dir). --json prints one
+object per drill. The exit status is 0 only if every drill is ok.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.parse(false); err != nil {
+				return err
+			}
+			names := []string{args[0]}
+			if args[0] == "all" {
+				names = testcluster.Drills()
+			}
+			dir := f.dir
+			if dir == "" {
+				d, err := os.MkdirTemp("", "sluice-drill-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(d)
+				dir = d
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			enc := json.NewEncoder(out)
+			failed := 0
+			for _, name := range names {
+				logf := func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), name+": "+format+"\n", a...) }
+				if asJSON {
+					logf = func(string, ...any) {}
+				}
+				res := testcluster.RunDrill(ctx, name, testcluster.DrillOptions{Nodes: f.nodes, RF: f.rf, DataPerNode: f.dataPerNode,
+					Processes: !inProcess, Dir: dir, Logf: logf})
+				if !res.OK {
+					failed++
+				}
+				if asJSON {
+					res.Check = nil
+					if err := enc.Encode(res); err != nil {
+						return err
+					}
+					continue
+				}
+				verdict := "ok"
+				switch {
+				case res.Skipped != "":
+					verdict = "skipped: " + res.Skipped
+				case !res.OK:
+					verdict = "FAILED"
+				}
+				fmt.Fprintf(out, "%-24s %s  partitions %d lost %d misplaced %d  streamed %.1f MiB  %.1fs  retries %d\n",
+					name, verdict, res.PartitionsChecked, res.Lost, res.Misplaced, float64(res.BytesStreamed)/(1<<20), res.DurationSeconds, res.Retries)
+				if res.Error != "" {
+					fmt.Fprintf(out, "    error: %s\n", res.Error)
+				}
+				if res.Check != nil {
+					for _, p := range res.Check.Problems {
+						fmt.Fprintf(out, "    %s\n", p)
+					}
+				}
+				if ctx.Err() != nil {
+					break
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d drills failed", failed, len(names))
+			}
+			return nil
+		},
+	}
+	f.add(cmd, "256MiB")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per drill")
+	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run the nodes in this process instead of as processes")
+	return cmd
+}
+
+func newTCDemoCmd() *cobra.Command {
+	var f clusterFlags
+	cmd := &cobra.Command{
+		Use:   "demo [--nodes 3] [--rf 2] [--data 768MiB] [--dir D]",
+		Short: "The make run cluster demo: seed, bootstrap with progress, decommission, check, summary",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.parse(false); err != nil {
+				return err
+			}
+			dir := f.dir
+			if dir == "" {
+				d, err := os.MkdirTemp("", "sluice-demo-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(d)
+				dir = d
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return testcluster.Demo(ctx, testcluster.DemoOptions{Nodes: f.nodes, RF: f.rf, DataPerNode: f.dataPerNode, Dir: dir, Out: cmd.OutOrStdout()})
+		},
+	}
+	f.add(cmd, "768MiB")
+	return cmd
+}
+
+// newTCNodeCmd is the node process the harness starts: `sluice run` plus an advertised
+// stream address (a proxy in front of it) and fast gossip failure detection.
+func newTCNodeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "node --config F [--advertise-stream H:P]",
+		Short:              "Run one node of a test cluster (started by the harness)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := testcluster.NodeMain(args); code != 0 {
+				return errors.New("node exited with an error (see its log)")
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// journalFile records, in the first data directory, which transfers of the current operation
+// have completed.
+const journalFile = ".sluice-op-journal.json"
+
+// opJournal remembers durably which transfers of an operation completed, so that an operation
+// retried after a failure or resumed after a restart does not fetch them again: a fetch that
+// completed removed its own resume record, and fetching it again would install the same
+// partitions twice. It is keyed by the operation and the fingerprint of its plan; a different
+// plan (the ring changed) starts afresh. It is safe for concurrent use.
+type opJournal struct {
+	mu   sync.Mutex
+	path string
+	Op   string   `json:"op"`
+	Done []string `json:"done"`
+	done map[string]bool
+}
+
+// planKey fingerprints an operation: its kind and every transfer of its plan.
+func planKey(kind string, plans []ksPlan) string {
+	var parts []string
+	for _, p := range plans {
+		for _, t := range p.transfers {
+			parts = append(parts, p.keyspace+"|"+t.From+"|"+t.To+"|"+t.Range.String())
+		}
+	}
+	sort.Strings(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
+	return kind + ":" + hex.EncodeToString(sum[:12])
+}
+
+// openJournal loads the journal for op, or starts an empty one when it records another.
+func (n *Node) openJournal(op string) (*opJournal, error) {
+	j := &opJournal{path: filepath.Join(n.cfg.DataDirs[0], journalFile), done: map[string]bool{}}
+	b, err := os.ReadFile(j.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		var old opJournal
+		if json.Unmarshal(b, &old) == nil && old.Op == op {
+			j.Done = old.Done
+		}
+	}
+	j.Op = op
+	for _, k := range j.Done {
+		j.done[k] = true
+	}
+	return j, nil
+}
+
+func (j *opJournal) has(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[key]
+}
+
+// add records a completed transfer before the operation goes on (temp file, fsync, rename,
+// directory fsync).
+func (j *opJournal) add(key string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.done[key] {
+		return nil
+	}
+	j.done[key] = true
+	j.Done = append(j.Done, key)
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	tmp := j.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(filepath.Dir(j.path)); err == nil {
+			err = errors.Join(d.Sync(), d.Close())
+		}
+	}
+	return err
+}
+
+// clear forgets the operation once it has completed.
+func (j *opJournal) clear() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

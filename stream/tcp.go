@@ -1,0 +1,550 @@
+package stream
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/wire"
+)
+
+// tcpPlane is a Server's TCP data listener: it hands each connection that presents an
+// outstanding one-time token (the first 32 bytes it sends) to the session that offered the
+// token, and closes every other connection without writing a byte.
+type tcpPlane struct {
+	ln      net.Listener
+	timeout time.Duration // to present a token after connecting, and to redeem an offer
+	log     zerolog.Logger
+
+	mu      sync.Mutex
+	offers  []*tcpOffer
+	pending map[net.Conn]struct{} // connections still presenting a token
+	closed  bool
+}
+
+// tcpOffer is one session's outstanding token; conn receives the connection presenting it.
+type tcpOffer struct {
+	token    [32]byte
+	deadline time.Time
+	conn     chan *net.TCPConn
+}
+
+// listenTCP opens the data listener at addr, or, when addr is empty, on quicAddr's host
+// with an ephemeral port.
+func listenTCP(addr string, quicAddr net.Addr, timeout time.Duration, log zerolog.Logger) (*tcpPlane, error) {
+	if addr == "" {
+		host, _, err := net.SplitHostPort(quicAddr.String())
+		if err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort(host, "0")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("stream: TCP data listener: %w", err)
+	}
+	return &tcpPlane{ln: ln, timeout: timeout, log: log, pending: map[net.Conn]struct{}{}}, nil
+}
+
+// serve accepts connections until the listener closes.
+func (p *tcpPlane) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				p.log.Warn().Err(err).Msg("TCP data listener failed")
+			}
+			return
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			return
+		}
+		p.pending[c] = struct{}{}
+		p.mu.Unlock()
+		go p.admit(c.(*net.TCPConn))
+	}
+}
+
+// admit reads the token of c and hands c to the session whose offer it redeems.
+func (p *tcpPlane) admit(c *net.TCPConn) {
+	var tok [32]byte
+	c.SetReadDeadline(time.Now().Add(p.timeout))
+	_, err := io.ReadFull(c, tok[:])
+	p.mu.Lock()
+	delete(p.pending, c)
+	var o *tcpOffer
+	if err == nil && !p.closed {
+		o = p.redeem(tok)
+	}
+	p.mu.Unlock()
+	if o == nil {
+		p.log.Warn().Str("peer", c.RemoteAddr().String()).Msg("TCP data connection without a valid token closed")
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	o.conn <- c // buffered, and an offer is redeemed once
+}
+
+// redeem removes and returns the unexpired offer of tok, or nil. Every outstanding token
+// is compared in constant time, so the time taken says nothing about how close a guess
+// came. p.mu is held.
+func (p *tcpPlane) redeem(tok [32]byte) *tcpOffer {
+	now := time.Now()
+	var found *tcpOffer
+	for _, o := range p.offers {
+		if subtle.ConstantTimeCompare(o.token[:], tok[:]) == 1 && now.Before(o.deadline) {
+			found = o
+		}
+	}
+	if found != nil {
+		p.remove(found)
+	}
+	return found
+}
+
+func (p *tcpPlane) remove(o *tcpOffer) {
+	for i, x := range p.offers {
+		if x == o {
+			p.offers = append(p.offers[:i], p.offers[i+1:]...)
+			return
+		}
+	}
+}
+
+// offer makes a new one-time token, valid for p.timeout.
+func (p *tcpPlane) offer() (*tcpOffer, error) {
+	o := &tcpOffer{deadline: time.Now().Add(p.timeout), conn: make(chan *net.TCPConn, 1)}
+	if _, err := rand.Read(o.token[:]); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.offers = append(p.offers, o)
+	p.mu.Unlock()
+	return o, nil
+}
+
+// withdraw forgets o and closes a connection that redeemed it but was never taken.
+func (p *tcpPlane) withdraw(o *tcpOffer) {
+	p.mu.Lock()
+	p.remove(o)
+	p.mu.Unlock()
+	select {
+	case c := <-o.conn:
+		c.Close()
+	default:
+	}
+}
+
+// close stops the listener and closes the connections still presenting tokens.
+func (p *tcpPlane) close() {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.pending {
+		c.Close()
+	}
+	p.offers = nil
+	p.mu.Unlock()
+	p.ln.Close()
+}
+
+// advertised is the address the plane is offered at.
+func (p *tcpPlane) advertised() string { return p.ln.Addr().String() }
+
+// dataAddr resolves the Addr of a TCPDataPlane: an unspecified host (a listener bound to
+// every interface) means the host the receiver reached the sender at, peer.
+func dataAddr(offered, peer string) (string, error) {
+	host, port, err := net.SplitHostPort(offered)
+	if err != nil {
+		return "", fmt.Errorf("%w: TCPDataPlane address %q: %w", ErrProtocol, offered, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if host, _, err = net.SplitHostPort(peer); err != nil {
+			return "", err
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// dialData dials a TCPDataPlane offer and presents its token.
+func dialData(ctx context.Context, cfg Config, dp *wire.TCPDataPlane, peer string) (*net.TCPConn, error) {
+	addr, err := dataAddr(dp.Addr, peer)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dialing the TCP data plane at %s: %w", addr, err)
+	}
+	tc := c.(*net.TCPConn)
+	tc.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	if _, err := tc.Write(dp.Token[:]); err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("presenting the TCP data token to %s: %w", addr, err)
+	}
+	tc.SetWriteDeadline(time.Time{})
+	return tc, nil
+}
+
+// dataPayloadTag is the tag of Data's Payload field, its last (wire package
+// documentation): the TCP data plane reads a frame's header up to it and splices the
+// payload that follows.
+const dataPayloadTag = 5
+
+// parseDataHeader decodes the Data frame header at the start of b, up to and including
+// the Payload field's length, into d (d.Payload empty). It returns the header's length
+// and the payload's. io.EOF means b holds only part of the header. The fields before the
+// payload are decoded by wire.ParseData itself, on a copy of the header whose payload is
+// cut to nothing, so that the data plane accepts exactly what the QUIC path accepts.
+// scratch, of at least frameHeaderRoom+24 bytes, holds that copy.
+func parseDataHeader(b, scratch []byte, lim wire.Limits, d *wire.Data) (hn int, payload int64, err error) {
+	t, bodyLen, fh, err := wire.ReadFrameHeader(b, lim)
+	if err != nil {
+		return 0, 0, err
+	}
+	if t != wire.MsgData {
+		return 0, 0, fmt.Errorf("%w: %v frame on the TCP data connection", ErrProtocol, t)
+	}
+	end := fh + bodyLen
+	for p := fh; ; {
+		tag, tn := binary.Uvarint(b[p:])
+		if tn == 0 {
+			return 0, 0, io.EOF
+		}
+		if tn < 0 {
+			return 0, 0, fmt.Errorf("%w: Data field tag: %w", ErrProtocol, wire.ErrMalformed)
+		}
+		n, ln := binary.Uvarint(b[p+tn:])
+		if ln == 0 {
+			return 0, 0, io.EOF
+		}
+		if ln < 0 || n > uint64(end-(p+tn+ln)) || p+tn+ln > end {
+			return 0, 0, fmt.Errorf("%w: Data field %d overruns the frame: %w", ErrProtocol, tag, wire.ErrMalformed)
+		}
+		if tag == dataPayloadTag {
+			if p+tn+ln+int(n) != end {
+				return 0, 0, fmt.Errorf("%w: Data payload is not the frame's last field: %w", ErrProtocol, wire.ErrMalformed)
+			}
+			body := p - fh + tn + 1 // the fields before the payload, its tag and a zero length
+			if body > frameHeaderRoom {
+				return 0, 0, fmt.Errorf("%w: Data header of %d bytes", ErrProtocol, body)
+			}
+			h := binary.AppendUvarint(scratch[:0], uint64(wire.MsgData))
+			h = binary.AppendUvarint(h, uint64(body))
+			h = append(h, b[fh:p+tn]...)
+			h = append(h, 0)
+			if _, err := wire.ParseData(h, lim, d); err != nil {
+				return 0, 0, fmt.Errorf("%w: %w", ErrProtocol, err)
+			}
+			d.Payload = nil
+			return p + tn + ln, int64(n), nil
+		}
+		// A field before the payload must lie whole inside the header buffer.
+		if p+tn+ln+int(n) > len(b) {
+			if p+tn+ln+int(n) > frameHeaderRoom {
+				return 0, 0, fmt.Errorf("%w: Data header longer than %d bytes", ErrProtocol, frameHeaderRoom)
+			}
+			return 0, 0, io.EOF
+		}
+		p += tn + ln + int(n)
+	}
+}
+
+// tcpReader reads Data frames from the TCP data connection: each header through a small
+// buffer, and its payload from what the buffer already holds, then straight from the
+// socket (into a file with splice, or into memory).
+type tcpReader struct {
+	c       *net.TCPConn
+	lim     wire.Limits
+	buf     []byte
+	scratch []byte
+	off     int
+	n       int
+	left    int64 // payload bytes of the current frame not yet consumed
+}
+
+func newTCPReader(c *net.TCPConn, lim wire.Limits) *tcpReader {
+	// Small, so that little of each payload passes through user space on its way to a file.
+	return &tcpReader{c: c, lim: lim, buf: make([]byte, frameHeaderRoom), scratch: make([]byte, frameHeaderRoom+24)}
+}
+
+// header reads the next frame's header into d and returns its payload length. It must be
+// called only once the previous payload has been consumed.
+func (r *tcpReader) header(d *wire.Data) (int64, error) {
+	if r.left != 0 {
+		return 0, fmt.Errorf("stream: TCP data header read with %d payload bytes pending", r.left)
+	}
+	for {
+		hn, n, err := parseDataHeader(r.buf[r.off:r.n], r.scratch, r.lim, d)
+		if err == nil {
+			r.off += hn
+			r.left = n
+			return n, nil
+		}
+		if !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if r.off > 0 {
+			r.n = copy(r.buf, r.buf[r.off:r.n])
+			r.off = 0
+		}
+		if r.n == len(r.buf) {
+			return 0, fmt.Errorf("%w: Data header longer than %d bytes", ErrProtocol, len(r.buf))
+		}
+		k, err := r.c.Read(r.buf[r.n:])
+		r.n += k
+		if err != nil && k == 0 {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: TCP data connection closed", io.ErrUnexpectedEOF)
+			}
+			return 0, err
+		}
+	}
+}
+
+// buffered takes up to max payload bytes the header read already holds.
+func (r *tcpReader) buffered(max int64) []byte {
+	k := int(min(int64(r.n-r.off), r.left, max))
+	b := r.buf[r.off : r.off+k]
+	r.off += k
+	r.left -= int64(k)
+	return b
+}
+
+// toFile consumes the next n payload bytes into f at off: the buffered ones with pwrite,
+// the rest with splice.
+func (r *tcpReader) toFile(ctx context.Context, f *os.File, off, n int64) error {
+	if n > r.left {
+		return fmt.Errorf("stream: %d payload bytes wanted, %d left", n, r.left)
+	}
+	b := r.buffered(n)
+	if len(b) > 0 {
+		if _, err := f.WriteAt(b, off); err != nil {
+			return err
+		}
+	}
+	rest := n - int64(len(b))
+	k, err := fsx.SpliceToFile(ctx, f, off+int64(len(b)), r.c, rest)
+	r.left -= k
+	return err
+}
+
+// read consumes the next len(p) payload bytes into p.
+func (r *tcpReader) read(p []byte) error {
+	if int64(len(p)) > r.left {
+		return fmt.Errorf("stream: %d payload bytes wanted, %d left", len(p), r.left)
+	}
+	k := copy(p, r.buffered(int64(len(p))))
+	m, err := io.ReadFull(r.c, p[k:])
+	r.left -= int64(m)
+	return err
+}
+
+// skip consumes the rest of the current payload unread.
+func (r *tcpReader) skip() error {
+	r.buffered(r.left)
+	k, err := io.CopyN(io.Discard, r.c, r.left)
+	r.left -= k
+	return err
+}
+
+// dataConn waits for the receiver to redeem the session's offer (once, at the first
+// sstable) and returns the connection.
+func (ss *sendSession) dataConn(ctx context.Context) (*net.TCPConn, error) {
+	if ss.data != nil {
+		return ss.data, nil
+	}
+	t := time.NewTimer(time.Until(ss.offer.deadline))
+	defer t.Stop()
+	select {
+	case c := <-ss.offer.conn:
+		ss.data = c
+		// A session that ends for any reason unblocks a write on its data connection.
+		context.AfterFunc(ss.conn.Context(), func() { c.Close() })
+		return c, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: %s did not connect to the TCP data plane within %v", ErrProtocol, ss.peer, ss.srv.cfg.HandshakeTimeout)
+	case <-ss.conn.Context().Done():
+		return nil, fmt.Errorf("peer %s gone: %w", ss.peer, context.Cause(ss.conn.Context()))
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// sendOneTCP sends one planned sstable over the TCP data plane: its Manifest on the
+// control stream, then its Data frames on the data connection, each header written from
+// memory and each file payload with sendfile, and an empty Data frame for the sstable to
+// end it (QUIC's FIN). It stops early, still ending with the empty frame, once the receiver
+// reported an outcome for the sstable (it failed it). Unlike QUIC, one connection carries
+// every sstable, so a local error in the middle of a frame cannot be confined to this
+// sstable: it fails the session.
+func (ss *sendSession) sendOneTCP(ctx context.Context, o *outgoing) error {
+	id := o.planned.ID
+	m, sources, err := manifestFor(o)
+	if err != nil {
+		return ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+	}
+	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
+		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
+	}
+	defer func() {
+		for _, s := range sources {
+			if s.close {
+				s.f.Close()
+			}
+		}
+	}()
+	if err := ss.send(m); err != nil {
+		return err
+	}
+	c, err := ss.dataConn(ctx)
+	if err != nil {
+		return err
+	}
+	for _, src := range sources {
+		stopped, err := ss.sendSourceTCP(ctx, c, id, src)
+		if err != nil {
+			return fmt.Errorf("sending %s over TCP to %s: %w", id, ss.peer, err)
+		}
+		if stopped {
+			break
+		}
+	}
+	end := wire.AppendDataHeader(ss.buf[:0], &wire.Data{SSTableID: id, Stream: wire.StreamRuns}, 0)
+	if _, err := c.Write(end); err != nil {
+		return fmt.Errorf("sending %s over TCP to %s: %w", id, ss.peer, err)
+	}
+	return nil
+}
+
+// sendSourceTCP writes one source as Data frames on c. stopped reports that the receiver
+// already gave the sstable an outcome, so the rest is not sent.
+func (ss *sendSession) sendSourceTCP(ctx context.Context, c *net.TCPConn, id string, src source) (stopped bool, err error) {
+	d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component}
+	size := int64(len(ss.buf) - hdrRoom)
+	total := src.n
+	if src.mem != nil {
+		total = int64(len(src.mem))
+	}
+	for done := int64(0); done < total; {
+		if err := ss.poll(ctx, false); err != nil {
+			return false, err
+		}
+		if acked, _ := ss.sm.Outcome(id); acked {
+			return true, nil
+		}
+		n := min(size, total-done)
+		d.Offset = uint64(src.start + done)
+		if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
+			return false, fmt.Errorf("stream: Data header of %d bytes", hl)
+		}
+		frame := wire.AppendDataHeader(ss.buf[:0], &d, int(n))
+		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
+			return false, err
+		}
+		if src.mem != nil {
+			frame = append(frame, src.mem[done:done+n]...)
+			if _, err := c.Write(frame); err != nil {
+				return false, err
+			}
+		} else {
+			if _, err := c.Write(frame); err != nil {
+				return false, err
+			}
+			if _, err := fsx.Sendfile(ctx, c, src.f, src.off+done, n); err != nil {
+				return false, err
+			}
+		}
+		done += n
+		ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
+	}
+	return false, nil
+}
+
+// readBackSize bounds the buffer through which the TCP receiver reads spliced Data.db
+// bytes back for checking: small enough to stay in cache while it is CRC-checked.
+const readBackSize = 256 << 10
+
+// tcpPayload places the payload of d (n bytes, admitted to slot s of in) from the TCP data
+// connection. A file's payload is spliced into the file at its offset; Data.db bytes are
+// then read back from the file (from the page cache, where the splice just put them) and
+// fed to the chunk checker, the digest and, uncompressed, the CRC.db writer: the checks
+// see exactly the bytes the file holds. Index and rows slices are read into memory. On an
+// error rs.data.left says whether the payload was consumed whole.
+func (rs *recvSession) tcpPayload(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
+	f := job.file(d)
+	if f == nil {
+		if int64(cap(rs.mem)) < n {
+			rs.mem = make([]byte, n)
+		}
+		d.Payload = rs.mem[:n]
+		if err := rs.data.read(d.Payload); err != nil {
+			return err
+		}
+		in.got[s] += uint64(n)
+		return job.write(d)
+	}
+	if err := rs.data.toFile(ctx, f, int64(d.Offset), n); err != nil {
+		return err
+	}
+	in.got[s] += uint64(n)
+	if !in.isData(d) {
+		return nil
+	}
+	if rs.readBack == nil {
+		rs.readBack = make([]byte, readBackSize)
+	}
+	for off, end := int64(d.Offset), int64(d.Offset)+n; off < end; {
+		b := rs.readBack[:min(int64(len(rs.readBack)), end-off)]
+		if _, err := f.ReadAt(b, off); err != nil {
+			return fmt.Errorf("reading back %s at %d: %w", f.Name(), off, err)
+		}
+		if err := in.check(b); err != nil {
+			return err
+		}
+		if job.crcw != nil && d.Stream == wire.StreamRuns {
+			job.crcw.Write(b)
+		}
+		off += int64(len(b))
+	}
+	return nil
+}
+
+// drain skips the rest of sstable id's data on the TCP data connection, up to the empty
+// Data frame that ends it: the data of an sstable this receiver failed or refused.
+func (rs *recvSession) drain(id string) error {
+	if err := rs.data.skip(); err != nil {
+		return err
+	}
+	var d wire.Data
+	for {
+		n, err := rs.data.header(&d)
+		if err != nil {
+			return err
+		}
+		if d.SSTableID != id {
+			return fmt.Errorf("%w: Data for sstable %q while skipping %q", ErrProtocol, d.SSTableID, id)
+		}
+		if n == 0 {
+			return nil
+		}
+		if err := rs.data.skip(); err != nil {
+			return err
+		}
+	}
+}

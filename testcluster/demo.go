@@ -1,0 +1,248 @@
+package testcluster
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/stream"
+)
+
+// DemoOptions shape Demo.
+type DemoOptions struct {
+	Nodes       int   // initial nodes, default 3
+	RF          int   // default 2
+	DataPerNode int64 // default 768 MiB
+	Dir         string
+	Exec        func(args []string) *exec.Cmd
+	Out         io.Writer
+}
+
+// Demo is `make run`'s cluster job: node processes on loopback, seeded by ownership; a new
+// node bootstraps with a progress line per second; one node decommissions; the invariant is
+// checked; a summary table is printed; everything is stopped.
+func Demo(ctx context.Context, o DemoOptions) error {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.RF == 0 {
+		o.RF = 2
+	}
+	if o.DataPerNode == 0 {
+		o.DataPerNode = 768 << 20
+	}
+	w := o.Out
+	say := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	t0 := time.Now()
+	say("== start %d node processes (RF %d) on loopback, each seeded with ~%d MiB of its own ranges", o.Nodes, o.RF, o.DataPerNode>>20)
+	c, err := Start(ctx, Options{Nodes: o.Nodes, RF: o.RF, Processes: true, DataPerNode: o.DataPerNode, Dir: o.Dir, Exec: o.Exec,
+		Logf: func(f string, a ...any) { say("   "+f, a...) }})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	say("   cluster ready in %v; logs in %s/nodes/*/node.log", time.Since(t0).Round(time.Millisecond), o.Dir)
+	var rows []summaryRow
+
+	old := c.Names()
+	newName := fmt.Sprintf("n%d", len(old)+1)
+	say("\n== bootstrap %s: it allocates tokens and streams its ranges from their replicas", newName)
+	n, err := c.AddNode(ctx, NodeSpec{Name: newName, Bootstrap: true})
+	if err != nil {
+		return err
+	}
+	op, err := waitWithProgress(ctx, w, c, n, node.OpBootstrap, []*Node{n})
+	if err != nil {
+		return err
+	}
+	if err := c.WaitNormal(ctx, time.Minute, c.Names()...); err != nil {
+		return err
+	}
+	rows = append(rows, summaryRow{"bootstrap " + newName, op.Finished.Sub(op.Started), received(op)})
+	t := time.Now()
+	say("\n== cleanup on %s: drop what they no longer replicate", strings.Join(old, ", "))
+	for _, name := range old {
+		m := c.MustNode(name)
+		s, err := m.StartOp(ctx, node.OpCleanup, node.CleanupRequest{})
+		if err != nil {
+			return err
+		}
+		if _, err := m.WaitOp(ctx, s.ID, opTimeout); err != nil {
+			return err
+		}
+	}
+	rows = append(rows, summaryRow{"cleanup", time.Since(t), 0})
+
+	leaving := c.MustNode(old[1])
+	var rest []string
+	var receivers []*Node
+	for _, name := range c.Names() {
+		if name != leaving.Name {
+			rest = append(rest, name)
+			receivers = append(receivers, c.MustNode(name))
+		}
+	}
+	say("\n== decommission %s: its ranges stream to the nodes that take them over", leaving.Name)
+	if _, err := leaving.StartOp(ctx, node.OpDecommission, nil); err != nil {
+		return err
+	}
+	op, err = waitWithProgress(ctx, w, c, leaving, node.OpDecommission, receivers)
+	if err != nil {
+		return err
+	}
+	if err := c.WaitNormal(ctx, time.Minute, rest...); err != nil {
+		return err
+	}
+	rows = append(rows, summaryRow{"decommission " + leaving.Name, op.Finished.Sub(op.Started), received(op)})
+
+	say("\n== check: every partition on exactly its replicas, same bytes, no temp files, every sstable verifies")
+	t = time.Now()
+	rep, err := c.Check(ctx)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, summaryRow{"invariant check", time.Since(t), 0})
+	kinds := map[string]float64{}
+	for _, name := range c.Names() {
+		if err := bytesByKind(ctx, c.MustNode(name), kinds); err != nil {
+			return err
+		}
+	}
+
+	say("\n== summary")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\ttime\tstreamed\tthroughput\t")
+	for _, r := range rows {
+		tp := "-"
+		if r.bytes > 0 {
+			tp = fmt.Sprintf("%.1f MiB/s", float64(r.bytes)/(1<<20)/r.d.Seconds())
+		}
+		fmt.Fprintf(tw, "%s\t%.2fs\t%.1f MiB\t%s\t\n", r.step, r.d.Seconds(), float64(r.bytes)/(1<<20), tp)
+	}
+	tw.Flush()
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		say("received as %-8s %8.1f MiB", k+":", kinds[k]/(1<<20))
+	}
+	say("partitions verified: %d on %d members (%d sstables); lost %d, misplaced %d, duplicated %d, corrupt %d, temp files %d, bad sstables %d",
+		rep.PartitionsChecked, len(rep.Members), rep.SSTables, rep.Lost, rep.Misplaced, rep.Duplicated, rep.Corrupt, rep.TempFiles, rep.BadSSTables)
+	say("total %v", time.Since(t0).Round(time.Millisecond))
+	if !rep.OK {
+		for _, p := range rep.Problems {
+			say("   %s", p)
+		}
+		return fmt.Errorf("invariant violated")
+	}
+	return nil
+}
+
+type summaryRow struct {
+	step  string
+	d     time.Duration
+	bytes int64
+}
+
+func received(op node.OpStatus) int64 {
+	var b int64
+	for _, t := range op.Transfers {
+		b += t.BytesReceived
+	}
+	return b
+}
+
+// waitWithProgress waits for n's newest operation of kind, printing once a second a
+// netstats-style line per receiving session of the watched nodes.
+func waitWithProgress(ctx context.Context, w io.Writer, c *Cluster, n *Node, kind string, watch []*Node) (node.OpStatus, error) {
+	names := map[string]string{}
+	for _, name := range c.Names() {
+		names[c.MustNode(name).StreamAddr()] = name
+	}
+	tick := time.NewTicker(time.Second)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		op, ok, err := n.LastOp(ctx, kind)
+		if err == nil && ok && op.State != node.OpRunning {
+			if op.State != node.OpComplete {
+				return op, fmt.Errorf("%w: %s on %s: %s", ErrOpFailed, kind, n.Name, op.Error)
+			}
+			fmt.Fprintf(w, "   %s complete in %.2fs: %d transfers, %.1f MiB\n", kind, op.Finished.Sub(op.Started).Seconds(), len(op.Transfers), float64(received(op))/(1<<20))
+			return op, nil
+		}
+		select {
+		case <-ctx.Done():
+			return op, ctx.Err()
+		case <-poll.C:
+			continue
+		case <-tick.C:
+		}
+		for _, m := range watch {
+			ss, err := m.Streams(ctx)
+			if err != nil {
+				continue
+			}
+			for _, s := range ss {
+				if s.Direction != stream.Receiving || s.State == "complete" || s.State == "failed" {
+					continue
+				}
+				fmt.Fprintf(w, "   %5.1fs %s <- %s %s.%s %s files %d/%d %7.1f/%7.1f MiB %6.1f MiB/s\n",
+					time.Since(start).Seconds(), m.Name, cmp.Or(names[s.Peer], s.Peer), s.Keyspace, s.Table, s.State, s.FilesDone, s.FilesTotal,
+					float64(s.BytesDone)/(1<<20), float64(s.BytesTotal)/(1<<20), s.RateBytes/(1<<20))
+			}
+		}
+	}
+}
+
+// bytesByKind adds a node's received stream bytes by kind (sluice_stream_bytes_total with
+// direction "in") into kinds.
+func bytesByKind(ctx context.Context, n *Node, kinds map[string]float64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.AdminAddr()+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := adminClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "sluice_stream_bytes_total{") || !strings.Contains(line, `direction="`+node.DirIn+`"`) {
+			continue
+		}
+		labels, val, ok := strings.Cut(strings.TrimPrefix(line, "sluice_stream_bytes_total{"), "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(labels, ",") {
+			if k, ok := strings.CutPrefix(l, `kind="`); ok {
+				kinds[strings.TrimSuffix(k, `"`)] += v
+			}
+		}
+	}
+	return sc.Err()
+}
