@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/sstabletest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
@@ -141,43 +142,9 @@ func genTable(t testing.TB, root, table string, s genSpec) []string {
 	return prefixes
 }
 
-// partition is one partition as a test sees it: its key and exact Data.db bytes.
-type partition struct {
-	key   []byte
-	tok   token.Token
-	bytes []byte
-}
+type partition = sstabletest.Partition
 
-// readAll returns every partition of an sstable with its bytes (as slice's checkSplit).
-func readAll(t testing.TB, prefix string) []partition {
-	t.Helper()
-	tb, err := sstable.Open(prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	var out []partition
-	var pos []int64
-	if err := tb.ScanPartitions(func(p *sstable.Partition) error {
-		tok := p.Token
-		if tok.Bytes != nil {
-			tok.Bytes = append([]byte(nil), tok.Bytes...)
-		}
-		out = append(out, partition{key: append([]byte(nil), p.Key...), tok: tok})
-		pos = append(pos, p.Position)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	pos = append(pos, tb.DataLength())
-	for i := range out {
-		out[i].bytes = make([]byte, pos[i+1]-pos[i])
-		if _, err := tb.Data.ReadAt(out[i].bytes, pos[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
+func readAll(t testing.TB, prefix string) []partition { return sstabletest.ReadAll(t, prefix) }
 
 // checkFetched checks the contract of a fetch: every fetched sstable verifies (extended),
 // and together they hold exactly the parents' partitions in ranges, byte for byte, once.
@@ -186,8 +153,8 @@ func checkFetched(t testing.TB, parents []string, ranges token.RangeSet, res *Fe
 	want := map[string][]byte{}
 	for _, p := range parents {
 		for _, pt := range readAll(t, p) {
-			if ranges.Contains(pt.tok) {
-				want[string(pt.key)] = pt.bytes
+			if ranges.Contains(pt.Token) {
+				want[string(pt.Key)] = pt.Bytes
 			}
 		}
 	}
@@ -202,14 +169,14 @@ func checkFetched(t testing.TB, parents []string, ranges token.RangeSet, res *Fe
 		}
 		n := 0
 		for _, pt := range readAll(t, f.Path) {
-			w, ok := want[string(pt.key)]
-			if !ok || string(w) != string(pt.bytes) {
-				t.Errorf("fetched %s: partition %x is not the parent's in the ranges", f.Path, pt.key)
+			w, ok := want[string(pt.Key)]
+			if !ok || string(w) != string(pt.Bytes) {
+				t.Errorf("fetched %s: partition %x is not the parent's in the ranges", f.Path, pt.Key)
 			}
-			if got[string(pt.key)] {
-				t.Errorf("fetched %s: partition %x twice", f.Path, pt.key)
+			if got[string(pt.Key)] {
+				t.Errorf("fetched %s: partition %x twice", f.Path, pt.Key)
 			}
-			got[string(pt.key)] = true
+			got[string(pt.Key)] = true
 			n++
 		}
 		if int64(n) != f.Partitions {

@@ -11,50 +11,16 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/sstabletest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
-// partition is one partition as a test sees it: key, token and its exact bytes.
-type partition struct {
-	key   []byte
-	tok   token.Token
-	bytes []byte
-}
+type partition = sstabletest.Partition
 
-// readAll returns every partition of an sstable with its Data.db bytes. A partition ends where
-// the next begins, or at the end of the data.
-func readAll(t *testing.T, prefix string) []partition {
-	t.Helper()
-	tb, err := sstable.Open(prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	var out []partition
-	var pos []int64
-	if err := tb.ScanPartitions(func(p *sstable.Partition) error {
-		tok := p.Token
-		if tok.Bytes != nil {
-			tok.Bytes = append([]byte(nil), tok.Bytes...)
-		}
-		out = append(out, partition{key: append([]byte(nil), p.Key...), tok: tok})
-		pos = append(pos, p.Position)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	pos = append(pos, tb.DataLength())
-	for i := range out {
-		out[i].bytes = make([]byte, pos[i+1]-pos[i])
-		if _, err := tb.Data.ReadAt(out[i].bytes, pos[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
+func readAll(t testing.TB, prefix string) []partition { return sstabletest.ReadAll(t, prefix) }
 
 // checkSplit splits parent by ranges in mode and checks the contract: every child verifies
 // (extended), holds only partitions of its range, and the children together hold exactly the
@@ -76,8 +42,8 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 	}
 	want := map[string]partition{}
 	for _, p := range readAll(t, parentPrefix) {
-		if ranges.Contains(p.tok) {
-			want[string(p.key)] = p
+		if ranges.Contains(p.Token) {
+			want[string(p.Key)] = p
 		}
 	}
 	got := 0
@@ -94,18 +60,18 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 			t.Errorf("child %s: %d partitions, reported %d", c.Desc, len(parts), c.Partitions)
 		}
 		for _, p := range parts {
-			if !c.Range.Contains(p.tok) {
-				t.Errorf("child %s holds key %x (token %s) outside %s", c.Desc, p.key, p.tok, c.Range)
+			if !c.Range.Contains(p.Token) {
+				t.Errorf("child %s holds key %x (token %s) outside %s", c.Desc, p.Key, p.Token, c.Range)
 			}
-			w, ok := want[string(p.key)]
+			w, ok := want[string(p.Key)]
 			if !ok {
-				t.Errorf("child %s holds key %x, which is not a parent partition in the ranges (or is duplicated)", c.Desc, p.key)
+				t.Errorf("child %s holds key %x, which is not a parent partition in the ranges (or is duplicated)", c.Desc, p.Key)
 				continue
 			}
-			if !bytes.Equal(w.bytes, p.bytes) {
-				t.Errorf("child %s: partition %x differs from the parent's", c.Desc, p.key)
+			if !bytes.Equal(w.Bytes, p.Bytes) {
+				t.Errorf("child %s: partition %x differs from the parent's", c.Desc, p.Key)
 			}
-			delete(want, string(p.key))
+			delete(want, string(p.Key))
 			got++
 		}
 	}
@@ -115,13 +81,13 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 	// The same, summarised: count, XOR and sum of a 64-bit hash per key.
 	var parentKeys, childKeys [][]byte
 	for _, p := range readAll(t, parentPrefix) {
-		if ranges.Contains(p.tok) {
-			parentKeys = append(parentKeys, p.key)
+		if ranges.Contains(p.Token) {
+			parentKeys = append(parentKeys, p.Key)
 		}
 	}
 	for _, c := range res.Children {
 		for _, p := range readAll(t, c.Desc.Prefix()) {
-			childKeys = append(childKeys, p.key)
+			childKeys = append(childKeys, p.Key)
 		}
 	}
 	pn, px, ps := keyDigest(parentKeys)
@@ -250,7 +216,7 @@ func randomRanges(rng *rand.Rand, parts []partition) token.RangeSet {
 	for len(bounds) < 2+2*rng.IntN(5) {
 		var v int64
 		if rng.IntN(2) == 0 {
-			v = parts[rng.IntN(len(parts))].tok.Long
+			v = parts[rng.IntN(len(parts))].Token.Long
 		} else {
 			v = int64(rng.Uint64())
 		}

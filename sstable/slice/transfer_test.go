@@ -50,8 +50,8 @@ func TestPartialTransferRebuildsFromShippedMaterial(t *testing.T) {
 				recv := t.TempDir()
 				want := map[string][]byte{}
 				for _, p := range readAll(t, res.Desc.Prefix()) {
-					if ranges.Contains(p.tok) {
-						want[string(p.key)] = p.bytes
+					if ranges.Contains(p.Token) {
+						want[string(p.Key)] = p.Bytes
 					}
 				}
 				got := 0
@@ -65,8 +65,8 @@ func TestPartialTransferRebuildsFromShippedMaterial(t *testing.T) {
 						t.Errorf("received child %d: %s", i, p)
 					}
 					for _, p := range readAll(t, d.Prefix()) {
-						if w, ok := want[string(p.key)]; !ok || string(w) != string(p.bytes) {
-							t.Errorf("received child %d: partition %x is not the parent's", i, p.key)
+						if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
+							t.Errorf("received child %d: partition %x is not the parent's", i, p.Key)
 						}
 						got++
 					}

@@ -1,0 +1,50 @@
+// Package sstabletest holds test helpers shared by the packages that move sstables (split,
+// streaming): reading every partition of an sstable with its exact Data.db bytes, so that a
+// test can check a child or a fetched sstable against its parent byte for byte. Tests only.
+package sstabletest
+
+import (
+	"testing"
+
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// Partition is one partition as a test sees it: its key, token and exact bytes.
+type Partition struct {
+	Key   []byte
+	Token token.Token
+	Bytes []byte
+}
+
+// ReadAll returns every partition of the sstable at prefix with its Data.db bytes. A partition
+// ends where the next begins, or at the end of the data.
+func ReadAll(t testing.TB, prefix string) []Partition {
+	t.Helper()
+	tb, err := sstable.Open(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	var out []Partition
+	var pos []int64
+	if err := tb.ScanPartitions(func(p *sstable.Partition) error {
+		tok := p.Token
+		if tok.Bytes != nil {
+			tok.Bytes = append([]byte(nil), tok.Bytes...)
+		}
+		out = append(out, Partition{Key: append([]byte(nil), p.Key...), Token: tok})
+		pos = append(pos, p.Position)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pos = append(pos, tb.DataLength())
+	for i := range out {
+		out[i].Bytes = make([]byte, pos[i+1]-pos[i])
+		if _, err := tb.Data.ReadAt(out[i].Bytes, pos[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
