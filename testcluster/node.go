@@ -1,12 +1,10 @@
 package testcluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -295,50 +293,16 @@ func (n *Node) call(ctx context.Context, method, path string, body, out any) err
 }
 
 func adminCall(ctx context.Context, addr, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	err := node.CallAdmin(ctx, adminClient, "http://"+addr, method, path, body, out)
+	var ae *node.AdminError
+	if err != nil && !errors.As(err, &ae) {
+		err = fmt.Errorf("admin API of %s: %w", addr, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := adminClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e node.ErrorResponse
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = string(b)
-		}
-		return &AdminError{Method: method, Path: path, Addr: addr, Status: resp.StatusCode, Msg: e.Error}
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
+	return err
 }
 
 // AdminError is a non-200 answer of a node's admin API.
-type AdminError struct {
-	Method, Path, Addr string
-	Status             int
-	Msg                string
-}
-
-func (e *AdminError) Error() string {
-	return fmt.Sprintf("%s %s on %s: %d: %s", e.Method, e.Path, e.Addr, e.Status, e.Msg)
-}
+type AdminError = node.AdminError
 
 // Status is GET /v1/status.
 func (n *Node) Status(ctx context.Context) (node.Status, error) {

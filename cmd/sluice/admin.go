@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,45 +43,20 @@ func newAdminClient(addr string) (*adminClient, error) {
 // call sends a request with an optional JSON body and decodes the JSON answer into out. Errors
 // name the admin address.
 func (c *adminClient) call(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	err := node.CallAdmin(ctx, c.http, c.base, method, path, body, out)
+	var ae *node.AdminError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return fmt.Errorf("admin endpoint %s: %s %s: %d %s: %s", c.addr, method, path, ae.Status, http.StatusText(ae.Status), ae.Msg)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// A transport failure: the URL is in the message already, as the address.
+		return fmt.Errorf("admin endpoint %s unreachable (is `sluice run` running there?): %w", c.addr, ue.Err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the URL is in the message already, as the address
-		}
-		return fmt.Errorf("admin endpoint %s unreachable (is `sluice run` running there?): %w", c.addr, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("admin endpoint %s: reading the answer: %w", c.addr, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e node.ErrorResponse
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-		}
-		return fmt.Errorf("admin endpoint %s: %s %s: %s: %s", c.addr, method, path, resp.Status, e.Error)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("admin endpoint %s: %s %s: bad answer: %w", c.addr, method, path, err)
-	}
-	return nil
+	return fmt.Errorf("admin endpoint %s: %w", c.addr, err)
 }
 
 func newSetStreamThroughputCmd() *cobra.Command {

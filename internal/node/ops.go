@@ -1,13 +1,10 @@
 package node
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -417,38 +414,12 @@ var peerClient = &http.Client{}
 
 // peerCall sends a JSON request to another node's admin API and decodes its JSON answer.
 func peerCall(ctx context.Context, addr, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	err := CallAdmin(ctx, peerClient, "http://"+addr, method, path, body, out)
+	var ae *AdminError
+	if err != nil && !errors.As(err, &ae) {
+		err = fmt.Errorf("admin API of %s: %w", addr, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := peerClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e ErrorResponse
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = string(b)
-		}
-		return fmt.Errorf("%s %s on %s: %s: %s", method, path, addr, resp.Status, e.Error)
-	}
-	return json.Unmarshal(b, out)
+	return err
 }
 
 // plans computes the change's stream plan for every configured keyspace.
