@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/node"
@@ -71,21 +72,7 @@ func (c *Cluster) Check(ctx context.Context) (*CheckReport, error) {
 	if c.Data == nil {
 		return nil, fmt.Errorf("testcluster: nothing was seeded")
 	}
-	var v node.RingView
-	var err error
-	for _, name := range c.Names() {
-		n := c.MustNode(name)
-		if !n.Running() {
-			continue
-		}
-		if v, err = n.Ring(ctx); err == nil && v.State == ring.Normal.String() {
-			break
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	r, err := RingOf(v)
+	r, err := c.settledRing(ctx, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -213,4 +200,39 @@ func problemsOf(r *sstable.Report) []sstable.Problem {
 		return nil
 	}
 	return r.Problems[:min(len(r.Problems), 3)]
+}
+
+// settledRing is the ring as a running NORMAL member sees it once every member's tokens have
+// arrived: right after a restart a member may be announced before its token set (gossip sends
+// them separately), which is a moment to wait out, not a failure.
+func (c *Cluster) settledRing(ctx context.Context, d time.Duration) (ring.Ring, error) {
+	deadline := time.Now().Add(d)
+	var last error
+	for {
+		for _, name := range c.Names() {
+			n := c.MustNode(name)
+			if !n.Running() {
+				continue
+			}
+			v, err := n.Ring(ctx)
+			if err == nil && v.State != ring.Normal.String() {
+				err = fmt.Errorf("%s is %s", name, v.State)
+			}
+			if err == nil {
+				var r ring.Ring
+				if r, err = RingOf(v); err == nil {
+					return r, nil
+				}
+			}
+			last = err
+		}
+		if time.Now().After(deadline) {
+			return ring.Ring{}, fmt.Errorf("%w: no settled ring after %s: %v", ErrTimeout, d, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ring.Ring{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
