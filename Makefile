@@ -5,7 +5,7 @@ PKGS     := ./...
 # Race detector on everything: the suite is sized so this stays within CI's budget.
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt-check bench bench-split fuzz test-reflink clean
+.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills clean
 
 all: build
 
@@ -43,6 +43,11 @@ fuzz:
 ## test-reflink: the tests that need root and a loop-mounted XFS (also part of `make test` when root).
 test-reflink:
 	$(GO) test -v -run 'Reflink|Clone|XFS' ./internal/fsx/... ./sstable/...
+
+## drills: every cluster drill as node processes at a larger size than CI's (root for disk-full).
+DRILL_DATA ?= 64MiB
+drills: build
+	$(BIN) --log-level warn testcluster drill all --data $(DRILL_DATA)
 
 clean:
 	rm -rf bin
