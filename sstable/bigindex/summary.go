@@ -66,6 +66,9 @@ func ParseSummary(b []byte) (*Summary, error) {
 		return nil, summaryErr(4, "negative offset count %d", offsetCount)
 	case offHeapSize < 4*int64(offsetCount) || offHeapSize > int64(r.Len()):
 		return nil, summaryErr(8, "off-heap size %d: want %d..%d for %d offsets", offHeapSize, 4*int64(offsetCount), r.Len(), offsetCount)
+	case offsetCount == 0 && offHeapSize != 0:
+		// No sample, no entry bytes: anything there would be unreachable.
+		return nil, summaryErr(8, "off-heap size %d with no offsets", offHeapSize)
 	}
 	region := r.Bytes(int(offHeapSize))
 	n := int(offsetCount)
