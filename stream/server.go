@@ -507,23 +507,11 @@ func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
 		return ss.sendOneTCP(ctx, o)
 	}
 	id := o.planned.ID
-	m, sources, err := manifestFor(o)
-	if err != nil {
-		return ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
-	}
-	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
-		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
-	}
-	defer func() {
-		for _, s := range sources {
-			if s.close {
-				s.f.Close()
-			}
-		}
-	}()
-	if err := ss.send(m); err != nil {
+	sources, release, ok, err := ss.beginOne(o)
+	if !ok {
 		return err
 	}
+	defer release()
 	us, err := ss.conn.OpenUniStreamSync(ctx)
 	if err != nil {
 		return err
@@ -560,6 +548,33 @@ type source struct {
 // resumeSources moves the Data.db source of o past the chunks the receiver already holds
 // (Sender.Resumed), at the offset both sides derive from the manifest, and returns the
 // bytes skipped.
+// beginOne opens an sstable's sources and sends its manifest, accounting for what a resumed
+// receiver already holds. When ok is false nothing is left to send: the sstable was failed
+// (the Failure went out, err is the send's result) or the manifest could not be sent (err).
+// Otherwise the caller sends the sources and then calls release, which closes them.
+func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), ok bool, err error) {
+	id := o.planned.ID
+	m, sources, err := manifestFor(o)
+	if err != nil {
+		return nil, nil, false, ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+	}
+	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
+		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
+	}
+	release = func() {
+		for _, s := range sources {
+			if s.close {
+				s.f.Close()
+			}
+		}
+	}
+	if err := ss.send(m); err != nil {
+		release()
+		return nil, nil, false, err
+	}
+	return sources, release, true, nil
+}
+
 func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64) int64 {
 	info := o.parent.Compression
 	if o.partial != nil {

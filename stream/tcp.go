@@ -395,23 +395,11 @@ func (ss *sendSession) dataConn(ctx context.Context) (*net.TCPConn, error) {
 // sstable: it fails the session.
 func (ss *sendSession) sendOneTCP(ctx context.Context, o *outgoing) error {
 	id := o.planned.ID
-	m, sources, err := manifestFor(o)
-	if err != nil {
-		return ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
-	}
-	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
-		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
-	}
-	defer func() {
-		for _, s := range sources {
-			if s.close {
-				s.f.Close()
-			}
-		}
-	}()
-	if err := ss.send(m); err != nil {
+	sources, release, ok, err := ss.beginOne(o)
+	if !ok {
 		return err
 	}
+	defer release()
 	c, err := ss.dataConn(ctx)
 	if err != nil {
 		return err
