@@ -288,7 +288,7 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 				err, fatal, keep = errors.Join(err, derr), true, false
 			}
 		}
-		if fatal || ctx.Err() != nil || rs.conn.Context().Err() != nil {
+		if fatal || ctx.Err() != nil || rs.conn.Context().Err() != nil || connectionGone(err) {
 			if keep && job != nil && part != "" {
 				if cerr := rs.checkpoint(in, job, part); cerr != nil {
 					err = errors.Join(err, fmt.Errorf("keeping the received prefix of %s: %w", in.ID, cerr))
@@ -501,4 +501,17 @@ func (rs *recvSession) dropPartial(id, part string) error {
 		errs = append(errs, removeIfExists(filepath.Join(rs.dir, part)))
 	}
 	return errors.Join(errs...)
+}
+
+// connectionGone reports an error that ends the whole connection, not one stream: the peer
+// closed it (an application close, as a stopping node does), the transport failed or it went
+// idle. A stream read can return it before the connection's context is cancelled, and it must
+// not be mistaken for this sstable's own failure: the session is over, and the verified prefix
+// is kept for resume.
+func connectionGone(err error) bool {
+	var ae *quic.ApplicationError
+	var te *quic.TransportError
+	var ie *quic.IdleTimeoutError
+	var he *quic.HandshakeTimeoutError
+	return errors.As(err, &ae) || errors.As(err, &te) || errors.As(err, &ie) || errors.As(err, &he)
 }
