@@ -411,22 +411,26 @@ func (w *streamWorld) runRaw(ctx context.Context, name string) (streamSample, er
 		return streamSample{}, err
 	}
 	defer srv.stop()
-	out := filepath.Join(w.tmp, "raw-received")
+	return w.rawReceive(ctx, srv, name, "raw fetch", []string{"bench", "quic-raw-fetch", "--peer", srv.addr,
+		"--tls-dir", w.tlsDir, "--name", receiverName})
+}
+
+// rawReceive runs a raw baseline's receiving process (args, plus the length and the output
+// file), which prints a RawFetchResult, and checks it received exactly w.halfBytes.
+func (w *streamWorld) rawReceive(ctx context.Context, srv *server, name, what string, args []string) (streamSample, error) {
+	out := filepath.Join(w.tmp, name+"-received")
 	defer os.Remove(out)
-	var got struct {
-		Bytes int64   `json:"bytes"`
-		Wall  float64 `json:"wall_seconds"`
-	}
-	s, stdout, err := w.receive(ctx, srv, name, []string{"bench", "quic-raw-fetch", "--peer", srv.addr, "--length",
-		strconv.FormatInt(w.halfBytes, 10), "--out", out, "--tls-dir", w.tlsDir, "--name", receiverName})
+	var got RawFetchResult
+	args = append(args, "--length", strconv.FormatInt(w.halfBytes, 10), "--out", out)
+	s, stdout, err := w.receive(ctx, srv, name, args)
 	if err != nil {
 		return s, err
 	}
 	if err := json.Unmarshal(stdout, &got); err != nil {
-		return s, fmt.Errorf("raw fetch printed %q: %w", stdout, err)
+		return s, fmt.Errorf("%s printed %q: %w", what, stdout, err)
 	}
 	if got.Bytes != w.halfBytes {
-		return s, fmt.Errorf("raw fetch received %d bytes, want %d", got.Bytes, w.halfBytes)
+		return s, fmt.Errorf("%s received %d bytes, want %d", what, got.Bytes, w.halfBytes)
 	}
 	s.status, s.kinds, s.bytes, s.wall = "ok", "raw", got.Bytes, secondsDuration(got.Wall)
 	return s, nil
@@ -953,22 +957,7 @@ func (w *streamWorld) runRawTCP(ctx context.Context, name string) (streamSample,
 		return streamSample{}, err
 	}
 	defer srv.stop()
-	out := filepath.Join(w.tmp, "raw-tcp-received")
-	defer os.Remove(out)
-	var got RawFetchResult
-	s, stdout, err := w.receive(ctx, srv, name, []string{"bench", "tcp-raw-fetch", "--peer", srv.addr, "--length",
-		strconv.FormatInt(w.halfBytes, 10), "--out", out})
-	if err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(stdout, &got); err != nil {
-		return s, fmt.Errorf("raw TCP fetch printed %q: %w", stdout, err)
-	}
-	if got.Bytes != w.halfBytes {
-		return s, fmt.Errorf("raw TCP fetch received %d bytes, want %d", got.Bytes, w.halfBytes)
-	}
-	s.status, s.kinds, s.bytes, s.wall = "ok", "raw", got.Bytes, secondsDuration(got.Wall)
-	return s, nil
+	return w.rawReceive(ctx, srv, name, "raw TCP fetch", []string{"bench", "tcp-raw-fetch", "--peer", srv.addr})
 }
 
 // RawTCPServe listens on the TCP address addr, calls ready with the bound address, and
