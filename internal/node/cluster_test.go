@@ -248,19 +248,16 @@ func placeData(t *testing.T, r ring.Ring, dataDirs map[string]string) [][]byte {
 	return gen.Keys(testSeed, testParts)
 }
 
-func tokensOf(seed uint64, n int) []int64 {
-	return longsOf(ring.RandomTokens(rand.New(rand.NewPCG(seed, 1)), n))
-}
-
-// Three nodes hold data by ownership at RF 2; a fourth bootstraps and the others clean up;
-// then one decommissions. After each step every key is on exactly its replicas of the ring.
-func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *testing.T) {
-	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
-	dirs := map[string]string{"n1": t.TempDir(), "n2": t.TempDir(), "n3": t.TempDir()}
-	initial := map[string][]int64{"n1": tokensOf(1, 4), "n2": tokensOf(2, 4), "n3": tokensOf(3, 4)}
+// startPlaced starts the named nodes with the given tokens, each holding exactly the
+// generated partitions it replicates at RF 2, and waits until every one sees them all NORMAL.
+// It returns the nodes in order and the generated keys.
+func (tc *testCluster) startPlaced(t *testing.T, names []string, initial map[string][]int64) ([]*Node, [][]byte) {
+	t.Helper()
+	dirs := map[string]string{}
 	var ms []ring.Member
-	for _, name := range []string{"n1", "n2", "n3"} {
-		ts := make([]token.Token, 0, 4)
+	for _, name := range names {
+		dirs[name] = t.TempDir()
+		ts := make([]token.Token, 0, len(initial[name]))
 		for _, v := range initial[name] {
 			ts = append(ts, token.Token{Kind: token.KindMurmur3, Long: v})
 		}
@@ -271,27 +268,43 @@ func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *test
 		t.Fatal(err)
 	}
 	keys := placeData(t, r0, dirs)
-
-	cfg := tc.config("n1", dirs["n1"])
-	cfg.InitialTokens = initial["n1"]
-	n1 := tc.start(cfg).node
-	seed := n1.GossipAddr()
 	var nodes []*Node
-	nodes = append(nodes, n1)
-	for _, name := range []string{"n2", "n3"} {
-		cfg := tc.config(name, dirs[name], seed)
+	seed := ""
+	for _, name := range names {
+		cfg := tc.config(name, dirs[name])
+		if seed != "" {
+			cfg.Seeds = []string{seed}
+		}
 		cfg.InitialTokens = initial[name]
 		nodes = append(nodes, tc.start(cfg).node)
+		seed = nodes[0].GossipAddr()
 	}
-	n2, n3 := nodes[1], nodes[2]
-	three := map[string]ring.NodeState{"n1": ring.Normal, "n2": ring.Normal, "n3": ring.Normal}
+	normal := map[string]ring.NodeState{}
+	for _, name := range names {
+		normal[name] = ring.Normal
+	}
 	for _, n := range nodes {
-		waitUntil(t, 20*time.Second, n.cfg.Name+" sees three NORMAL nodes", func() bool { return sees(n, three) })
+		waitUntil(t, 20*time.Second, n.cfg.Name+" sees every node NORMAL", func() bool { return sees(n, normal) })
 	}
+	return nodes, keys
+}
+
+func tokensOf(seed uint64, n int) []int64 {
+	return longsOf(ring.RandomTokens(rand.New(rand.NewPCG(seed, 1)), n))
+}
+
+// Three nodes hold data by ownership at RF 2; a fourth bootstraps and the others clean up;
+// then one decommissions. After each step every key is on exactly its replicas of the ring.
+func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
+	initial := map[string][]int64{"n1": tokensOf(1, 4), "n2": tokensOf(2, 4), "n3": tokensOf(3, 4)}
+	nodes, keys := tc.startPlaced(t, []string{"n1", "n2", "n3"}, initial)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	seed := n1.GossipAddr()
 	checkPlacement(t, ringOf(t, n1), keys, n1, n2, n3)
 
 	// Bootstrap n4: it allocates tokens, fetches its ranges and becomes NORMAL.
-	cfg = tc.config("n4", t.TempDir(), seed)
+	cfg := tc.config("n4", t.TempDir(), seed)
 	cfg.Bootstrap = true
 	n4 := tc.start(cfg).node
 	var boot OpStatus
@@ -431,34 +444,9 @@ func TestPeerDownCancelsOnlyThatPeersSessions(t *testing.T) {
 func TestMoveThenCleanupKeepsEveryKeyOnExactlyItsReplicas(t *testing.T) {
 	tc := newTestCluster(t, "m1", "m2", "m3")
 	names := []string{"m1", "m2", "m3"}
-	initial := map[string]int64{"m1": -6e18, "m2": 0, "m3": 6e18}
-	dirs := map[string]string{}
-	var ms []ring.Member
-	for _, name := range names {
-		dirs[name] = t.TempDir()
-		ms = append(ms, ring.Member{Node: ring.Node{Name: name, DC: DefaultDC, Rack: DefaultRack}, State: ring.Normal,
-			Tokens: []token.Token{{Kind: token.KindMurmur3, Long: initial[name]}}})
-	}
-	r0, err := ring.NewRing(ms...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := placeData(t, r0, dirs)
-	var nodes []*Node
-	seed := ""
-	for _, name := range names {
-		cfg := tc.config(name, dirs[name])
-		if seed != "" {
-			cfg.Seeds = []string{seed}
-		}
-		cfg.InitialTokens = []int64{initial[name]}
-		nodes = append(nodes, tc.start(cfg).node)
-		seed = nodes[0].GossipAddr()
-	}
+	initial := map[string][]int64{"m1": {-6e18}, "m2": {0}, "m3": {6e18}}
+	nodes, keys := tc.startPlaced(t, names, initial)
 	normal := map[string]ring.NodeState{"m1": ring.Normal, "m2": ring.Normal, "m3": ring.Normal}
-	for _, n := range nodes {
-		waitUntil(t, 20*time.Second, n.cfg.Name+" sees the ring", func() bool { return sees(n, normal) })
-	}
 	const target = int64(3e18)
 	s, err := nodes[0].StartMove(target)
 	if err != nil {

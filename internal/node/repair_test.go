@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/repair"
@@ -104,39 +103,12 @@ func checkTreesAgree(t *testing.T, r ring.Ring, nodes ...*Node) {
 func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	tc := newTestCluster(t, "r1", "r2", "r3")
 	names := []string{"r1", "r2", "r3"}
-	dirs := map[string]string{}
 	initial := map[string][]int64{}
-	var ms []ring.Member
 	for i, name := range names {
-		dirs[name] = t.TempDir()
 		initial[name] = tokensOf(uint64(10+i), 4)
-		var ts []token.Token
-		for _, v := range initial[name] {
-			ts = append(ts, token.Token{Kind: token.KindMurmur3, Long: v})
-		}
-		ms = append(ms, ring.Member{Node: ring.Node{Name: name, DC: DefaultDC, Rack: DefaultRack}, State: ring.Normal, Tokens: ts})
 	}
-	r0, err := ring.NewRing(ms...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := placeData(t, r0, dirs)
-	var nodes []*Node
-	seed := ""
-	for _, name := range names {
-		cfg := tc.config(name, dirs[name])
-		if seed != "" {
-			cfg.Seeds = []string{seed}
-		}
-		cfg.InitialTokens = initial[name]
-		nodes = append(nodes, tc.start(cfg).node)
-		seed = nodes[0].GossipAddr()
-	}
+	nodes, keys := tc.startPlaced(t, names, initial)
 	r1, r2, r3 := nodes[0], nodes[1], nodes[2]
-	normal := map[string]ring.NodeState{"r1": ring.Normal, "r2": ring.Normal, "r3": ring.Normal}
-	for _, n := range nodes {
-		waitUntil(t, 20*time.Second, n.cfg.Name+" sees the ring", func() bool { return sees(n, normal) })
-	}
 	r := ringOf(t, r1)
 	s := ring.SimpleStrategy{RF: testRF}
 	checkReplicasHoldEveryKey(t, r, keys, nodes...)
