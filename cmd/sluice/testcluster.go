@@ -106,35 +106,27 @@ func newTCUpCmd() *cobra.Command {
 }
 
 func newTCDownCmd() *cobra.Command {
-	var dir string
-	cmd := &cobra.Command{
-		Use:   "down --dir D",
-		Short: "Stop the node processes of a cluster started with up",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if dir == "" {
-				return usagef("--dir is required")
-			}
-			st, err := testcluster.LoadState(dir)
-			if err != nil {
-				return err
-			}
+	return stateCmd("down --dir D", "Stop the node processes of a cluster started with up",
+		func(cmd *cobra.Command, st testcluster.State) error {
 			if err := testcluster.StopState(cmd.Context(), st); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stopped %d nodes\n", len(st.Nodes))
 			return nil
-		},
-	}
-	cmd.Flags().StringVar(&dir, "dir", "", "cluster directory")
-	return cmd
+		})
 }
 
 func newTCStatusCmd() *cobra.Command {
+	return stateCmd("status --dir D", "Show the nodes of a cluster started with up: process, ring state, load",
+		func(cmd *cobra.Command, st testcluster.State) error { return printState(cmd, st) })
+}
+
+// stateCmd is a command acting on the cluster that `up` recorded in --dir.
+func stateCmd(use, short string, run func(*cobra.Command, testcluster.State) error) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
-		Use:   "status --dir D",
-		Short: "Show the nodes of a cluster started with up: process, ring state, load",
+		Use:   use,
+		Short: short,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
@@ -144,7 +136,7 @@ func newTCStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printState(cmd, st)
+			return run(cmd, st)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "cluster directory")
