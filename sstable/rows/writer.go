@@ -37,7 +37,6 @@ type Writer struct {
 	state     writerState
 	pos       int64 // bytes written in the current partition
 	prevStart int64 // start of the previous unfiltered, relative to the partition start
-	facts     Facts
 }
 
 // NewWriter returns a Writer for rows of t in version v.
@@ -51,12 +50,7 @@ func NewWriter(t *schema.Table, v version.Version) *Writer {
 func (w *Writer) Reset(t *schema.Table, v version.Version) {
 	w.t, w.v, w.s = t, v, newDeltas(t.Header)
 	w.state, w.pos, w.prevStart = awaitingPartition, 0, 0
-	w.facts.Reset()
 }
-
-// Facts describes what the last successful call contributed (see Facts). It is overwritten
-// by the next call.
-func (w *Writer) Facts() *Facts { return &w.facts }
 
 // PartitionSize is the number of bytes written for the current (or just ended) partition.
 func (w *Writer) PartitionSize() int64 { return w.pos }
@@ -84,9 +78,6 @@ func (w *Writer) BeginPartition(dst []byte, key []byte, deletion DeletionTime) (
 	if w.t.HasStatic() {
 		w.state = awaitingStatic
 	}
-	w.facts.Reset()
-	w.facts.AddDeletion(deletion)
-	w.facts.Size = w.pos
 	return dst, nil
 }
 
@@ -99,15 +90,11 @@ func (w *Writer) AppendStatic(dst []byte, r *Row) ([]byte, error) {
 	if !r.Static || len(r.Clustering) != 0 {
 		return dst, invalidf("static row with Static %v and %d clustering values", r.Static, len(r.Clustering))
 	}
-	n0 := len(dst)
 	dst, err := w.appendRow(dst, r, true)
 	if err != nil {
 		return dst, err
 	}
 	w.state = awaitingRows
-	w.facts.Reset()
-	w.facts.AddRow(r)
-	w.facts.Size = int64(len(dst) - n0)
 	return dst, nil
 }
 
@@ -143,9 +130,6 @@ func (w *Writer) AppendRow(dst []byte, r *Row) ([]byte, error) {
 		w.state, w.pos = state, pos
 		return dst[:n0], err
 	}
-	w.facts.Reset()
-	w.facts.AddRow(r)
-	w.facts.Size = int64(len(dst) - n0)
 	return dst, nil
 }
 
@@ -160,15 +144,11 @@ func (w *Writer) AppendMarker(dst []byte, m *Marker) ([]byte, error) {
 		w.state, w.pos = state, pos
 		return dst[:n0], err
 	}
-	w.facts.Reset()
-	w.facts.AddMarker(m)
-	w.facts.Size = int64(len(dst) - n0)
 	return dst, nil
 }
 
 // EndPartition appends the end-of-partition flag.
 func (w *Writer) EndPartition(dst []byte) ([]byte, error) {
-	n0 := len(dst)
 	dst, err := w.beforeRows(dst)
 	if err != nil {
 		return dst, err
@@ -176,8 +156,6 @@ func (w *Writer) EndPartition(dst []byte) ([]byte, error) {
 	dst = append(dst, flagEndOfPartition)
 	w.pos++
 	w.state = awaitingPartition
-	w.facts.Reset()
-	w.facts.Size = int64(len(dst) - n0)
 	return dst, nil
 }
 
