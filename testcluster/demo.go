@@ -140,8 +140,8 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	for _, k := range ks {
 		say("received as %-8s %8.1f MiB", k+":", kinds[k]/(1<<20))
 	}
-	say("partitions verified: %d on %d members (%d sstables); lost %d, misplaced %d, duplicated %d, corrupt %d, temp files %d, bad sstables %d",
-		rep.PartitionsChecked, len(rep.Members), rep.SSTables, rep.Lost, rep.Misplaced, rep.Duplicated, rep.Corrupt, rep.TempFiles, rep.BadSSTables)
+	say("partitions verified: %d on %d members (%d sstables); lost %d, misplaced %d, duplicated %d, diverged %d, temp files %d, bad sstables %d",
+		rep.PartitionsChecked, len(rep.Members), rep.SSTables, rep.Lost, rep.Misplaced, rep.Duplicated, rep.Diverged, rep.TempFiles, rep.BadSSTables)
 	say("total %v", time.Since(t0).Round(time.Millisecond))
 	if !rep.OK {
 		for _, p := range rep.Problems {

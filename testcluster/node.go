@@ -106,6 +106,9 @@ func (n *Node) start(ctx context.Context) error {
 			args = append(args, "--advertise-stream", n.proxy.Addr())
 		}
 		cmd := n.c.opts.Exec(args)
+		if n.c.net != nil {
+			cmd = n.c.net.wrap(n.Name, cmd)
+		}
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = procAttr(n.c.opts.Detach)
 		if err := cmd.Start(); err != nil {
