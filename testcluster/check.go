@@ -35,6 +35,8 @@ type CheckReport struct {
 	BadSSTables int      `json:"bad_sstables"`
 	Members     []string `json:"members"`
 	Problems    []string `json:"problems,omitempty"` // the first few, for the reader
+
+	census *Census // what the check read
 }
 
 const maxProblems = 20
@@ -90,6 +92,7 @@ func (c *Cluster) Check(ctx context.Context) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.census = cen
 	for _, k := range c.Data.Keys {
 		rep.PartitionsChecked++
 		ref := c.Data.Ref[string(k)]

@@ -108,6 +108,13 @@ func (n *Node) handler() http.Handler {
 			}
 			return n.StartRepair(req)
 		})},
+		"/v1/ops/rebuild": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
+			var req RebuildRequest
+			if err := decodeStrict(r.Body, &req); err != nil {
+				return OpStatus{}, badRequest{err}
+			}
+			return n.StartRebuild(req)
+		})},
 		"/v1/ops/fetch":   {http.MethodPost: n.postFetch},
 		"/v1/repair/tree": {http.MethodGet: n.postTree, http.MethodPost: n.postTree},
 	}

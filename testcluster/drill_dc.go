@@ -1,0 +1,45 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/node"
+)
+
+// rebuild adds a second DC as an operator does: the keyspace already replicates to dc2
+// (Options.ReplicaDCs), so its new nodes join NORMAL without bootstrapping (auto_bootstrap
+// off) and own their dc2 replicas at once, holding nothing; then each runs rebuild from dc1,
+// one after the other (nodetool rebuild -- dc1).
+func (d *drill) rebuild(ctx context.Context) error {
+	c := d.c
+	old := c.Names()
+	var added []*Node
+	for i := range len(old) {
+		name := fmt.Sprintf("n%d", len(old)+i+1)
+		n, err := c.AddNode(ctx, NodeSpec{Name: name, DC: "dc2", Rack: fmt.Sprintf("rack%d", i%c.opts.Racks+1),
+			InitialTokens: c.initialTokens(len(old) + i)})
+		if err != nil {
+			return err
+		}
+		added = append(added, n)
+	}
+	if err := c.WaitNormal(ctx, time.Minute, c.Names()...); err != nil {
+		return err
+	}
+	for _, n := range added {
+		s, err := n.StartOp(ctx, node.OpRebuild, node.RebuildRequest{SourceDC: "dc1", Keyspace: c.opts.Keyspace})
+		if err != nil {
+			return err
+		}
+		s, err = n.WaitOp(ctx, s.ID, opTimeout)
+		for _, t := range s.Transfers {
+			d.res.BytesStreamed += t.BytesReceived
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
