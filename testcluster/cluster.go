@@ -380,10 +380,8 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 	if err := os.MkdirAll(c.nodeDir(spec.Name), 0o755); err != nil {
 		return nil, err
 	}
-	if err := tlsx.WriteNode(c.tlsDir, spec.Name, nil, true); err != nil {
-		return nil, err
-	}
 	var ports [3]string
+	var hosts []string // the certificate's: loopback by default
 	var err error
 	if c.net != nil {
 		ip, err := c.net.addNode(spec.Name)
@@ -391,7 +389,11 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 			return nil, err
 		}
 		ports = [3]string{ip + ":7400", ip + ":7401", ip + ":7402"}
+		hosts = []string{ip, "127.0.0.1"}
 	} else if ports, err = freePorts(); err != nil {
+		return nil, err
+	}
+	if err := tlsx.WriteNode(c.tlsDir, spec.Name, hosts, true); err != nil {
 		return nil, err
 	}
 	cfg := node.Config{
