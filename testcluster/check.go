@@ -146,6 +146,58 @@ type Census struct {
 	Held map[string]map[string]Holding
 	// SSTables counts each node's sstables (Data.db files).
 	SSTables map[string]int
+	// Layouts are each node's sstables' partition positions and chunk offsets, to work out
+	// what shipping their partitions costs after they are gone (cleanup rewrites them).
+	Layouts map[string][]Layout
+}
+
+// Layout is where an sstable's partitions and chunks are.
+type Layout struct {
+	Path       string
+	Tokens     []int64 // of the partitions, in order
+	Positions  []int64 // uncompressed Data.db offsets of the partitions
+	DataLength int64   // uncompressed
+	FileLength int64   // on disk
+	Chunk      int64   // uncompressed chunk length; 0 uncompressed
+	Offsets    []int64 // on-disk chunk starts
+}
+
+// Ship returns, for the partitions of l within rs, the on-disk bytes of their copies (by the
+// compression ratio) and the dead bytes a chunk-granular copy ships with them: the parts of
+// the chunks at each run's edges that hold partitions outside rs.
+func (l *Layout) Ship(rs token.RangeSet) (live, dead int64) {
+	ratio := 1.0
+	if l.DataLength > 0 {
+		ratio = float64(l.FileLength) / float64(l.DataLength)
+	}
+	for i := 0; i < len(l.Tokens); {
+		if !rs.Contains(token.Token{Kind: token.KindMurmur3, Long: l.Tokens[i]}) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(l.Tokens) && rs.Contains(token.Token{Kind: token.KindMurmur3, Long: l.Tokens[j]}) {
+			j++
+		}
+		lo, hi := l.Positions[i], l.DataLength
+		if j < len(l.Tokens) {
+			hi = l.Positions[j]
+		}
+		est := int64(float64(hi-lo) * ratio)
+		live += est
+		if l.Chunk > 0 && hi > lo {
+			c0, c1 := lo/l.Chunk, (hi-1)/l.Chunk
+			end := l.FileLength
+			if int(c1+1) < len(l.Offsets) {
+				end = l.Offsets[c1+1]
+			}
+			if int(c0) < len(l.Offsets) {
+				dead += max(end-l.Offsets[c0]-est, 0)
+			}
+		}
+		i = j
+	}
+	return live, dead
 }
 
 // Holding is one node's copies of one partition.
@@ -160,26 +212,40 @@ type Holding struct {
 // and counts temporary files and bad sstables into it; a bad sstable is left out of the
 // census.
 func (c *Cluster) Census(ctx context.Context, names []string, rep *CheckReport) (*Census, error) {
-	cen := &Census{Held: map[string]map[string]Holding{}, SSTables: map[string]int{}}
+	cen := &Census{Held: map[string]map[string]Holding{}, SSTables: map[string]int{}, Layouts: map[string][]Layout{}}
 	for _, name := range names {
 		n, err := c.Node(name)
 		if err != nil {
 			return nil, err
 		}
-		held, count, err := c.scanNode(ctx, n, rep)
+		held, layouts, err := c.scanNode(ctx, n, rep)
 		if err != nil {
 			return nil, err
 		}
-		cen.Held[name], cen.SSTables[name] = held, count
+		cen.Held[name], cen.SSTables[name], cen.Layouts[name] = held, len(layouts), layouts
 	}
 	return cen, nil
 }
 
+// layoutOf reads t's partition index.
+func layoutOf(t *sstable.Table) (Layout, error) {
+	l := Layout{Path: t.Desc.Path("Data.db"), DataLength: t.DataLength(), FileLength: t.DataFileLength}
+	if t.Compression != nil {
+		l.Chunk, l.Offsets = int64(t.Compression.ChunkLength), t.Compression.Offsets
+	}
+	err := t.ScanPartitions(func(p *sstable.Partition) error {
+		l.Tokens = append(l.Tokens, p.Token.Long)
+		l.Positions = append(l.Positions, p.Position)
+		return nil
+	})
+	return l, err
+}
+
 // scanNode reads every sstable in n's table directories of the keyspace.
-func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[string]Holding, int, error) {
+func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[string]Holding, []Layout, error) {
 	tableDirs, err := filepath.Glob(filepath.Join(n.DataDir(), c.opts.Keyspace, "*"))
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	bad := func(format string, args ...any) {
 		if rep != nil {
@@ -188,11 +254,11 @@ func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[
 		}
 	}
 	held := map[string]Holding{}
-	count := 0
+	var layouts []Layout
 	for _, td := range tableDirs {
 		ents, err := os.ReadDir(td)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		var tables []*sstable.Table
 		var ratios []float64
@@ -209,10 +275,9 @@ func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, 0, err
+				return nil, nil, err
 			}
 			path := filepath.Join(td, name)
-			count++
 			if rep != nil {
 				rep.SSTables++
 				vr, err := sstable.Verify(path, sstable.VerifyOptions{Extended: true})
@@ -226,6 +291,13 @@ func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[
 				bad("%s: %s: %v", n.Name, path, err)
 				continue
 			}
+			l, err := layoutOf(t)
+			if err != nil {
+				t.Close()
+				bad("%s: %s: %v", n.Name, path, err)
+				continue
+			}
+			layouts = append(layouts, l)
 			tables = append(tables, t)
 			ratios = append(ratios, compressionRatio(t))
 		}
@@ -242,12 +314,12 @@ func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, 0, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 			bad("%s: %s: %v", n.Name, td, err)
 		}
 	}
-	return held, count, nil
+	return held, layouts, nil
 }
 
 func problemsOf(r *sstable.Report) []sstable.Problem {

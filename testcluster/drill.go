@@ -67,14 +67,19 @@ type DrillResult struct {
 	Misplaced         int    `json:"misplaced"` // misplaced, duplicated or unknown partitions
 	Diverged          int    `json:"diverged"`  // replicas whose reconciled content is not the reference's
 	BytesStreamed     int64  `json:"bytes_streamed"`
-	// BytesIdeal is the on-disk bytes of a compacted copy of every partition some replica
-	// had to receive (a replica after the operation that did not hold its full content
-	// before): what a perfect operation would have streamed.
+	// BytesIdeal is the on-disk bytes of every partition some replica had to receive (it is
+	// a replica after the operation and did not hold the partition's full content before),
+	// in all the sstables an up-to-date replica held it in: what a perfect sstable-level
+	// operation streams.
 	BytesIdeal int64 `json:"bytes_ideal"`
-	// DeadBytes is, for the same partitions, the on-disk bytes of shadowed data in the
-	// sources' sstables: overwritten rows and rows under a deletion, which sstable-level
-	// streaming ships along with the live data (no compaction on the way).
-	DeadBytes       int64                    `json:"dead_bytes"`
+	// DeadBytes is what shipping whole compressed chunks adds: the parts of the chunks at the
+	// edges of each streamed run of partitions that hold partitions outside the streamed
+	// ranges (the "dead" of sluice sstable split), from the sources' sstables as they were.
+	DeadBytes int64 `json:"dead_bytes"`
+	// ShadowedBytes is the part of BytesIdeal that a compacted copy would not hold:
+	// overwritten rows and rows under newer deletions, which sstable-level streaming moves
+	// along (no compaction on the way).
+	ShadowedBytes   int64                    `json:"shadowed_bytes"`
 	SSTablesPerNode map[string]SSTableCounts `json:"sstables_per_node"`
 	// BoundsFailed says which operator expectation failed: cleanup raised a node's sstable
 	// count; a node ended with more than nodes x S sstables; more than 1.1 x (bytes_ideal +
@@ -107,6 +112,25 @@ type drill struct {
 	c               *Cluster
 	res             *DrillResult
 	before          *Census
+	shipped         map[string]shipment // what was streamed, by from|ranges
+}
+
+// shipment is ranges streamed from a node.
+type shipment struct {
+	from   string
+	ranges token.RangeSet
+}
+
+// ship records that from streamed ranges (the string form of a token.RangeSet).
+func (d *drill) ship(from, ranges string) {
+	if d.shipped == nil {
+		d.shipped = map[string]shipment{}
+	}
+	rs, err := token.ParseRanges(token.Murmur3, ranges)
+	if err != nil || ranges == "" {
+		return
+	}
+	d.shipped[from+"|"+ranges] = shipment{from: from, ranges: rs}
 }
 
 // RunDrill runs the named drill ("bootstrap", "move-loss", ...) on a fresh cluster under
@@ -285,8 +309,14 @@ func (d *drill) measure(ctx context.Context, rep *CheckReport) error {
 			if h, ok := d.before.Held[rn.Name][string(k)]; ok && h.Hash == ref.Hash {
 				continue
 			}
-			d.res.BytesIdeal += ref.Bytes
-			d.res.DeadBytes += max(full[string(k)]-ref.Bytes, 0)
+			d.res.BytesIdeal += full[string(k)]
+			d.res.ShadowedBytes += max(full[string(k)]-ref.Bytes, 0)
+		}
+	}
+	for _, sh := range d.shipped {
+		for _, l := range d.before.Layouts[sh.from] {
+			_, dead := l.Ship(sh.ranges)
+			d.res.DeadBytes += dead
 		}
 	}
 	if want := int64(streamSlack * float64(d.res.BytesIdeal+d.res.DeadBytes)); d.res.BytesStreamed > want {
@@ -484,6 +514,9 @@ func (d *drill) repair(ctx context.Context) error {
 	s, err = n.WaitOp(ctx, s.ID, opTimeout)
 	for _, r := range s.Repair {
 		d.res.BytesStreamed += r.BytesFetched + r.BytesSent
+		// Mismatched leaves stream both ways.
+		d.ship(r.Peer, r.Mismatched)
+		d.ship(n.Name, r.Mismatched)
 	}
 	return err
 }
@@ -556,6 +589,7 @@ func (d *drill) finish(ctx context.Context, n *Node, kind string, body any) erro
 		s, err = n.WaitOp(ctx, s.ID, opTimeout)
 		for _, t := range s.Transfers {
 			d.res.BytesStreamed += t.BytesReceived
+			d.ship(t.From, t.Ranges)
 		}
 		if err == nil {
 			return nil

@@ -36,6 +36,7 @@ func (d *drill) rebuild(ctx context.Context) error {
 		s, err = n.WaitOp(ctx, s.ID, opTimeout)
 		for _, t := range s.Transfers {
 			d.res.BytesStreamed += t.BytesReceived
+			d.ship(t.From, t.Ranges)
 		}
 		if err != nil {
 			return err
