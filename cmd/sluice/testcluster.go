@@ -306,7 +306,7 @@ func sstableCounts(m map[string]testcluster.SSTableCounts) string {
 func newTCDemoCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
-		Use:   "demo [--nodes 3] [--rf 2] [--data 768MiB] [--dir D]",
+		Use:   "demo [--nodes 3] [--rf 3] [--num-tokens 16] [--sstables 4] [--net loopback|netns] [--data 128MiB] [--dir D]",
 		Short: "The make run cluster demo: seed, bootstrap with progress, decommission, check, summary",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -324,10 +324,23 @@ func newTCDemoCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return testcluster.Demo(ctx, testcluster.DemoOptions{Nodes: f.nodes, RF: f.rf, DataPerNode: f.dataPerNode, Dir: dir, Out: cmd.OutOrStdout()})
+			o := f.options()
+			o.Dir = dir
+			// The last line is the verdict, on standard output.
+			if err := testcluster.Demo(ctx, testcluster.DemoOptions{Cluster: o, Out: cmd.OutOrStdout()}); err != nil {
+				if f.dir != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "\n(node logs kept in %s/nodes/*/node.log)", dir)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "\n(the cluster's directory is removed; run sluice testcluster demo --dir D to keep the node logs)")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nFAILED: %v\n", err)
+				return failedError{}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "\nall checks passed")
+			return nil
 		},
 	}
-	f.add(cmd, "768MiB")
+	f.add(cmd, "128MiB")
 	return cmd
 }
 
