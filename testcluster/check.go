@@ -56,7 +56,7 @@ func RingOf(v node.RingView) (ring.Ring, error) {
 	}
 	var ms []ring.Member
 	for _, m := range v.Members {
-		if m.State == ring.Left.String() || m.Liveness == "left" {
+		if m.State == ring.Left.String() || m.Liveness == "left" || m.ReplacedBy != "" {
 			continue
 		}
 		if m.State != ring.Normal.String() {

@@ -401,7 +401,7 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 		StreamAddr: ports[0], AdminAddr: ports[1], GossipAddr: ports[2],
 		ClusterKeyFile: c.keyFile, ClusterLabel: "testcluster", NumTokens: c.opts.NumTokens,
 		InitialTokens: spec.InitialTokens, Bootstrap: spec.Bootstrap,
-		DC: spec.DC, Rack: spec.Rack,
+		DC: spec.DC, Rack: spec.Rack, ReplaceAddress: spec.Replace,
 		Keyspaces:  map[string]node.Replication{c.opts.Keyspace: c.replication()},
 		Throughput: node.Throughput{InboundBytesPerSecond: spec.InboundBytesPerSecond},
 		// Short timeouts so that a killed or cut-off peer fails a session within seconds.
@@ -502,7 +502,7 @@ func (c *Cluster) WaitNormal(ctx context.Context, d time.Duration, names ...stri
 func seesExactly(v node.RingView, want map[string]bool) bool {
 	seen := 0
 	for _, m := range v.Members {
-		if m.State == ring.Left.String() || m.Liveness == "left" {
+		if m.State == ring.Left.String() || m.Liveness == "left" || m.ReplacedBy != "" {
 			continue
 		}
 		if !want[m.Name] || m.State != ring.Normal.String() || !m.Up {

@@ -33,7 +33,7 @@ const (
 func Drills() []string {
 	return []string{
 		"bootstrap", "decommission", "move", "cleanup", "repair",
-		"bootstrap-multidc", "rebuild", "repair-overlapping",
+		"bootstrap-multidc", "rebuild", "replace", "repair-overlapping",
 		"bootstrap-kill", "decommission-kill", "cleanup-kill",
 		"bootstrap-loss", "move-loss",
 		"bootstrap-partition", "decommission-partition",
@@ -174,7 +174,7 @@ func RunDrill(ctx context.Context, name string, o DrillOptions) DrillResult {
 func (d *drill) run(ctx context.Context) error {
 	switch d.op {
 	case "bootstrap", "decommission", "move", "cleanup", "repair",
-		"bootstrap-multidc", "rebuild", "repair-overlapping":
+		"bootstrap-multidc", "rebuild", "replace", "repair-overlapping":
 	default:
 		return fmt.Errorf("%w: %q (want one of %s)", ErrUnknownDrill, d.name, strings.Join(Drills(), ", "))
 	}
@@ -228,6 +228,9 @@ func (d *drill) run(ctx context.Context) error {
 	case "rebuild":
 		// The keyspace replicates to a second DC that has no nodes yet.
 		opts.DCs, opts.ReplicaDCs = 1, 2
+	case "replace":
+		// One node more than RF, so that the dead node's ranges are not everyone's.
+		opts.Nodes = max(opts.Nodes, cmp.Or(opts.RF, 3)+1)
 	}
 	c, err := Start(ctx, opts)
 	d.c = c
@@ -255,6 +258,8 @@ func (d *drill) run(ctx context.Context) error {
 		err = d.repair(ctx)
 	case "rebuild":
 		err = d.rebuild(ctx)
+	case "replace":
+		err = d.replace(ctx)
 	}
 	if err != nil {
 		return err

@@ -44,3 +44,43 @@ func (d *drill) rebuild(ctx context.Context) error {
 	}
 	return nil
 }
+
+// replace kills the last initial node for good and starts a new node with replace_address
+// naming it, in its DC and rack: the new node takes the dead one's tokens and streams the
+// ranges they replicate from the surviving replicas, then the dead one leaves the ring.
+func (d *drill) replace(ctx context.Context) error {
+	c := d.c
+	names := c.Names()
+	dead := c.MustNode(names[len(names)-1])
+	d.o.Logf("%s: kill -9 %s (pid %d) for good", d.name, dead.Name, dead.PID())
+	if err := dead.Kill(); err != nil {
+		return err
+	}
+	rest := names[:len(names)-1]
+	err := waitFor(ctx, time.Minute, "the others to see "+dead.Name+" down", func() (bool, error) {
+		for _, name := range rest {
+			v, err := c.MustNode(name).Ring(ctx)
+			if err != nil {
+				return false, err
+			}
+			for _, m := range v.Members {
+				if m.Name == dead.Name && m.Up {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("n%d", len(names)+1)
+	n, err := c.AddNode(ctx, NodeSpec{Name: name, Replace: dead.Name, DC: dead.Spec.DC, Rack: dead.Spec.Rack})
+	if err != nil {
+		return err
+	}
+	if err := d.finish(ctx, n, node.OpReplace, nil); err != nil {
+		return err
+	}
+	return c.WaitNormal(ctx, time.Minute, append(rest, name)...)
+}

@@ -108,6 +108,9 @@ func (n *Node) handler() http.Handler {
 			}
 			return n.StartRepair(req)
 		})},
+		"/v1/ops/replace": {http.MethodPost: n.postOp(func(*http.Request) (OpStatus, error) {
+			return n.StartReplace()
+		})},
 		"/v1/ops/rebuild": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
 			var req RebuildRequest
 			if err := decodeStrict(r.Body, &req); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -93,6 +94,8 @@ type cluster struct {
 
 	mu   sync.Mutex // orders meta changes
 	meta gossip.NodeMeta
+
+	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (replace.go)
 }
 
 // startCluster starts gossip, joins the seeds (retrying until ctx ends), settles the node's
@@ -128,6 +131,13 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	}
 	c := &cluster{n: n, g: g, log: n.log.With().Str("component", "membership").Logger(), meta: meta}
 	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
+	if replacing, err := c.prepareReplace(st, found); replacing || err != nil {
+		if err != nil {
+			g.Shutdown()
+			return nil, err
+		}
+		return c, nil
+	}
 
 	bootstrap := false
 	var tokens []int64
@@ -382,6 +392,9 @@ type RingMember struct {
 	Rack       string  `json:"rack"`
 	StreamAddr string  `json:"stream_addr"`
 	AdminAddr  string  `json:"admin_addr"`
+	// ReplacedBy names the member that took this dead one's tokens (replace_address); a
+	// replaced member is no longer in the ring and has no tokens in the view.
+	ReplacedBy string `json:"replaced_by,omitempty"`
 }
 
 // RingToken is one token of the ring view.
@@ -419,6 +432,7 @@ func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 		own = ring.Ownership(r, s)
 	}
 	ms := c.g.Members()
+	replaced := gossip.Replaced(ms)
 	loads := make([]int64, len(ms))
 	var wg sync.WaitGroup
 	for i, m := range ms {
@@ -433,8 +447,9 @@ func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 		up := m.Liveness == gossip.StateAlive
 		v.Members = append(v.Members, RingMember{Name: m.Name, State: stateName(m.Meta.State), Up: up,
 			Liveness: m.Liveness.String(), LoadBytes: loads[i], Ownership: own[m.Name], Tokens: len(m.Tokens),
-			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr})
-		if m.Meta.State == ring.Left || m.Meta.State == 0 {
+			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr,
+			ReplacedBy: replaced[m.Name]})
+		if m.Meta.State == ring.Left || m.Meta.State == 0 || replaced[m.Name] != "" {
 			continue
 		}
 		for _, t := range m.Tokens {
