@@ -139,7 +139,14 @@ func (n *Node) start(ctx context.Context) error {
 	return waitFor(ctx, 60*time.Second, n.Name+" to join", func() (bool, error) {
 		select {
 		case err := <-done:
-			return false, fmt.Errorf("%s exited: %v (log %s)", n.Name, err, n.logPath)
+			// Gone before it joined: nothing left to stop (Stop would wait for done again).
+			n.mu.Lock()
+			n.running, n.cmd = false, nil
+			if n.logf != nil {
+				n.logf.Close()
+			}
+			n.mu.Unlock()
+			return false, fatal{fmt.Errorf("%s exited: %v (log %s)", n.Name, err, n.logPath)}
 		default:
 		}
 		st, err := n.Status(ctx)

@@ -190,6 +190,10 @@ func waitFor(ctx context.Context, d time.Duration, what string, pred func() (boo
 		if ok {
 			return nil
 		}
+		var f fatal
+		if errors.As(err, &f) {
+			return f.error
+		}
 		if err != nil {
 			last = err
 		}
@@ -203,6 +207,9 @@ func waitFor(ctx context.Context, d time.Duration, what string, pred func() (boo
 		}
 	}
 }
+
+// fatal ends a waitFor at once: waiting longer cannot help (the process exited).
+type fatal struct{ error }
 
 type waitError struct {
 	what string
