@@ -27,7 +27,7 @@ BTI da) byte-compatibly, and moves token ranges of them by copying compressed ch
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console, json")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSSTableCmd(), newStreamCmd(), newBenchCmd(), newCertCmd(), newRunCmd(), newNetstatsCmd(), newSetStreamThroughputCmd())
-	root.AddCommand(newStatusCmd(), newRingCmd(), newDecommissionCmd(), newMoveCmd(), newCleanupCmd(), newImportCmd(), newRepairCmd(), newTestclusterCmd())
+	root.AddCommand(newStatusCmd(), newRingCmd(), newDecommissionCmd(), newMoveCmd(), newCleanupCmd(), newImportCmd(), newRepairCmd(), newRebuildCmd(), newTestclusterCmd())
 	return root
 }
 
