@@ -43,7 +43,7 @@ func Drills() []string {
 
 // DrillOptions shape a drill's cluster. Zero values take Options' defaults.
 type DrillOptions struct {
-	Nodes       int   // default 3
+	Nodes       int   // default RF+1 (4)
 	RF          int   // default 3
 	DataPerNode int64 // default 4 MiB
 	NumTokens   int   // default 16 (move uses 1)
@@ -143,7 +143,8 @@ func RunDrill(ctx context.Context, name string, o DrillOptions) DrillResult {
 	}
 	res := DrillResult{Name: name, Fault: fault, Net: cmp.Or(o.Net, NetLoopback)}
 	if o.Nodes == 0 {
-		o.Nodes = 3
+		// One more node than replicas, so that every operation moves data.
+		o.Nodes = cmp.Or(o.RF, 3) + 1
 	}
 	if o.DataPerNode == 0 {
 		o.DataPerNode = 4 << 20

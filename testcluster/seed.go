@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/sluicedb/sluice/internal/repair"
@@ -303,10 +304,15 @@ func (c *Cluster) seedData(ctx context.Context, r ring.Ring, dirs map[string]str
 	var holders []*holder
 	for name := range dirs {
 		rs := ring.ReplicaRanges(r, s, name)
+		// Every other vnode range the node replicates is damaged (SeedMissing, SeedStale).
 		var damaged token.RangeSet
-		for i, rg := range rs {
-			if i%2 == 0 {
-				damaged = append(damaged, rg)
+		i := 0
+		for _, rr := range ring.RangeOwners(r, s) {
+			if slices.ContainsFunc(rr.Replicas, func(n ring.Node) bool { return n.Name == name }) {
+				if i%2 == 0 {
+					damaged = append(damaged, rr.Range)
+				}
+				i++
 			}
 		}
 		h := &holder{name: name}

@@ -33,9 +33,9 @@ type clusterFlags struct {
 	defaultBytes int64
 }
 
-func (f *clusterFlags) add(cmd *cobra.Command, data string) {
+func (f *clusterFlags) add(cmd *cobra.Command, data string, nodes int) {
 	cmd.Flags().StringVar(&f.dir, "dir", "", "cluster directory (certificates, data, logs, state file)")
-	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "initial nodes")
+	cmd.Flags().IntVar(&f.nodes, "nodes", nodes, "initial nodes")
 	cmd.Flags().IntVar(&f.rf, "rf", 3, "replication factor (per DC with NetworkTopologyStrategy)")
 	cmd.Flags().IntVar(&f.numTokens, "num-tokens", 16, "tokens per node (vnodes); move drills use 1")
 	cmd.Flags().IntVar(&f.dcs, "dcs", 1, "data centres the nodes are spread over (more than 1: NetworkTopologyStrategy)")
@@ -122,7 +122,7 @@ func newTCUpCmd() *cobra.Command {
 			return printState(cmd, c.State())
 		},
 	}
-	f.add(cmd, "64MiB")
+	f.add(cmd, "64MiB", 3)
 	return cmd
 }
 
@@ -195,7 +195,7 @@ func newTCDrillCmd() *cobra.Command {
 	var f clusterFlags
 	var asJSON, inProcess bool
 	cmd := &cobra.Command{
-		Use:   "drill NAME|all [--nodes 3] [--rf 3] [--num-tokens 16] [--dcs 1] [--racks 1] [--sstables 4] [--net loopback|netns] [--data 256MiB] [--json] [--dir D]",
+		Use:   "drill NAME|all [--nodes 4] [--rf 3] [--num-tokens 16] [--dcs 1] [--racks 1] [--sstables 4] [--net loopback|netns] [--data 256MiB] [--json] [--dir D]",
 		Short: "Run topology drills on fresh clusters and check the invariant after each",
 		Long: "Drills: " + fmt.Sprint(testcluster.Drills()) + `
 Each runs on a fresh cluster of node processes (--in-process: in this process) under
@@ -280,7 +280,7 @@ is ok.`,
 			return nil
 		},
 	}
-	f.add(cmd, "256MiB")
+	f.add(cmd, "256MiB", 4)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per drill")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run the nodes in this process instead of as processes")
 	return cmd
@@ -340,7 +340,7 @@ func newTCDemoCmd() *cobra.Command {
 			return nil
 		},
 	}
-	f.add(cmd, "128MiB")
+	f.add(cmd, "128MiB", 3)
 	return cmd
 }
 
