@@ -101,23 +101,37 @@ func usedSubnets() map[string]bool {
 	return used
 }
 
-// sweepNetns removes namespaces and bridges whose creating process is gone (a harness killed
-// before it could clean up).
+// sweepNetns removes the namespaces and bridges of harness processes that are gone (killed
+// before they could clean up, or a detached cluster's `up` after `down` stopped its nodes). A
+// namespace that still holds a process (a detached cluster's running node) is kept, and so is
+// its bridge.
 func sweepNetns() {
 	out, err := exec.Command("ip", "netns", "list").Output()
 	if err != nil {
 		return
 	}
+	kept := map[string]bool{} // "<pid>-<seq>" of namespaces left in place
 	for _, line := range strings.Split(string(out), "\n") {
 		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
 		rest, ok := strings.CutPrefix(name, netnsPrefix)
 		if !ok {
 			continue
 		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		if pid, err := strconv.Atoi(pidStr); err == nil && !Alive(pid) {
-			run("netns", "del", name)
+		parts := strings.SplitN(rest, "-", 3)
+		if len(parts) < 3 {
+			continue
 		}
+		id := parts[0] + "-" + parts[1]
+		pid, err := strconv.Atoi(parts[0])
+		if err != nil || Alive(pid) {
+			kept[id] = true
+			continue
+		}
+		if pids, err := exec.Command("ip", "netns", "pids", name).Output(); err != nil || len(bytes.TrimSpace(pids)) > 0 {
+			kept[id] = true
+			continue
+		}
+		run("netns", "del", name)
 	}
 	links, err := net.Interfaces()
 	if err != nil {
@@ -128,12 +142,18 @@ func sweepNetns() {
 		if !ok {
 			continue
 		}
-		pidStr, _, _ := strings.Cut(rest, "x")
-		if pid, err := strconv.Atoi(pidStr); err == nil && !Alive(pid) {
-			run("link", "del", l.Name)
+		pidStr, seq, _ := strings.Cut(rest, "x")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || Alive(pid) || kept[pidStr+"-"+seq] {
+			continue
 		}
+		run("link", "del", l.Name)
 	}
 }
+
+// CleanNetworkNamespaces removes what sweepNetns removes: `testcluster down` calls it once
+// the nodes of a detached --net netns cluster have stopped.
+func CleanNetworkNamespaces() { sweepNetns() }
 
 // addNode creates name's namespace with loopback up and an address on the bridge, and
 // returns the address.

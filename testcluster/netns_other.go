@@ -19,3 +19,6 @@ func (n *netns) wrap(name string, cmd *exec.Cmd) *exec.Cmd { return cmd }
 func (n *netns) setLink(name string, up bool) error        { return nil }
 func (n *netns) hostIP() string                            { return "" }
 func (n *netns) close() error                              { return nil }
+
+// CleanNetworkNamespaces has nothing to clean without Linux namespaces.
+func CleanNetworkNamespaces() {}
