@@ -389,7 +389,8 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 			return nil, err
 		}
 		ports = [3]string{ip + ":7400", ip + ":7401", ip + ":7402"}
-		hosts = []string{ip, "127.0.0.1"}
+		// Peers reach it through a proxy on the bridge's address when there are proxies.
+		hosts = []string{ip, c.net.hostIP(), "127.0.0.1"}
 	} else if ports, err = freePorts(); err != nil {
 		return nil, err
 	}
