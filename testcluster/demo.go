@@ -44,9 +44,10 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	t0 := time.Now()
 	co.Logf = func(f string, a ...any) { say("   "+f, a...) }
 	c, err := Start(ctx, co)
-	if c != nil {
-		defer c.Close()
+	if c == nil {
+		return err
 	}
+	defer c.Close()
 	co = c.Options()
 	say("== %d node processes (%s network), RF %d, %d tokens each, %d DC(s) x %d rack(s); each node holds %d sstables",
 		co.Nodes, co.Net, co.RF, co.NumTokens, co.DCs, co.Racks, co.SSTables)
