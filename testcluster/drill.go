@@ -223,8 +223,9 @@ func (d *drill) run(ctx context.Context) error {
 	case "move":
 		opts.NumTokens = 1
 	case "bootstrap-multidc":
-		// Two DCs with RF nodes each, so that each DC places its replicas by rack and ring.
-		opts.DCs = max(opts.DCs, 2)
+		// Two DCs of two racks with RF nodes each, so that each DC places its replicas by
+		// rack and ring.
+		opts.DCs, opts.Racks = max(opts.DCs, 2), max(opts.Racks, 2)
 		opts.Nodes = max(opts.Nodes, 2*cmp.Or(opts.RF, 3))
 	case "rebuild":
 		// The keyspace replicates to a second DC that has no nodes yet.
