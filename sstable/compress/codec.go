@@ -175,7 +175,10 @@ func (*lz4Codec) Decompress(dst, src []byte, n int) ([]byte, error) {
 type snappyCodec struct{}
 
 func (snappyCodec) Name() string    { return Snappy }
-func (snappyCodec) Bound(n int) int { return snappy.MaxEncodedLen(n) }
+// Bound is the reference Snappy's MaxCompressedLength (32 + n + n/6), the bound of the
+// compressor Cassandra uses (snappy-java): klauspost's MaxEncodedLen is tighter (its encoder
+// never expands as much), so an incompressible chunk Cassandra wrote would exceed it.
+func (snappyCodec) Bound(n int) int { return 32 + n + n/6 }
 
 func (c snappyCodec) Compress(dst, src []byte) ([]byte, error) {
 	bound := c.Bound(len(src))
