@@ -174,7 +174,8 @@ func (*lz4Codec) Decompress(dst, src []byte, n int) ([]byte, error) {
 // snappyCodec is SnappyCompressor: one raw Snappy block (Snappy.rawCompress).
 type snappyCodec struct{}
 
-func (snappyCodec) Name() string    { return Snappy }
+func (snappyCodec) Name() string { return Snappy }
+
 // Bound is the reference Snappy's MaxCompressedLength (32 + n + n/6), the bound of the
 // compressor Cassandra uses (snappy-java): klauspost's MaxEncodedLen is tighter (its encoder
 // never expands as much), so an incompressible chunk Cassandra wrote would exceed it.
