@@ -3,6 +3,9 @@
 //   check [--extended] [--text] PATH...   read every partition with Cassandra's scanner and print one canonical
 //                                         digest line per partition; read all metadata; run the verifier
 //   write --out DIR [--compat 4|none]      write the CQLSSTableWriter fixtures (see Fixtures.java)
+//   merge --out DIR PATH...                Cassandra's merge of the sstables (UnfilteredPartitionIterators.merge, no
+//                                         purging), written by Cassandra as one sstable of the first one's format
+//                                         into DIR; prints `MERGED <Data.db path> partitions=<n>`
 //
 // The output of check is a line protocol the Go suite (interop/*_test.go) parses:
 //   SSTABLE <path>
@@ -10,7 +13,8 @@
 //   T <canonical text line>                                           only with --text
 //   READ ok partitions=<n> | READ fail <message>
 //   META ok <facts> | META fail <message>
-//   VERIFY ok <summary> | VERIFY fail <message>                       extended (-e) when asked
+//   VERIFY basic ok <summary> | VERIFY basic fail <message>           sstableverify without -e
+//   VERIFY extended ok <summary> | VERIFY extended fail <message>     sstableverify -e, when asked
 //   END
 // A failure in one sstable never stops the others: every step catches and reports.
 import java.io.PrintStream;
@@ -86,6 +90,10 @@ public final class Harness
                 Env.init(Env.compatFrom(rest));
                 code = check(rest);
                 break;
+            case "merge":
+                Env.init(Env.compatFrom(rest));
+                code = merge(rest);
+                break;
             case "write":
                 code = Fixtures.main(rest);
                 break;
@@ -119,6 +127,67 @@ public final class Harness
         return 0;
     }
 
+    static int merge(List<String> args) throws Exception
+    {
+        int i = args.indexOf("--out");
+        File out = new File(args.get(i + 1));
+        args.remove(i + 1);
+        args.remove(i);
+        openKeyspace();
+        // One table whose columns are the union of every sstable's header (a statement may touch only some).
+        List<Descriptor> descs = new ArrayList<>();
+        Map<ByteBuffer, org.apache.cassandra.db.marshal.AbstractType<?>> statics = new java.util.LinkedHashMap<>(), regulars = new java.util.LinkedHashMap<>();
+        SerializationHeader.Component first = null;
+        for (String path : args)
+        {
+            Descriptor d = Descriptor.fromFileWithComponent(new File(path), false).left;
+            descs.add(d);
+            SerializationHeader.Component h = (SerializationHeader.Component) d.getMetadataSerializer().deserialize(d, EnumSet.of(MetadataType.HEADER)).get(MetadataType.HEADER);
+            if (first == null)
+                first = h;
+            statics.putAll(h.getStaticColumns());
+            regulars.putAll(h.getRegularColumns());
+        }
+        TableMetadata.Builder b = TableMetadata.builder(KS, "merged").partitioner(FBUtilities.newPartitioner(descs.get(0)));
+        statics.forEach((k, v) -> b.addStaticColumn(ColumnIdentifier.getInterned(UTF8Type.instance.getString(k), true), v));
+        regulars.forEach((k, v) -> b.addRegularColumn(ColumnIdentifier.getInterned(UTF8Type.instance.getString(k), true), v));
+        b.addPartitionKeyColumn("PartitionKey", first.getKeyType());
+        for (int c = 0; c < first.getClusteringTypes().size(); c++)
+            b.addClusteringColumn("clustering" + (c > 0 ? c : ""), first.getClusteringTypes().get(c));
+        TableMetadata metadata = b.build();
+        TableMetadataRef ref = TableMetadataRef.forOfflineTools(metadata);
+        List<SSTableReader> readers = new ArrayList<>();
+        List<ISSTableScanner> scanners = new ArrayList<>();
+        long keys = 0;
+        for (Descriptor d : descs)
+        {
+            SSTableReader r = SSTableReader.openNoValidation(null, d, ref);
+            readers.add(r);
+            scanners.add(r.getScanner());
+            keys += r.estimatedKeys();
+        }
+        Descriptor target = new Descriptor(out, KS, "merged", new org.apache.cassandra.io.sstable.SequenceBasedSSTableId(1), descs.get(0).getFormat());
+        SerializationHeader header = SerializationHeader.make(metadata, readers);
+        long partitions = 0;
+        try (org.apache.cassandra.db.partitions.UnfilteredPartitionIterator merged =
+                 org.apache.cassandra.db.partitions.UnfilteredPartitionIterators.merge(scanners, org.apache.cassandra.db.partitions.UnfilteredPartitionIterators.MergeListener.NOOP);
+             org.apache.cassandra.io.sstable.SSTableTxnWriter w =
+                 org.apache.cassandra.io.sstable.SSTableTxnWriter.create(ref, target, keys, 0, null, false, header, java.util.Collections.emptyList(), null))
+        {
+            while (merged.hasNext())
+            {
+                try (UnfilteredRowIterator p = merged.next())
+                {
+                    w.append(p);
+                    partitions++;
+                }
+            }
+            w.finish(false);
+        }
+        Harness.out.println("MERGED " + target.fileFor(org.apache.cassandra.io.sstable.format.SSTableFormat.Components.DATA) + " partitions=" + partitions);
+        return 0;
+    }
+
     /** An empty keyspace to hang one ColumnFamilyStore per sstable on (the verifier wants one). */
     static Keyspace openKeyspace()
     {
@@ -145,7 +214,22 @@ public final class Harness
         }
         long[] scanned = read(sstable, metadata, text);
         meta(desc, sstable, scanned);
-        verify(ks, desc, metadata, sstable, extended);
+        ColumnFamilyStore cfs;
+        try
+        {
+            File dir = new File(Files.createTempDirectory(Env.dir, "cfs").toString());
+            Directories directories = new Directories(metadata, Set.of(new Directories.DataDirectory(dir)));
+            cfs = ColumnFamilyStore.createColumnFamilyStore(ks, metadata.name, TableMetadataRef.forOfflineTools(metadata),
+                                                            directories, false, false, true);
+        }
+        catch (Throwable t)
+        {
+            out.println("VERIFY basic fail no table store: " + chain(t));
+            return;
+        }
+        verify(cfs, sstable, false);
+        if (extended)
+            verify(cfs, sstable, true);
         sstable.selfRef().release();
     }
 
@@ -182,6 +266,7 @@ public final class Harness
                         firstKey = key;
                     lastKey = key;
                     c.line("partition " + key + " del=" + del(p.partitionLevelDeletion()));
+                    c.seen(p.partitionLevelDeletion().markedForDeleteAt());
                     if (!p.staticRow().isEmpty())
                         c.row("static", p.staticRow());
                     while (p.hasNext())
@@ -252,7 +337,7 @@ public final class Harness
     }
 
     /** Cassandra's verifier as `sstableverify [-e]` runs it (offline, no disk failure policy, no token check). */
-    static void verify(Keyspace ks, Descriptor desc, TableMetadata metadata, SSTableReader sstable, boolean extended)
+    static void verify(ColumnFamilyStore cfs, SSTableReader sstable, boolean extended)
     {
         StringBuilder log = new StringBuilder();
         OutputHandler handler = new OutputHandler()
@@ -264,10 +349,6 @@ public final class Harness
         };
         try
         {
-            File dir = new File(Files.createTempDirectory("interop-cfs").toString());
-            Directories directories = new Directories(metadata, Set.of(new Directories.DataDirectory(dir)));
-            ColumnFamilyStore cfs = ColumnFamilyStore.createColumnFamilyStore(ks, metadata.name, TableMetadataRef.forOfflineTools(metadata),
-                                                                              directories, false, false, true);
             IVerifier.Options options = IVerifier.options().invokeDiskFailurePolicy(false).extendedVerification(extended).build();
             try (IVerifier verifier = sstable.getVerifier(cfs, handler, true, options))
             {
@@ -275,11 +356,11 @@ public final class Harness
             }
             String last = log.toString();
             int cut = last.lastIndexOf(" | ", last.length() - 4);
-            out.println("VERIFY ok " + (extended ? "extended " : "") + (cut >= 0 ? last.substring(cut + 3, last.length() - 3) : last));
+            out.println("VERIFY " + (extended ? "extended" : "basic") + " ok " + (cut >= 0 ? last.substring(cut + 3, last.length() - 3) : last));
         }
         catch (Throwable t)
         {
-            out.println("VERIFY fail " + chain(t));
+            out.println("VERIFY " + (extended ? "extended" : "basic") + " fail " + chain(t));
         }
     }
 
@@ -344,6 +425,7 @@ public final class Harness
             seen(li.timestamp());
             sb.append("] liveness=").append(li.isEmpty() ? "empty" : li.timestamp() + "/" + li.ttl() + "/" + li.localExpirationTime());
             sb.append(" del=").append(del(r.deletion().time())).append(r.deletion().isShadowable() ? "s" : "");
+            seen(r.deletion().time().markedForDeleteAt());
             line(sb.toString());
             for (ColumnData cd : r)
             {
@@ -351,6 +433,7 @@ public final class Harness
                 {
                     ComplexColumnData ccd = (ComplexColumnData) cd;
                     line("  complex " + cd.column().name + " del=" + del(ccd.complexDeletion()));
+                    seen(ccd.complexDeletion().markedForDeleteAt());
                     for (Cell<?> c : ccd)
                         cell(c);
                 }
