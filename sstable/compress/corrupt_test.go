@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
@@ -294,5 +295,31 @@ func TestSnappyChunkUpToReferenceBound(t *testing.T) {
 	}
 	if !bytes.Equal(got, src) {
 		t.Error("chunk decoded to different bytes")
+	}
+}
+
+// The last chunk of a zero-copy split child holds a whole parent chunk of which the child
+// addresses only a prefix: every codec decodes it and cuts it at dataLength. (Snappy did not:
+// its declared length was never consulted; found by the interop suite on a copy child.)
+func TestCutLastChunkEveryCodec(t *testing.T) {
+	src := genData(rand.New(rand.NewPCG(3, 3)), 4096)
+	for _, c := range allCodecs {
+		codec, err := CodecFor(c.class, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := codec.Compress(nil, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := binary.BigEndian.AppendUint32(bytes.Clone(body), crc32.ChecksumIEEE(body))
+		info := &Info{Compressor: c.class, Options: c.opts, ChunkLength: 4096, MaxCompressedLength: math.MaxInt32, DataLength: 1000, Offsets: []int64{0}}
+		r, err := NewReader(bytes.NewReader(file), int64(len(file)), info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadChunk(0, nil); err != nil || !bytes.Equal(got, src[:1000]) {
+			t.Errorf("%s %v: cut last chunk: %d bytes, %v", c.class, c.opts, len(got), err)
+		}
 	}
 }
