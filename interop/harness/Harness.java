@@ -11,7 +11,9 @@
 //   SSTABLE <path>
 //   P <key hex> <token> <digest> rows=<n> markers=<n> cells=<n>      one per partition, scanner order
 //   T <canonical text line>                                           only with --text
-//   READ ok partitions=<n> | READ fail <message>
+//   READ ok partitions=<n> digest=<d> ... | READ fail <message>   the index-driven read the P lines come from
+//   SCAN ok partitions=<n> digest=<d> ... | SCAN fail <message>   the sequential read from position 0 (compaction's);
+//                                                                  its digest is over the P lines it would print
 //   META ok <facts> | META fail <message>
 //   VERIFY basic ok <summary> | VERIFY basic fail <message>           sstableverify without -e
 //   VERIFY extended ok <summary> | VERIFY extended fail <message>     sstableverify -e, when asked
@@ -251,10 +253,31 @@ public final class Harness
     /** Scans every partition; returns {partitions, min cell/liveness timestamp, max timestamp} or null on failure. */
     static long[] read(SSTableReader sstable, TableMetadata metadata, boolean text)
     {
+        // The index-driven read: the scanner over the whole ring as a token range starts at the first partition's
+        // index position (what queries, range reads, streaming and repair use).
+        org.apache.cassandra.dht.Token min = sstable.getPartitioner().getMinimumToken();
+        long[] indexed = scan(sstable, metadata, text, () -> sstable.getScanner(List.of(new org.apache.cassandra.dht.Range<>(min, min))), "READ", true);
+        // The sequential read: getScanner() reads Data.db from position 0 to its end without the index (what
+        // compaction, sstabledump and sstablepartitions use in 5.0).
+        scan(sstable, metadata, false, sstable::getScanner, "SCAN", false);
+        return indexed;
+    }
+
+    static long[] scan(SSTableReader sstable, TableMetadata metadata, boolean text, java.util.function.Supplier<ISSTableScanner> open, String tag, boolean print)
+    {
         long partitions = 0;
         long[] ts = { Long.MAX_VALUE, Long.MIN_VALUE };
         String firstKey = null, lastKey = null;
-        try (ISSTableScanner scanner = sstable.getScanner())
+        MessageDigest all;
+        try
+        {
+            all = MessageDigest.getInstance("SHA-256");
+        }
+        catch (Exception e)
+        {
+            throw new RuntimeException(e);
+        }
+        try (ISSTableScanner scanner = open.get())
         {
             while (scanner.hasNext())
             {
@@ -277,7 +300,10 @@ public final class Harness
                         else
                             c.marker((RangeTombstoneMarker) u);
                     }
-                    out.println("P " + key + " " + p.partitionKey().getToken() + " " + c.digest() + " rows=" + c.rows + " markers=" + c.markers + " cells=" + c.cells);
+                    String line = "P " + key + " " + p.partitionKey().getToken() + " " + c.digest() + " rows=" + c.rows + " markers=" + c.markers + " cells=" + c.cells;
+                    all.update((line + "\n").getBytes(StandardCharsets.UTF_8));
+                    if (print)
+                        out.println(line);
                     if (text)
                         for (String l : c.lines)
                             out.println("T " + l);
@@ -287,10 +313,10 @@ public final class Harness
         }
         catch (Throwable t)
         {
-            out.println("READ fail after " + partitions + " partitions: " + chain(t));
+            out.println(tag + " fail after " + partitions + " partitions: " + chain(t));
             return null;
         }
-        out.println("READ ok partitions=" + partitions + " first=" + firstKey + " last=" + lastKey);
+        out.println(tag + " ok partitions=" + partitions + " digest=" + HexFormat.of().formatHex(all.digest(), 0, 16) + " first=" + firstKey + " last=" + lastKey);
         return new long[]{ partitions, ts[0], ts[1] };
     }
 

@@ -1,0 +1,190 @@
+package interop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// splitReport is the part of `sluice sstable split --json` the checks use.
+type splitReport struct {
+	Children []struct {
+		Path       string `json:"path"`
+		Range      string `json:"range"`
+		Partitions int64  `json:"partitions"`
+		DeadBytes  int64  `json:"dead_bytes"`
+	} `json:"children"`
+	Mode string `json:"mode"`
+}
+
+// parent is an sstable to cut: a gen output or a Cassandra-written fixture.
+type parent struct {
+	Name, Path string
+}
+
+func splitParents(t *testing.T) []parent {
+	var ps []parent
+	for _, g := range generated(t) {
+		ps = append(ps, parent{Name: "gen-" + g.Name, Path: g.Path})
+	}
+	seen := map[string]int{}
+	for _, f := range fixtures(t) {
+		seen[f.Table]++
+		ps = append(ps, parent{Name: fmt.Sprintf("cassandra-%s-%d", f.Table, seen[f.Table]), Path: f.Path})
+	}
+	return ps
+}
+
+var (
+	xfsOnce   sync.Once
+	xfsDir    string
+	xfsReason string
+)
+
+// xfs loop-mounts a reflink-capable XFS for the reflink mode, once; without root or xfsprogs
+// the reflink cases skip with the reason.
+func xfs(t *testing.T) (string, string) {
+	xfsOnce.Do(func() {
+		base := filepath.Join(work, "xfs")
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			xfsReason = err.Error()
+			return
+		}
+		mnt, unmount, err := loopfs.MountXFS(base, 1<<30)
+		if err != nil {
+			if errors.Is(err, loopfs.ErrUnavailable) {
+				xfsReason = err.Error()
+				return
+			}
+			t.Fatalf("mounting XFS: %v", err)
+		}
+		xfsDir = mnt
+		cleanups = append(cleanups, func() { _ = unmount() })
+	})
+	return xfsDir, xfsReason
+}
+
+// cleanups run after every test (loop mounts).
+var cleanups []func()
+
+// Every split mode over every parent (gen outputs of every version and the Cassandra-written
+// fixtures): the union of Cassandra's per-partition digests over the children equals the
+// parent's, each child holds only partitions of its range, Cassandra's metadata check passes,
+// rechunk and rewrite children pass sstableverify -e, and for reflink/copy children the
+// verdict of both verifiers is exactly the one the README states: sstableverify (no -e) accepts
+// them, sstableverify -e rejects a child whose first partition is not at position 0 with
+// "First row position from index != 0" and accepts one whose first partition is.
+func TestSplitChildrenReadByCassandra(t *testing.T) {
+	need(t)
+	defer func() {
+		for _, c := range cleanups {
+			c()
+		}
+		cleanups = nil
+	}()
+	parents := splitParents(t)
+	modes := []string{"copy", "rechunk", "rewrite", "reflink"}
+	type job struct {
+		p        parent
+		mode     string
+		rep      splitReport
+		err      error
+		skip     string
+		firstPos map[string]int64
+	}
+	var jobs []*job
+	var paths []string
+	for _, p := range parents {
+		paths = append(paths, p.Path)
+		for _, mode := range modes {
+			j := &job{p: p, mode: mode, firstPos: map[string]int64{}}
+			jobs = append(jobs, j)
+			base := filepath.Join(work, "split")
+			if mode == "reflink" {
+				dir, reason := xfs(t)
+				if dir == "" {
+					j.skip = "not-run: reflink needs a loop-mounted XFS: " + reason
+					continue
+				}
+				base = dir
+			}
+			out := filepath.Join(base, p.Name, mode)
+			stdout, err := sluice(t, "sstable", "split", p.Path, "--out", out, "--ways", "3", "--mode", mode, "--json")
+			if err != nil {
+				j.err = err
+				continue
+			}
+			if err := json.Unmarshal([]byte(stdout), &j.rep); err != nil {
+				j.err = fmt.Errorf("split --json: %v: %s", err, stdout)
+				continue
+			}
+			for _, c := range j.rep.Children {
+				paths = append(paths, c.Path)
+				if ks := sluiceKeys(t, c.Path); len(ks) > 0 {
+					j.firstPos[c.Path] = ks[0].Position
+				}
+			}
+		}
+	}
+	views := cassandra(t, paths...)
+	deadPrefix := map[string]int{}
+	for _, j := range jobs {
+		t.Run(j.p.Name+"/"+j.mode, func(t *testing.T) {
+			if j.skip != "" {
+				t.Skip(j.skip)
+			}
+			if j.err != nil {
+				t.Fatal(j.err)
+			}
+			pv := views[j.p.Path]
+			if !pv.readOK() {
+				t.Fatalf("Cassandra cannot read the parent: %s", pv.Read)
+			}
+			var children []*view
+			for _, c := range j.rep.Children {
+				v := views[c.Path]
+				children = append(children, v)
+				if !v.readOK() {
+					t.Errorf("Cassandra cannot read child %s: %s", c.Path, v.Read)
+					continue
+				}
+				if !v.metaOK() {
+					t.Errorf("Cassandra's metadata check of child %s: %s", c.Path, v.Meta)
+				}
+				r, err := token.ParseRanges(token.Murmur3, c.Range)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameDigests(t, "child "+filepath.Base(c.Path)+" of range "+c.Range, inRanges(t, pv, r), digests(t, v))
+				if !strings.HasPrefix(v.Basic, "ok") {
+					t.Errorf("sstableverify rejects child %s: %s", c.Path, v.Basic)
+				}
+				zeroCopy := j.mode == "copy" || j.mode == "reflink"
+				first := j.firstPos[c.Path]
+				switch {
+				case !zeroCopy || first == 0:
+					if !strings.HasPrefix(v.Extended, "ok") {
+						t.Errorf("sstableverify -e rejects child %s (first partition at %d): %s", c.Path, first, v.Extended)
+					}
+				default:
+					deadPrefix[j.mode]++
+					if !strings.Contains(v.Extended, "First row position from index != 0: "+fmt.Sprint(first)) {
+						t.Errorf("sstableverify -e on child %s with a %d-byte dead prefix: got %q, the README says it rejects it with \"First row position from index != 0\"", c.Path, first, v.Extended)
+					} else {
+						t.Logf("child %s (dead prefix %d bytes): sstableverify -e: %s", filepath.Base(c.Path), first, v.Extended)
+					}
+				}
+			}
+			sameDigests(t, "union of the children", digests(t, pv), digests(t, children...))
+		})
+	}
+	t.Logf("children with a dead prefix that sstableverify -e rejected as the README says: %v", deadPrefix)
+}
