@@ -75,12 +75,15 @@ func TestGenReadByCassandra(t *testing.T) {
 	}
 }
 
-// acceptedWhole asserts Cassandra read the sstable, found its metadata consistent and both
-// verifiers passed.
+// acceptedWhole asserts Cassandra read the sstable through the index and sequentially (as
+// compaction does) with the same result, found its metadata consistent and both verifiers passed.
 func acceptedWhole(t *testing.T, v *view) {
 	t.Helper()
 	if !v.readOK() {
 		t.Errorf("Cassandra could not read %s: %s", v.Path, v.Read)
+	}
+	if !v.scanAgrees() {
+		t.Errorf("Cassandra's sequential read (compaction's) of %s differs from its index-driven read: %s / %s", v.Path, v.Scan, v.Read)
 	}
 	if !v.metaOK() {
 		t.Errorf("Cassandra's metadata check of %s: %s", v.Path, v.Meta)

@@ -107,7 +107,8 @@ type part struct {
 type view struct {
 	Path     string
 	Parts    []part
-	Read     string // "ok ..." or "fail ..."
+	Read     string // "ok partitions=N digest=D ..." or "fail ...": the index-driven read
+	Scan     string // the same for the sequential read from position 0 (compaction's)
 	Meta     string
 	Basic    string // sstableverify
 	Extended string // sstableverify -e
@@ -115,6 +116,19 @@ type view struct {
 
 func (v *view) readOK() bool { return strings.HasPrefix(v.Read, "ok") }
 func (v *view) metaOK() bool { return strings.HasPrefix(v.Meta, "ok") }
+
+// scanAgrees says whether the sequential read saw exactly what the index-driven read saw.
+func (v *view) scanAgrees() bool {
+	field := func(s, name string) string {
+		for _, f := range strings.Fields(s) {
+			if strings.HasPrefix(f, name+"=") {
+				return f
+			}
+		}
+		return ""
+	}
+	return v.readOK() && strings.HasPrefix(v.Scan, "ok") && field(v.Read, "digest") == field(v.Scan, "digest")
+}
 
 // cassandra has Cassandra read, check the metadata of and verify (basic and extended) every
 // sstable in one JVM.
@@ -140,6 +154,8 @@ func cassandra(t testing.TB, paths ...string) map[string]*view {
 			cur.Parts = append(cur.Parts, part{Key: f[0], Token: f[1], Digest: f[2]})
 		case "READ":
 			cur.Read = rest
+		case "SCAN":
+			cur.Scan = rest
 		case "META":
 			cur.Meta = rest
 		case "VERIFY":
