@@ -132,6 +132,7 @@ public final class Harness
     static int merge(List<String> args) throws Exception
     {
         int i = args.indexOf("--out");
+        Files.createDirectories(Path.of(args.get(i + 1)));
         File out = new File(args.get(i + 1));
         args.remove(i + 1);
         args.remove(i);
