@@ -239,6 +239,9 @@ var (
 	fixList  []fixture
 	fixNotes []string
 	fixErr   error
+	// CREATE TABLE and CREATE TYPE statements by fixture table.
+	fixSchema = map[string]string{}
+	fixTypes  = map[string][]string{}
 )
 
 // fixtures writes the CQLSSTableWriter fixtures once per run: Cassandra 5.0 mode (BIG oa, BTI
@@ -257,6 +260,10 @@ func fixtures(t testing.TB) []fixture {
 				switch {
 				case len(f) == 5 && f[0] == "FIXTURE":
 					fixList = append(fixList, fixture{Table: f[1], Format: f[2], Compressor: f[3], Path: f[4]})
+				case len(f) > 2 && f[0] == "SCHEMA":
+					fixSchema[f[1]] = strings.SplitN(line, " ", 3)[2]
+				case len(f) > 2 && f[0] == "TYPE":
+					fixTypes[f[1]] = append(fixTypes[f[1]], strings.SplitN(line, " ", 3)[2])
 				case strings.HasPrefix(line, "REFUSED "):
 					fixNotes = append(fixNotes, line)
 				}

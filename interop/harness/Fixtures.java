@@ -20,8 +20,8 @@ import org.apache.cassandra.io.sstable.CQLSSTableWriter;
 /**
  * Sstables written by Cassandra itself (CQLSSTableWriter, offline) in the shapes the repository's fixtures lack.
  * Each fixture is a table directory DIR/fx/NAME-ID/ holding one sstable per writer statement; the command prints
- * `FIXTURE <name> <format> <compression> <Data.db path>` per sstable, and `REFUSED <what>: <reason>` for what
- * the writer does not allow (counters).
+ * `FIXTURE <name> <format> <compression> <Data.db path>` per sstable, `TYPE <name> <cql>` and `SCHEMA <name> <cql>`
+ * per table, and `REFUSED <what>: <reason>` for what the writer does not allow (counters).
  */
 final class Fixtures
 {
@@ -99,8 +99,17 @@ final class Fixtures
             return this;
         }
 
+        boolean described;
+
         void write(String statement, Consumer<CQLSSTableWriter> rows) throws IOException
         {
+            if (!described)
+            {
+                described = true;
+                for (String t : types)
+                    Harness.out.println("TYPE " + name + " " + t);
+                Harness.out.println("SCHEMA " + name + " " + schema);
+            }
             CQLSSTableWriter.Builder b = CQLSSTableWriter.builder().inDirectory(dir.toString()).forTable(schema).using(statement.replace("%t", KS + "." + name))
                                                          .withFormat(DatabaseDescriptor.getSSTableFormats().get(format));
             for (String t : types)

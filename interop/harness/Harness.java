@@ -3,6 +3,7 @@
 //   check [--extended] [--text] PATH...   read every partition with Cassandra's scanner and print one canonical
 //                                         digest line per partition; read all metadata; run the verifier
 //   write --out DIR [--compat 4|none]      write the CQLSSTableWriter fixtures (see Fixtures.java)
+//   live --port P --jmx J TABLE...          against a running node: see Live.java
 //   merge --out DIR PATH...                Cassandra's merge of the sstables (UnfilteredPartitionIterators.merge, no
 //                                         purging), written by Cassandra as one sstable of the first one's format
 //                                         into DIR; prints `MERGED <Data.db path> partitions=<n>`
@@ -95,6 +96,9 @@ public final class Harness
             case "merge":
                 Env.init(Env.compatFrom(rest));
                 code = merge(rest);
+                break;
+            case "live":
+                code = Live.main(rest);
                 break;
             case "write":
                 code = Fixtures.main(rest);
