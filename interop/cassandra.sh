@@ -6,6 +6,8 @@
 #   interop/cassandra.sh build         fetch + compile, print the classes directory
 #   interop/cassandra.sh run ARGS...   run Harness ARGS (check ... | write ...)
 #   interop/cassandra.sh java ARGS...  run java with the Cassandra classpath and JVM flags (main class and args given)
+#   interop/cassandra.sh tool MAIN ARGS...  run one of Cassandra's own tools (e.g. org.apache.cassandra.tools.SSTableExport)
+#                                     of CASSANDRA_VERSION (any version: no harness), with a generated cassandra.yaml
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 version="${CASSANDRA_VERSION:-5.0.7}"
@@ -78,8 +80,29 @@ java)
 	classes="$(build)"
 	exec java "${jvmflags[@]}" -cp "$classes:$(classpath)" "$@"
 	;;
+tool)
+	shift
+	dir="$(mktemp -d)"
+	trap 'rm -rf "$dir"' EXIT
+	cat >"$dir/cassandra.yaml" <<YAML
+cluster_name: interop
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+data_file_directories: [$dir/data]
+commitlog_directory: $dir/commitlog
+saved_caches_directory: $dir/saved_caches
+hints_directory: $dir/hints
+commitlog_sync: periodic
+commitlog_sync_period_in_ms: 10000
+endpoint_snitch: SimpleSnitch
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1:7000"
+YAML
+	java "${jvmflags[@]}" -Dcassandra.config="file://$dir/cassandra.yaml" -cp "$(classpath)" "$@"
+	;;
 *)
-	echo "usage: $0 classpath|build|run ARGS|java ARGS" >&2
+	echo "usage: $0 classpath|build|run ARGS|java ARGS|tool MAIN ARGS" >&2
 	exit 2
 	;;
 esac
