@@ -3,6 +3,7 @@ package interop
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -190,12 +191,26 @@ func digests(t testing.TB, views ...*view) map[string]string {
 	return m
 }
 
-// inRanges keeps the parent's partitions whose token is in the ranges.
-func inRanges(t testing.TB, v *view, ranges token.RangeSet) map[string]string {
+// inRanges keeps the parent's partitions whose token is in the ranges (Murmur3 unless a
+// partitioner is given).
+func inRanges(t testing.TB, v *view, ranges token.RangeSet, partitioner ...token.Partitioner) map[string]string {
 	t.Helper()
+	part := token.Murmur3
+	if len(partitioner) > 0 {
+		part = partitioner[0]
+	}
 	m := map[string]string{}
 	for _, p := range v.Parts {
-		tok, err := token.Murmur3.ParseToken(p.Token)
+		var tok token.Token
+		var err error
+		if part.Name() == token.Murmur3Name {
+			tok, err = part.ParseToken(p.Token)
+		} else {
+			var key []byte
+			if key, err = hex.DecodeString(p.Key); err == nil {
+				tok = part.Token(key)
+			}
+		}
 		if err != nil {
 			t.Fatalf("token %q: %v", p.Token, err)
 		}

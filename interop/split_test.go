@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -34,6 +35,17 @@ func splitParents(t *testing.T) []parent {
 	var ps []parent
 	for _, g := range generated(t) {
 		ps = append(ps, parent{Name: "gen-" + g.Name, Path: g.Path})
+	}
+	// Cassandra-written md and me sstables (3.x; Cassandra 5.0 still reads them) from the
+	// repository's read-only fixtures.
+	for _, v := range []string{"md", "me"} {
+		for _, tb := range []string{"simple", "clust", "clust_compact", "simple_counter", "clust_counter"} {
+			name := "legacy_" + v + "_" + tb
+			p := filepath.Join(repo, "..", "shared", "testdata", "cassandra", "apache-legacy", v, "legacy_tables", name, v+"-1-big-Data.db")
+			if _, err := os.Stat(p); err == nil {
+				ps = append(ps, parent{Name: "legacy-" + name, Path: p})
+			}
+		}
 	}
 	seen := map[string]int{}
 	for _, f := range fixtures(t) {
@@ -111,6 +123,10 @@ func TestSplitChildrenReadByCassandra(t *testing.T) {
 			j := &job{p: p, mode: mode, firstPos: map[string]int64{}}
 			jobs = append(jobs, j)
 			base := filepath.Join(work, "split")
+			if mode == "rewrite" && strings.HasPrefix(p.Name, "legacy-") {
+				j.skip = "not-run: sluice does not rewrite md/me parents (it writes nb and later; README known gaps)"
+				continue
+			}
 			if mode == "reflink" {
 				dir, reason := xfs(t)
 				if dir == "" {
@@ -151,6 +167,12 @@ func TestSplitChildrenReadByCassandra(t *testing.T) {
 			if !pv.readOK() {
 				t.Fatalf("Cassandra cannot read the parent: %s", pv.Read)
 			}
+			pt, err := sstable.Open(j.p.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			part := pt.Partitioner
+			pt.Close()
 			var children []*view
 			for _, c := range j.rep.Children {
 				v := views[c.Path]
@@ -162,11 +184,11 @@ func TestSplitChildrenReadByCassandra(t *testing.T) {
 				if !v.metaOK() {
 					t.Errorf("Cassandra's metadata check of child %s: %s", c.Path, v.Meta)
 				}
-				r, err := token.ParseRanges(token.Murmur3, c.Range)
+				r, err := token.ParseRanges(part, c.Range)
 				if err != nil {
 					t.Fatal(err)
 				}
-				sameDigests(t, "child "+filepath.Base(c.Path)+" of range "+c.Range, inRanges(t, pv, r), digests(t, v))
+				sameDigests(t, "child "+filepath.Base(c.Path)+" of range "+c.Range, inRanges(t, pv, r, part), digests(t, v))
 				if !strings.HasPrefix(v.Basic, "ok") {
 					t.Errorf("sstableverify rejects child %s: %s", c.Path, v.Basic)
 				}
