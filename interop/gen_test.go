@@ -82,6 +82,7 @@ func acceptedWhole(t *testing.T, v *view) {
 	if !v.readOK() {
 		t.Errorf("Cassandra could not read %s: %s", v.Path, v.Read)
 	}
+	rowIndexOK(t, v)
 	if !v.scanAgrees() {
 		t.Errorf("Cassandra's sequential read (compaction's) of %s differs from its index-driven read: %s / %s", v.Path, v.Scan, v.Read)
 	}

@@ -110,6 +110,7 @@ type view struct {
 	Parts    []part
 	Read     string // "ok partitions=N digest=D ..." or "fail ...": the index-driven read
 	Scan     string // the same for the sequential read from position 0 (compaction's)
+	RowIndex string // "ok ..." or "fail ...": partitions read again through their row index
 	Meta     string
 	Basic    string // sstableverify
 	Extended string // sstableverify -e
@@ -117,6 +118,14 @@ type view struct {
 
 func (v *view) readOK() bool { return strings.HasPrefix(v.Read, "ok") }
 func (v *view) metaOK() bool { return strings.HasPrefix(v.Meta, "ok") }
+
+// rowIndexOK reports a row index (promoted index, BTI Rows.db) that read differently.
+func rowIndexOK(t testing.TB, v *view) {
+	t.Helper()
+	if v.readOK() && !strings.HasPrefix(v.RowIndex, "ok") {
+		t.Errorf("%s: Cassandra's reads through the row index differ: %s", v.Path, v.RowIndex)
+	}
+}
 
 // scanAgrees says whether the sequential read saw exactly what the index-driven read saw.
 func (v *view) scanAgrees() bool {
@@ -157,6 +166,8 @@ func cassandra(t testing.TB, paths ...string) map[string]*view {
 			cur.Read = rest
 		case "SCAN":
 			cur.Scan = rest
+		case "RIDX":
+			cur.RowIndex = rest
 		case "META":
 			cur.Meta = rest
 		case "VERIFY":

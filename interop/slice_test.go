@@ -74,6 +74,7 @@ func TestSliceOutputsReadByCassandra(t *testing.T) {
 					t.Errorf("slice output %s: read %s; metadata %s; sstableverify %s", o, v.Read, v.Meta, v.Basic)
 					continue
 				}
+				rowIndexOK(t, v)
 				ks := sluiceKeys(t, o)
 				if len(ks) > 0 && ks[0].Position == 0 {
 					if !strings.HasPrefix(v.Extended, "ok") || !v.scanAgrees() {

@@ -184,6 +184,7 @@ func TestSplitChildrenReadByCassandra(t *testing.T) {
 				if !v.metaOK() {
 					t.Errorf("Cassandra's metadata check of child %s: %s", c.Path, v.Meta)
 				}
+				rowIndexOK(t, v)
 				r, err := token.ParseRanges(part, c.Range)
 				if err != nil {
 					t.Fatal(err)

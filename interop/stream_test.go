@@ -162,6 +162,7 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 				if !v.readOK() || !v.metaOK() || !strings.HasPrefix(v.Basic, "ok") {
 					t.Errorf("fetched %s sstable %s: read %s; metadata %s; sstableverify %s", s.Kind, s.Path, v.Read, v.Meta, v.Basic)
 				}
+				rowIndexOK(t, v)
 				for _, p := range v.Parts {
 					got = append(got, p.Key+" "+p.Digest)
 				}

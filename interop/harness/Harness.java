@@ -13,6 +13,8 @@
 //   P <key hex> <token> <digest> rows=<n> markers=<n> cells=<n>      one per partition, scanner order
 //   T <canonical text line>                                           only with --text
 //   READ ok partitions=<n> digest=<d> ... | READ fail <message>   the index-driven read the P lines come from
+//   RIDX ok partitions=<n> | RIDX fail <message>                   every partition of 2+ rows read again through its row
+//                                                                  index (reversed; forward from its middle row)
 //   SCAN ok partitions=<n> digest=<d> ... | SCAN fail <message>   the sequential read from position 0 (compaction's);
 //                                                                  its digest is over the P lines it would print
 //   META ok <facts> | META fail <message>
@@ -268,8 +270,60 @@ public final class Harness
         return indexed;
     }
 
+    static String ridxFailure;
+    static long ridxChecked;
+
+    /**
+     * Reads a partition again through its row index (BIG promoted index, BTI Rows.db): reversed, which walks the
+     * index blocks backwards, and forward from its middle row, which seeks through the index. Both must return the
+     * rows the sequential partition read returned. Returns a failure or null.
+     */
+    static String rowIndexCheck(SSTableReader sstable, TableMetadata metadata, org.apache.cassandra.db.DecoratedKey key, Canon forward)
+    {
+        String k = hex(key.getKey());
+        try
+        {
+            org.apache.cassandra.db.filter.ColumnFilter all = org.apache.cassandra.db.filter.ColumnFilter.all(metadata);
+            List<String> rev = rowsOf(sstable.rowIterator(key, org.apache.cassandra.db.Slices.ALL, all, true, org.apache.cassandra.io.sstable.SSTableReadsListener.NOOP_LISTENER), metadata);
+            java.util.Collections.reverse(rev);
+            if (!rev.equals(forward.rowTexts))
+                return "partition " + k + ": the reversed read returns " + rev.size() + " rows that differ from the " + forward.rowTexts.size() + " of the forward read";
+            int mid = forward.rowTexts.size() / 2;
+            org.apache.cassandra.db.Slices from = org.apache.cassandra.db.Slices.with(metadata.comparator,
+                org.apache.cassandra.db.Slice.make(org.apache.cassandra.db.ClusteringBound.inclusiveStartOf(forward.clusterings.get(mid)), org.apache.cassandra.db.ClusteringBound.TOP));
+            List<String> tailRows = rowsOf(sstable.rowIterator(key, from, all, false, org.apache.cassandra.io.sstable.SSTableReadsListener.NOOP_LISTENER), metadata);
+            if (!tailRows.equals(forward.rowTexts.subList(mid, forward.rowTexts.size())))
+                return "partition " + k + ": the read from row " + mid + " returns " + tailRows.size() + " rows that differ from the forward read's last " + (forward.rowTexts.size() - mid);
+            return null;
+        }
+        catch (Throwable t)
+        {
+            return "partition " + k + ": " + chain(t);
+        }
+    }
+
+    static List<String> rowsOf(UnfilteredRowIterator it, TableMetadata metadata)
+    {
+        try (it)
+        {
+            Canon c = new Canon(metadata, new long[]{ Long.MAX_VALUE, Long.MIN_VALUE });
+            while (it.hasNext())
+            {
+                Unfiltered u = it.next();
+                if (u.isRow())
+                    c.row("row", (Row) u);
+            }
+            return c.rowTexts;
+        }
+    }
+
     static long[] scan(SSTableReader sstable, TableMetadata metadata, boolean text, java.util.function.Supplier<ISSTableScanner> open, String tag, boolean print)
     {
+        if (print)
+        {
+            ridxFailure = null;
+            ridxChecked = 0;
+        }
         long partitions = 0;
         long[] ts = { Long.MAX_VALUE, Long.MIN_VALUE };
         String firstKey = null, lastKey = null;
@@ -305,6 +359,10 @@ public final class Harness
                         else
                             c.marker((RangeTombstoneMarker) u);
                     }
+                    if (print && ridxFailure == null && c.rowTexts.size() >= 2)
+                        ridxFailure = rowIndexCheck(sstable, metadata, p.partitionKey(), c);
+                    if (print && c.rowTexts.size() >= 2)
+                        ridxChecked++;
                     String line = "P " + key + " " + p.partitionKey().getToken() + " " + c.digest() + " rows=" + c.rows + " markers=" + c.markers + " cells=" + c.cells;
                     all.update((line + "\n").getBytes(StandardCharsets.UTF_8));
                     if (print)
@@ -321,6 +379,8 @@ public final class Harness
             out.println(tag + " fail after " + partitions + " partitions: " + chain(t));
             return null;
         }
+        if (print)
+            out.println(ridxFailure == null ? "RIDX ok partitions=" + ridxChecked : "RIDX fail " + ridxFailure);
         out.println(tag + " ok partitions=" + partitions + " digest=" + HexFormat.of().formatHex(all.digest(), 0, 16) + " first=" + firstKey + " last=" + lastKey);
         return new long[]{ partitions, ts[0], ts[1] };
     }
@@ -446,7 +506,21 @@ public final class Harness
             ts[1] = Math.max(ts[1], t);
         }
 
+        final List<String> rowTexts = new ArrayList<>();
+        final List<org.apache.cassandra.db.Clustering<?>> clusterings = new ArrayList<>();
+
         void row(String kind, Row r)
+        {
+            int from = lines.size();
+            rowBody(kind, r);
+            if (!r.isStatic())
+            {
+                rowTexts.add(String.join("\n", lines.subList(from, lines.size())));
+                clusterings.add(r.clustering());
+            }
+        }
+
+        void rowBody(String kind, Row r)
         {
             rows++;
             StringBuilder sb = new StringBuilder(kind).append(" [");
