@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -42,13 +44,16 @@ func freePort(t *testing.T, network string) int {
 // the sequential read too unless it starts with a dead prefix, as split's children), and the multiset of Cassandra's
 // per-partition digests over the fetched sstables equals the one over the node's sstables in the
 // ranges (a table's sstables may share keys). The rows path (zero-copy refused: legacy counter
-// shards) has no input here: no available sstable has legacy shards and CQLSSTableWriter refuses
-// counters, so it reports not-run.
+// shards, rows re-serialised) has no natural input here — no available sstable has legacy shards
+// and CQLSSTableWriter refuses counters — so four fixture tables are copied with the Statistics
+// flag hasLegacyCounterShards set (the data is untouched; Cassandra's reads ignore the flag)
+// and fetched by the rows path.
 func TestStreamFetchedReadByCassandra(t *testing.T) {
 	need(t)
 	fs := fixtures(t)
 	names, tables := byTable(fs)
-	// The data directories: the roots of the fixtures' <ks>/<table>-<id>/ trees.
+	// The data directories: the roots of the fixtures' <ks>/<table>-<id>/ trees, and one more
+	// for the rows path (below).
 	var dataArgs []string
 	roots := map[string]bool{}
 	for _, f := range fs {
@@ -57,6 +62,8 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 			dataArgs = append(dataArgs, "--data-dir", root)
 		}
 	}
+	rowsRoot, rowsTables := rowsPathCopies(t, tables)
+	dataArgs = append(dataArgs, "--data-dir", rowsRoot)
 	tlsDir := filepath.Join(work, "stream-tls")
 	for _, args := range [][]string{{"cert", "ca", "--dir", tlsDir}, {"cert", "node", "--dir", tlsDir, "--name", "n1"}, {"cert", "node", "--dir", tlsDir, "--name", "cli"}} {
 		if _, err := sluice(t, args...); err != nil {
@@ -102,7 +109,7 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	}
 
 	type fetch struct {
-		table, spec string
+		ks, table, spec string
 		report      struct {
 			SSTables []struct {
 				Path string `json:"path"`
@@ -114,18 +121,34 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	}
 	var fetches []*fetch
 	for i, name := range names {
-		fetches = append(fetches, &fetch{table: name, spec: sliceSpec})
+		fetches = append(fetches, &fetch{ks: "fx", table: name, spec: sliceSpec})
 		if i == 0 {
-			fetches = append(fetches, &fetch{table: name, spec: fmt.Sprintf("(%d,%d]", int64(-1<<63), int64(-1<<63))})
+			fetches = append(fetches, &fetch{ks: "fx", table: name, spec: fmt.Sprintf("(%d,%d]", int64(-1<<63), int64(-1<<63))})
 		}
+	}
+	for name := range rowsTables {
+		fetches = append(fetches, &fetch{ks: "fxrows", table: name, spec: sliceSpec})
+	}
+	sort.Slice(fetches, func(i, j int) bool { return fetches[i].ks < fetches[j].ks })
+	for name, fx := range rowsTables {
+		tables["rows:"+name] = fx
 	}
 	paths := []string{}
 	for _, f := range fs {
 		paths = append(paths, f.Path)
 	}
+	for _, fx := range rowsTables {
+		for _, f := range fx {
+			paths = append(paths, f.Path)
+		}
+	}
 	for i, f := range fetches {
-		out := filepath.Join(work, "fetched", fmt.Sprint(i), "fx", filepath.Base(filepath.Dir(tables[f.table][0].Path)))
-		stdout, err := sluice(t, "stream", "fetch", "--peer", streamAddr, "--keyspace", "fx", "--table", f.table,
+		src := tables[f.table]
+		if f.ks == "fxrows" {
+			src = tables["rows:"+f.table]
+		}
+		out := filepath.Join(work, "fetched", fmt.Sprint(i), f.ks, filepath.Base(filepath.Dir(src[0].Path)))
+		stdout, err := sluice(t, "stream", "fetch", "--peer", streamAddr, "--keyspace", f.ks, "--table", f.table,
 			"--ranges", f.spec, "--out", out, "--tls-dir", tlsDir, "--name", "cli", "--json")
 		if err == nil {
 			err = json.Unmarshal([]byte(stdout), &f.report)
@@ -142,6 +165,10 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	kinds, deadPrefix := map[string]int{}, 0
 	for _, f := range fetches {
 		name := f.table + "/" + map[bool]string{true: "whole-ring", false: "two-ranges"}[strings.HasPrefix(f.spec, fmt.Sprintf("(%d,%d]", int64(-1<<63), int64(-1<<63)))]
+		src := tables[f.table]
+		if f.ks == "fxrows" {
+			name, src = f.table+"/rows-path", tables["rows:"+f.table]
+		}
 		t.Run(name, func(t *testing.T) {
 			if f.err != nil {
 				t.Fatal(f.err)
@@ -151,13 +178,16 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 				t.Fatal(err)
 			}
 			var want, got []string
-			for _, p := range tables[f.table] {
+			for _, p := range src {
 				for k, d := range inRanges(t, views[p.Path], ranges) {
 					want = append(want, k+" "+d)
 				}
 			}
 			for _, s := range f.report.SSTables {
 				kinds[s.Kind]++
+				if f.ks == "fxrows" && s.Kind != "rows" {
+					t.Errorf("fetched %s as %s: a parent with legacy counter shards must come by the rows path", s.Path, s.Kind)
+				}
 				v := views[s.Path]
 				if !v.readOK() || !v.metaOK() || !strings.HasPrefix(v.Basic, "ok") {
 					t.Errorf("fetched %s sstable %s: read %s; metadata %s; sstableverify %s", s.Kind, s.Path, v.Read, v.Meta, v.Basic)
@@ -184,8 +214,54 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 			}
 		})
 	}
-	t.Run("rows-path", func(t *testing.T) {
-		t.Skip("not-run: the rows path needs an sstable zero-copy refuses (legacy counter shards); none of the available sstables has them and CQLSSTableWriter refuses counters")
-	})
 	t.Logf("fetched sstables by kind: %v; %d with a dead prefix", kinds, deadPrefix)
+}
+
+// rowsPathCopies copies four fixture tables into keyspace fxrows of a new data directory with
+// hasLegacyCounterShards set in every Statistics.db (rewritten with sluice's Statistics codec,
+// CRCs recomputed), so the node must send them by the rows path.
+func rowsPathCopies(t *testing.T, tables map[string][]fixture) (string, map[string][]fixture) {
+	t.Helper()
+	root := filepath.Join(work, "rowsdata")
+	out := map[string][]fixture{}
+	for _, name := range []string{"wide_big_lz4", "statics_bti_lz4", "collections_big_lz4", "deletions_bti_snappy"} {
+		for _, f := range tables[name] {
+			dir := filepath.Join(root, "fxrows", filepath.Base(filepath.Dir(f.Path)))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			prefix := strings.TrimSuffix(filepath.Base(f.Path), "Data.db")
+			ents, err := os.ReadDir(filepath.Dir(f.Path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), prefix) {
+					b, err := os.ReadFile(filepath.Join(filepath.Dir(f.Path), e.Name()))
+					if err == nil {
+						err = os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			copyPath := filepath.Join(dir, filepath.Base(f.Path))
+			tb, err := sstable.Open(copyPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb.Statistics.Stats.HasLegacyCounterShards = true
+			b := tb.Statistics.Append(nil, tb.Version())
+			statsPath := tb.Path(descriptor.Statistics)
+			tb.Close()
+			if err := os.WriteFile(statsPath, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			g := f
+			g.Path = copyPath
+			out[name] = append(out[name], g)
+		}
+	}
+	return root, out
 }
