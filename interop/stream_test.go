@@ -110,7 +110,7 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 
 	type fetch struct {
 		ks, table, spec string
-		report      struct {
+		report          struct {
 			SSTables []struct {
 				Path string `json:"path"`
 				Kind string `json:"kind"`
