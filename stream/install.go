@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -42,7 +43,7 @@ type installJob struct {
 	files   map[descriptor.Component]*os.File
 	index   []byte
 	rows    []byte
-	crcw    *slice.CRCWriter
+	crcw    *compress.CRCWriter
 	scratch string // rows only
 	pub     *fsx.Install
 }
@@ -146,7 +147,7 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 		}
 	}
 	if in.Info == nil {
-		j.crcw = slice.NewCRCWriter(in.CRCChunkLength)
+		j.crcw = compress.NewCRCWriter(in.CRCChunkLength)
 	}
 	return j, nil
 }
@@ -253,6 +254,11 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		}
 		if err := in.ResolveShift(first); err != nil {
 			return 0, err
+		}
+		// The bytes must be the parent's: the digest the sender derived from the parent's
+		// stored checksums, sent on the control stream, against what arrived.
+		if in.Digest() != m.Digest {
+			return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
 		}
 		data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
 			Digest: in.Digest(), HasDigest: true}
