@@ -69,7 +69,7 @@ type Child struct {
 type Result struct {
 	Children []Child
 	Mode     Mode   // the mode really used for Data.db
-	Reason   string // why auto did not use zero-copy, when it did not
+	Reason   string // why auto did not clone (copy) or did not use zero-copy (rewrite), when it did not
 }
 
 // Split writes one child sstable into dir for every piece of ranges that holds partitions of
@@ -116,6 +116,15 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	if len(plans) == 0 {
 		return res, nil
 	}
+	if res.Mode == ModeReflink || res.Mode == ModeAuto {
+		// An explicit reflink happens or fails with the reason; only auto falls back.
+		if err := opts.Mover.ProbeReflink(dir, parent.DataFile()); err != nil {
+			if res.Mode == ModeReflink {
+				return nil, fmt.Errorf("%w: --mode reflink into %s: %w", ErrRefused, dir, err)
+			}
+			res.Reason = fmt.Sprintf("reflink unavailable, copied: %v", err)
+		}
+	}
 	if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
 		return nil, err
 	}
@@ -131,6 +140,9 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	}
 	res.Children = sp.children
 	res.Mode = sp.usedMode()
+	if opts.Mode == ModeAuto && res.Mode == ModeCopy && res.Reason == "" {
+		res.Reason = "no block-aligned run long enough to clone, copied"
+	}
 	return res, nil
 }
 
