@@ -301,7 +301,7 @@ func (v *verifier) checkIndexAndData() {
 			if pending.valid {
 				v.checkPartition(cur, extended, &pending, p.Position)
 			}
-			pending.set(p)
+			pending.set(p, be != nil)
 		}
 		if filter != nil {
 			if !filter.MayContain(p.Key) {
@@ -391,10 +391,15 @@ type pendingPartition struct {
 	key         []byte
 	promoted    []byte
 	hasPromoted bool
+	rowIndexAt  int64 // Rows.db position of the partition's row index entry (BTI), else -1
 }
 
-func (pp *pendingPartition) set(p *Partition) {
+func (pp *pendingPartition) set(p *Partition, bti bool) {
 	pp.valid, pp.ordinal, pp.position = true, p.Ordinal, p.Position
+	pp.rowIndexAt = -1
+	if bti && p.IndexPos >= 0 {
+		pp.rowIndexAt = p.IndexPos
+	}
 	pp.key = append(pp.key[:0], p.Key...)
 	pp.promoted, pp.hasPromoted = append(pp.promoted[:0], p.Promoted...), p.Promoted != nil
 }
@@ -434,7 +439,7 @@ func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPa
 		if pp.hasPromoted {
 			promoted = pp.promoted
 		}
-		rc.partition(b, pp.position, promoted)
+		rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt)
 	}
 }
 

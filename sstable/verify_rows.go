@@ -3,6 +3,7 @@ package sstable
 import (
 	"errors"
 
+	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"
@@ -12,11 +13,12 @@ import (
 // with the row cursor, which checks row sizes, previous-row sizes, flags and cell layouts, and
 // that each partition ends with the end-of-partition marker exactly at the next partition.
 type rowChecker struct {
-	v     *verifier
-	table *schema.Table
-	cur   rows.Cursor
-	rows  int64
-	spans []unfilteredSpan
+	v      *verifier
+	table  *schema.Table
+	cur    rows.Cursor
+	rows   int64
+	spans  []unfilteredSpan
+	walker bti.RowIndexWalker
 }
 
 func newRowChecker(v *verifier) *rowChecker {
@@ -32,8 +34,8 @@ func newRowChecker(v *verifier) *rowChecker {
 }
 
 // partition checks the partition b, which starts at uncompressed Data.db position start, and
-// its BIG promoted index when it has one.
-func (rc *rowChecker) partition(b []byte, start int64, promoted []byte) {
+// its BIG promoted index or BTI row index entry (rowIndexAt >= 0) when it has one.
+func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt int64) {
 	dataPath := rc.v.t.Path(descriptor.Data)
 	end := start + int64(len(b))
 	err := rc.cur.Reset(rc.table, rc.v.t.Version(), b)
@@ -41,17 +43,20 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte) {
 		rc.rows++ // compact tables without clustering keep their values in the static row
 	}
 	rc.spans = rc.spans[:0]
+	open := rows.Live
 	for err == nil && rc.cur.Next() {
 		rc.rows++
-		if promoted != nil {
-			s, _ := rc.cur.Span()
-			var cl [][]byte
+		if promoted != nil || rowIndexAt >= 0 {
+			s, e := rc.cur.Span()
+			sp := unfilteredSpan{start: int64(s), end: int64(e), kind: clusteringKind, open: open}
 			if rc.cur.Kind() == rows.KindRow {
-				cl = rc.cur.Row().Clustering
+				sp.clustering = append([][]byte(nil), rc.cur.Row().Clustering...)
 			} else {
-				cl = rc.cur.Marker().Values
+				m := rc.cur.Marker()
+				sp.kind, sp.clustering = uint8(m.Kind), append([][]byte(nil), m.Values...)
+				open = openAfter(m)
 			}
-			rc.spans = append(rc.spans, unfilteredSpan{start: int64(s), clustering: append([][]byte(nil), cl...)})
+			rc.spans = append(rc.spans, sp)
 		}
 	}
 	if err == nil {
@@ -59,6 +64,9 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte) {
 	}
 	if err == nil && !rc.cur.Done() {
 		err = errors.New("partition ends without its end-of-partition marker")
+	}
+	if err == nil && rowIndexAt >= 0 {
+		rc.checkRowIndex(key, start, rowIndexAt, rc.spans, int64(len(b))-1, rc.cur.Deletion())
 	}
 	if err == nil && promoted != nil {
 		if perr := rc.checkPromoted(promoted, rc.spans, rc.cur.HeaderSize(), end-start); perr != nil {

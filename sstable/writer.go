@@ -362,19 +362,23 @@ func (w *Writer) AppendMarker(m *rows.Marker) error {
 	if m.Kind.IsBoundary() {
 		w.collect.Deletion(m.Start.MarkedForDeleteAt, m.Start.LocalDeletionTime)
 	}
-	// The open marker after this one: a start bound or boundary opens a range.
-	switch m.Kind {
-	case rows.InclStartBound, rows.ExclStartBound:
-		w.openMarker = m.Deletion
-	case rows.ExclEndInclStartBoundary, rows.InclEndExclStartBoundary:
-		w.openMarker = m.Start
-	default:
-		w.openMarker = rows.Live
-	}
+	w.openMarker = openAfter(m)
 	return w.afterUnfiltered(pos, uint8(m.Kind), m.Values)
 }
 
 const clusteringKind = 4 // ClusteringPrefix.Kind.CLUSTERING
+
+// openAfter is the range tombstone open after marker m: a start bound or boundary opens a
+// range, an end bound closes it.
+func openAfter(m *rows.Marker) rows.DeletionTime {
+	switch m.Kind {
+	case rows.InclStartBound, rows.ExclStartBound:
+		return m.Deletion
+	case rows.ExclEndInclStartBoundary, rows.InclEndExclStartBoundary:
+		return m.Start
+	}
+	return rows.Live
+}
 
 func (w *Writer) collectRow(r *rows.Row) {
 	c := w.collect
