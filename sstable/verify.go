@@ -67,9 +67,11 @@ type verifier struct {
 	opts   VerifyOptions
 	report *Report
 
-	ciOffsetsAt int64  // file offset of the chunk offsets in CompressionInfo.db
-	dataIntact  bool   // Data.db matches Digest.crc32
-	btiRows     []byte // Rows.db, for BTI
+	ciOffsetsAt int64    // file offset of the chunk offsets in CompressionInfo.db
+	badChunks   int      // chunks that failed their CRC or decompression
+	digestWrong *Problem // a Digest.crc32 mismatch, reported only if no bad chunk explains it
+	dataIntact  bool     // Data.db matches Digest.crc32
+	btiRows     []byte   // Rows.db, for BTI
 }
 
 func (v *verifier) add(file string, off int64, format string, args ...any) {
@@ -135,6 +137,12 @@ func Verify(path string, opts VerifyOptions) (*Report, error) {
 }
 
 func (v *verifier) run(d descriptor.Descriptor) {
+	// A damaged chunk also changes the CRC32 of Data.db: one damage, one line.
+	defer func() {
+		if p := v.digestWrong; p != nil && v.badChunks == 0 {
+			v.add(p.File, p.Offset, "%s", p.Message)
+		}
+	}()
 	ver := d.Version
 	v.checkTOC(d)
 
@@ -237,7 +245,7 @@ func (v *verifier) checkDigest(d descriptor.Descriptor) {
 		return
 	}
 	if got := h.Sum32(); got != want {
-		v.add(digestPath, 0, "Digest.crc32 is %d but the CRC32 of Data.db is %d", want, got)
+		v.digestWrong = &Problem{File: digestPath, Offset: 0, Message: fmt.Sprintf("Digest.crc32 is %d but the CRC32 of Data.db is %d", want, got)}
 		return
 	}
 	v.dataIntact = true
@@ -262,6 +270,7 @@ func (v *verifier) checkIndexAndData() {
 	cur := newDataCursor(t.Data, func(chunk int, err error) {
 		v.addErr(dataPath, err)
 		badChunks = append(badChunks, chunk)
+		v.badChunks++
 	})
 	sizes := v.newSizeHistogram()
 	var rowIndex rowIndexChecker
