@@ -286,33 +286,82 @@ func (v *verifier) checkIndexAndData() {
 		extended = newRowChecker(v)
 		dataLen  = t.DataLength()
 		pending  pendingPartition // the partition whose end the next index entry gives
+		rowsPath = t.Path(descriptor.Rows)
+		// keysUnknown: some key could not be read or was wrong (reported once, where it came
+		// from), so the checks of all keys together (filter bitset, first/last keys) would only
+		// repeat it. positionsBad: likewise for positions and the size histogram.
+		keysUnknown, positionsBad bool
+		prevKnown                 bool
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
+		trieWhy := ""
+		defer func() {
+			if trieWhy != "" && p.IndexPos >= 0 && !(pending.valid && pending.ordinal == p.Ordinal) {
+				v.add(rowsPath, p.IndexPos, "row index entry of partition %d: key %x does not belong to the Partitions.db entry that leads to it: %s", p.Ordinal, p.Key, trieWhy)
+			}
+		}()
+		// at locates the entry in the partition index; keyFile and keyAt the component the
+		// key and position came from (a BTI partition with a row index has them in Rows.db).
 		at := p.IndexPos
-		if at < 0 {
-			at = -1
+		if be != nil {
+			at = be.PayloadPos
+		}
+		keyFile, keyAt := indexPath, at
+		if be != nil && p.IndexPos >= 0 {
+			keyFile, keyAt = rowsPath, p.IndexPos
+		}
+		keyOK := p.Key != nil
+		if be != nil && keyOK {
+			// The key must lead to this entry through the trie.
+			comp = bti.AppendDecoratedKey(comp[:0], p.Token, p.Key)
+			why := ""
+			if !bytes.HasPrefix(comp, be.Prefix) {
+				why = fmt.Sprintf("its trie path %x is not a prefix of the key's comparable form %x", be.Prefix, comp)
+			} else if _, h1 := token.Hash3x64_128(p.Key, 0); be.HasHash && be.HashByte != byte(h1) {
+				why = fmt.Sprintf("its hash byte %02x does not match the key's (%02x)", be.HashByte, byte(h1))
+			}
+			if why != "" && p.IndexPos < 0 {
+				v.add(indexPath, at, "partition %d: Data.db position %d holds key %x, which does not belong to this entry: %s", p.Ordinal, p.Position, p.Key, why)
+			}
+			// With a row index, Rows.db or Partitions.db is wrong: the key in Data.db decides
+			// which, once the partition is read (checkPartition).
+			trieWhy = why
+			keyOK = why == ""
+		}
+		if !keyOK {
+			keysUnknown = true
 		}
 		if count == 0 {
 			firstKey = append(firstKey[:0], p.Key...)
 			v.report.FirstPosition = p.Position
 		} else {
-			if c := token.CompareKeys(prevTok, prevKey, p.Token, p.Key); c >= 0 {
-				v.add(indexPath, at, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)
+			if keyOK && prevKnown && token.CompareKeys(prevTok, prevKey, p.Token, p.Key) >= 0 {
+				v.add(keyFile, keyAt, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)
 			}
 			if p.Position <= prevPos {
-				v.add(indexPath, at, "partition %d position %d is not after the previous position %d", p.Ordinal, p.Position, prevPos)
+				v.add(keyFile, keyAt, "partition %d position %d is not after the previous position %d", p.Ordinal, p.Position, prevPos)
+				positionsBad = true
 			}
 		}
 		if p.Position >= dataLen {
-			v.add(indexPath, at, "partition %d position %d is past the end of Data.db's %d uncompressed bytes", p.Ordinal, p.Position, dataLen)
+			v.add(keyFile, keyAt, "partition %d position %d is past the end of Data.db's %d uncompressed bytes", p.Ordinal, p.Position, dataLen)
+			positionsBad = true
 		} else if p.Position > prevPos {
 			// The previous partition is complete now that its end is known.
-			if pending.valid {
-				v.checkPartition(cur, extended, &pending, p.Position)
+			var next []byte
+			if keyOK {
+				next = p.Key
 			}
-			pending.set(p, be != nil)
+			if pending.valid && v.checkPartition(cur, extended, &pending, p.Position, next) {
+				positionsBad = true
+			}
+			pending.set(p, be != nil, keyOK || (trieWhy != "" && p.IndexPos >= 0), keyFile, keyAt)
+			pending.trieWhy, pending.trieAt = "", -1
+			if p.IndexPos >= 0 {
+				pending.trieWhy, pending.trieAt = trieWhy, at
+			}
 		}
-		if filter != nil {
+		if filter != nil && keyOK {
 			if !filter.MayContain(p.Key) {
 				v.add(t.Path(descriptor.Filter), -1, "partition %d key %x is not in the bloom filter", p.Ordinal, p.Key)
 			}
@@ -329,22 +378,13 @@ func (v *verifier) checkIndexAndData() {
 				v.add(indexPath, at, "promoted index of partition %d: %v", p.Ordinal, err)
 			}
 		}
-		if be != nil {
-			comp = bti.AppendDecoratedKey(comp[:0], p.Token, p.Key)
-			if !bytes.HasPrefix(comp, be.Prefix) {
-				v.add(indexPath, -1, "trie path %x of partition %d is not a prefix of its key's comparable form %x", be.Prefix, p.Ordinal, comp)
+		prevKnown = keyOK
+		if keyOK {
+			prevKey = append(prevKey[:0], p.Key...)
+			prevTok = p.Token
+			if prevTok.Kind == token.KindBytes {
+				prevTok.Bytes = prevKey
 			}
-			if be.HasHash {
-				_, h1 := token.Hash3x64_128(p.Key, 0)
-				if be.HashByte != byte(h1) {
-					v.add(indexPath, -1, "hash byte %02x of partition %d does not match its key (%02x)", be.HashByte, p.Ordinal, byte(h1))
-				}
-			}
-		}
-		prevKey = append(prevKey[:0], p.Key...)
-		prevTok = p.Token
-		if prevTok.Kind == token.KindBytes {
-			prevTok.Bytes = prevKey
 		}
 		prevPos = p.Position
 		lastKey = append(lastKey[:0], p.Key...)
@@ -359,7 +399,14 @@ func (v *verifier) checkIndexAndData() {
 		pi, rows, err = t.readBTIIndex()
 		v.btiRows = rows
 		if err == nil {
-			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return visit(p, &e) })
+			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return visit(p, &e) },
+				func(p *Partition, err error) error {
+					if isChunkErr(err) {
+						keysUnknown = true // the data pass reports the chunk, once
+						return nil
+					}
+					return err
+				})
 		}
 	} else {
 		err = t.ScanPartitions(func(p *Partition) error { return visit(p, nil) })
@@ -374,22 +421,30 @@ func (v *verifier) checkIndexAndData() {
 	}
 	if count > 0 && prevPos < dataLen {
 		if pending.valid {
-			v.checkPartition(cur, extended, &pending, dataLen)
+			v.checkPartition(cur, extended, &pending, dataLen, nil)
 		}
 		sizes.Add(dataLen - prevPos)
 	}
 	cur.drain()
 	v.blameChunkOffsets(badChunks)
-	if filter != nil && !filter.Equal(rebuilt) {
+	if err != nil || v.badChunks > 0 {
+		// Keys or positions were not all seen: the whole-table checks would repeat that.
+		keysUnknown, positionsBad = true, true
+	}
+	if filter != nil && !keysUnknown && !filter.Equal(rebuilt) {
 		v.add(t.Path(descriptor.Filter), -1, "bitset differs from the filter of the %d indexed keys (hash count %d, %d words): bits set that no key sets, or a damaged header", count, filter.HashCount, len(filter.Words))
 	}
-	v.checkSizeHistogram(sizes, count)
+	if !positionsBad {
+		v.checkSizeHistogram(sizes, count)
+	}
 	if count == 0 && dataLen > 0 {
 		v.add(indexPath, -1, "the partition index is empty but Data.db holds %d bytes", dataLen)
 	}
 	v.report.Partitions = count
 	v.report.Rows = extended.rows
-	v.checkKeyRange(count, firstKey, lastKey, pi)
+	if !keysUnknown {
+		v.checkKeyRange(count, firstKey, lastKey, pi)
+	}
 }
 
 // pendingPartition is a copy of the index entry of a partition not yet checked against Data.db.
@@ -401,10 +456,18 @@ type pendingPartition struct {
 	promoted    []byte
 	hasPromoted bool
 	rowIndexAt  int64 // Rows.db position of the partition's row index entry (BTI), else -1
+	keyKnown    bool  // the key is trusted (read, and consistent with the index)
+	keyFile     string
+	keyAt       int64 // where the key and position came from: the component and offset to blame
+	// trieWhy says how the key in Rows.db disagrees with the Partitions.db entry at trieAt
+	// that leads to it; checkPartition blames one of them by the key in Data.db.
+	trieWhy string
+	trieAt  int64
 }
 
-func (pp *pendingPartition) set(p *Partition, bti bool) {
+func (pp *pendingPartition) set(p *Partition, bti, keyKnown bool, keyFile string, keyAt int64) {
 	pp.valid, pp.ordinal, pp.position = true, p.Ordinal, p.Position
+	pp.keyKnown, pp.keyFile, pp.keyAt = keyKnown, keyFile, keyAt
 	pp.rowIndexAt = -1
 	if bti && p.IndexPos >= 0 {
 		pp.rowIndexAt = p.IndexPos
@@ -416,40 +479,96 @@ func (pp *pendingPartition) set(p *Partition, bti bool) {
 // checkPartition checks the partition occupying uncompressed Data.db bytes [pp.position, end):
 // the key stored in its header against the index, and with Extended every row. Reads go through
 // the data cursor in position order, so each chunk is decoded once.
-func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPartition, end int64) {
+//
+// next is the key of the partition the index puts at end, when known. With Extended it is
+// looked at first: if it is not there, the boundary between the two partitions is unknown and
+// the rows of this one are not checked (the next partition's check reports the bad position,
+// once). It returns whether next was missing.
+//
+// Data.db bytes handed out by the cursor passed their chunk checksum (CRC.db or inline): when a
+// key is not where the index says, the index is wrong, and it is blamed.
+func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPartition, end int64, next []byte) (nextMissing bool) {
 	dataPath := v.t.Path(descriptor.Data)
+	if end <= pp.position {
+		return false // positions out of order were reported by the index pass
+	}
 	// Without the row pass only the key is needed; with it, the whole partition.
 	n := int64(2 + len(pp.key))
 	if rc.table != nil {
 		n = end - pp.position
 	}
 	n = min(n, end-pp.position)
+	look := rc.table != nil && next != nil && end+2+int64(len(next)) <= v.t.DataLength()
+	if look {
+		n = end + 2 + int64(len(next)) - pp.position
+	}
 	b, err := cur.bytesAt(pp.position, int(n))
 	if err != nil {
 		if !isChunkErr(err) { // a bad chunk was reported once already
-			v.add(dataPath, -1, "partition %d at uncompressed position %d: %v", pp.ordinal, pp.position, err)
+			v.add(dataPath, v.dataOffset(pp.position), "partition %d at uncompressed position %d: %v", pp.ordinal, pp.position, err)
 		}
-		return
+		return false
 	}
-	var key []byte
-	if len(b) >= 2 {
-		kl := int(b[0])<<8 | int(b[1])
-		key = b[2:min(len(b), 2+kl)]
-		if 2+kl > len(b) {
-			key = nil
+	if look {
+		tail := b[end-pp.position:]
+		nextMissing = !bytes.Equal(headerKey(tail), next)
+		b = b[:end-pp.position]
+	}
+	if pp.trieWhy != "" {
+		if key := headerKey(b); v.dataChecksummed() && bytes.Equal(key, pp.key) {
+			v.add(v.t.Path(descriptor.Partitions), pp.trieAt, "partition %d (key %x, as Rows.db and Data.db agree): %s", pp.ordinal, pp.key, pp.trieWhy)
+		} else {
+			v.add(v.t.Path(descriptor.Rows), pp.keyAt, "row index entry of partition %d: key %x does not belong to the Partitions.db entry that leads to it: %s", pp.ordinal, pp.key, pp.trieWhy)
 		}
+		return nextMissing
 	}
-	if !bytes.Equal(key, pp.key) || key == nil {
-		v.add(dataPath, -1, "partition %d at uncompressed position %d does not hold the indexed key %x", pp.ordinal, pp.position, pp.key)
-		return
+	if key := headerKey(b); !pp.keyKnown || key == nil || !bytes.Equal(key, pp.key) {
+		if !pp.keyKnown {
+			return nextMissing // the index entry was reported already
+		}
+		if v.dataChecksummed() {
+			v.add(pp.keyFile, pp.keyAt, "partition %d: Data.db position %d holds key %x, not the indexed key %x (Data.db passed its checksums: the index is wrong)", pp.ordinal, pp.position, key, pp.key)
+		} else {
+			v.add(dataPath, v.dataOffset(pp.position), "partition %d at uncompressed position %d does not hold the indexed key %x", pp.ordinal, pp.position, pp.key)
+		}
+		return nextMissing
 	}
-	if rc.table != nil {
+	if rc.table != nil && !nextMissing {
 		var promoted []byte
 		if pp.hasPromoted {
 			promoted = pp.promoted
 		}
 		rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt)
 	}
+	return nextMissing
+}
+
+// headerKey is the key of the partition header at the start of b, or nil when b is too short.
+func headerKey(b []byte) []byte {
+	if len(b) < 2 {
+		return nil
+	}
+	kl := int(b[0])<<8 | int(b[1])
+	if 2+kl > len(b) {
+		return nil
+	}
+	return b[2 : 2+kl]
+}
+
+// dataChecksummed says whether every Data.db byte the cursor hands out passed a checksum.
+func (v *verifier) dataChecksummed() bool { return v.t.Compression != nil || v.t.CRC != nil }
+
+// dataOffset is the Data.db file offset to report for uncompressed position pos: pos itself in
+// an uncompressed file, else the file offset of the chunk holding it.
+func (v *verifier) dataOffset(pos int64) int64 {
+	c := v.t.Compression
+	if c == nil {
+		return pos
+	}
+	if k := pos / int64(c.ChunkLength); pos >= 0 && k < int64(len(c.Offsets)) {
+		return c.Offsets[k]
+	}
+	return -1
 }
 
 func isChunkErr(err error) bool {

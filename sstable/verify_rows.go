@@ -76,9 +76,10 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	if err != nil {
 		var ce *rows.CorruptError
 		if errors.As(err, &ce) {
-			rc.v.add(dataPath, -1, "partition at uncompressed position %d: %v (uncompressed position %d)", start, err, start+int64(ce.Offset))
+			at := start + int64(ce.Offset)
+			rc.v.add(dataPath, rc.v.dataOffset(at), "partition at uncompressed position %d: %v (uncompressed position %d)", start, err, at)
 			return
 		}
-		rc.v.add(dataPath, -1, "partition at uncompressed position %d: %v", start, err)
+		rc.v.add(dataPath, rc.v.dataOffset(start), "partition at uncompressed position %d: %v", start, err)
 	}
 }
