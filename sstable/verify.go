@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"os"
 
 	"github.com/sluicedb/sluice/sstable/bigindex"
@@ -69,6 +70,7 @@ type verifier struct {
 
 	ciOffsetsAt int64    // file offset of the chunk offsets in CompressionInfo.db
 	badChunks   int      // chunks that failed their CRC or decompression
+	indexBroken bool     // the index pass stopped early or found no entry: Summary.db is not compared with it
 	digestWrong *Problem // a Digest.crc32 mismatch, reported only if no bad chunk explains it
 	dataIntact  bool     // Data.db matches Digest.crc32
 	btiRows     []byte   // Rows.db, for BTI
@@ -176,7 +178,7 @@ func (v *verifier) run(d descriptor.Descriptor) {
 	v.report.Chunks = t.Data.ChunkCount()
 	v.checkChunkLayout()
 	v.checkIndexAndData()
-	if ver.Format == version.Big {
+	if ver.Format == version.Big && !v.indexBroken {
 		v.checkSummary()
 	}
 }
@@ -292,6 +294,9 @@ func (v *verifier) checkIndexAndData() {
 		// repeat it. positionsBad: likewise for positions and the size histogram.
 		keysUnknown, positionsBad bool
 		prevKnown                 bool
+		filterMisses              int
+		firstMiss                 string
+		badRun                    int // consecutive index entries with problems
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
 		trieWhy := ""
@@ -363,7 +368,10 @@ func (v *verifier) checkIndexAndData() {
 		}
 		if filter != nil && keyOK {
 			if !filter.MayContain(p.Key) {
-				v.add(t.Path(descriptor.Filter), -1, "partition %d key %x is not in the bloom filter", p.Ordinal, p.Key)
+				if filterMisses == 0 {
+					firstMiss = fmt.Sprintf("partition %d key %x", p.Ordinal, p.Key)
+				}
+				filterMisses++
 			}
 			rebuilt.Add(p.Key)
 		}
@@ -392,6 +400,29 @@ func (v *verifier) checkIndexAndData() {
 		return nil
 	}
 
+	// An index whose entries stop making sense one after another has lost its framing (a
+	// damaged length): what follows is noise, not more damage. Stop at the third entry in a row
+	// with a problem and say so, once.
+	guarded := func(p *Partition, be *bti.PartitionEntry) error {
+		before := len(v.report.Problems)
+		if err := visit(p, be); err != nil {
+			return err
+		}
+		if len(v.report.Problems) == before {
+			badRun = 0
+			return nil
+		}
+		if badRun++; badRun < 3 {
+			return nil
+		}
+		keysUnknown, positionsBad = true, true
+		at := p.IndexPos
+		if be != nil {
+			at = be.PayloadPos
+		}
+		return &FileError{File: indexPath, Err: &encoding.OffsetError{Offset: at, What: "index entries",
+			Err: fmt.Errorf("%w: three entries in a row up to partition %d are inconsistent; the index is not read further", ErrCorrupt, p.Ordinal)}}
+	}
 	var err error
 	var pi *bti.PartitionIndex
 	if t.Version().Format == version.BTI {
@@ -399,7 +430,7 @@ func (v *verifier) checkIndexAndData() {
 		pi, rows, err = t.readBTIIndex()
 		v.btiRows = rows
 		if err == nil {
-			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return visit(p, &e) },
+			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return guarded(p, &e) },
 				func(p *Partition, err error) error {
 					if isChunkErr(err) {
 						keysUnknown = true // the data pass reports the chunk, once
@@ -409,7 +440,7 @@ func (v *verifier) checkIndexAndData() {
 				})
 		}
 	} else {
-		err = t.ScanPartitions(func(p *Partition) error { return visit(p, nil) })
+		err = t.ScanPartitions(func(p *Partition) error { return guarded(p, nil) })
 	}
 	if err != nil {
 		var fe *FileError
@@ -419,7 +450,7 @@ func (v *verifier) checkIndexAndData() {
 		}
 		v.addErr(file, err)
 	}
-	if count > 0 && prevPos < dataLen {
+	if err == nil && count > 0 && prevPos < dataLen {
 		if pending.valid {
 			v.checkPartition(cur, extended, &pending, dataLen, nil)
 		}
@@ -427,23 +458,61 @@ func (v *verifier) checkIndexAndData() {
 	}
 	cur.drain()
 	v.blameChunkOffsets(badChunks)
-	if err != nil || v.badChunks > 0 {
+	if count == 0 && dataLen > 0 {
+		v.add(indexPath, -1, "the partition index is empty but Data.db holds %d bytes", dataLen)
+		v.indexBroken = true
+	}
+	if err != nil {
+		v.indexBroken = true
+	}
+	if v.indexBroken || v.badChunks > 0 {
 		// Keys or positions were not all seen: the whole-table checks would repeat that.
 		keysUnknown, positionsBad = true, true
 	}
-	if filter != nil && !keysUnknown && !filter.Equal(rebuilt) {
-		v.add(t.Path(descriptor.Filter), -1, "bitset differs from the filter of the %d indexed keys (hash count %d, %d words): bits set that no key sets, or a damaged header", count, filter.HashCount, len(filter.Words))
+	if filter != nil {
+		v.checkFilter(filter, rebuilt, count, filterMisses, firstMiss, keysUnknown)
 	}
 	if !positionsBad {
 		v.checkSizeHistogram(sizes, count)
-	}
-	if count == 0 && dataLen > 0 {
-		v.add(indexPath, -1, "the partition index is empty but Data.db holds %d bytes", dataLen)
 	}
 	v.report.Partitions = count
 	v.report.Rows = extended.rows
 	if !keysUnknown {
 		v.checkKeyRange(count, firstKey, lastKey, pi)
+	}
+}
+
+// checkFilter compares Filter.db with the filter rebuilt from the indexed keys: one line for
+// the damage, at the first byte whose bits differ. Keys not in the filter are counted into it.
+// When not every key was read, only keys found missing are reported.
+func (v *verifier) checkFilter(filter, rebuilt *bloom.Filter, count int64, misses int, firstMiss string, keysUnknown bool) {
+	path := v.t.Path(descriptor.Filter)
+	missing := ""
+	if misses > 0 {
+		missing = fmt.Sprintf("; %d indexed keys are not in it (first: %s)", misses, firstMiss)
+	}
+	if keysUnknown {
+		if misses > 0 {
+			v.add(path, -1, "%d indexed keys are not in the bloom filter (first: %s)", misses, firstMiss)
+		}
+		return
+	}
+	if filter.Equal(rebuilt) {
+		return
+	}
+	if filter.HashCount != rebuilt.HashCount {
+		v.add(path, 0, "hash count %d, but the filter of the %d indexed keys has %d%s", filter.HashCount, count, rebuilt.HashCount, missing)
+		return
+	}
+	for i, w := range filter.Words {
+		if x := w ^ rebuilt.Words[i]; x != 0 {
+			b := bits.TrailingZeros64(x) / 8
+			if v.t.Version().HasOldBfFormat() {
+				b = 7 - b
+			}
+			v.add(path, int64(8+8*i+b), "bitset differs from the filter of the %d indexed keys (hash count %d, %d words) in word %d%s", count, filter.HashCount, len(filter.Words), i, missing)
+			return
+		}
 	}
 }
 
