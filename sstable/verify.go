@@ -297,6 +297,7 @@ func (v *verifier) checkIndexAndData() {
 		filterMisses              int
 		firstMiss                 string
 		badRun                    int // consecutive index entries with problems
+		card                      = stats.NewCardinality()
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
 		trieWhy := ""
@@ -365,6 +366,9 @@ func (v *verifier) checkIndexAndData() {
 			if p.IndexPos >= 0 {
 				pending.trieWhy, pending.trieAt = trieWhy, at
 			}
+		}
+		if keyOK {
+			card.Add(p.Key)
 		}
 		if filter != nil && keyOK {
 			if !filter.MayContain(p.Key) {
@@ -477,9 +481,40 @@ func (v *verifier) checkIndexAndData() {
 	}
 	v.report.Partitions = count
 	v.report.Rows = extended.rows
+	if !keysUnknown && !positionsBad {
+		extended.checkStats()
+	}
 	if !keysUnknown {
 		v.checkKeyRange(count, firstKey, lastKey, pi)
+		v.checkCardinality(card)
 	}
+}
+
+// checkCardinality compares the key-cardinality estimator in Statistics.db (COMPACTION) with
+// the one the indexed keys give: it depends only on the set of keys, and Cassandra's bytes are
+// reproduced exactly (stats.Cardinality), so any difference is damage. Statistics.db of md
+// and me has no checksum of its own; this covers most of its bytes.
+func (v *verifier) checkCardinality(card *stats.Cardinality) {
+	c := v.t.Statistics.Compaction
+	if c == nil || len(c.Cardinality) == 0 {
+		return
+	}
+	want := card.Bytes()
+	if bytes.Equal(want, c.Cardinality) {
+		return
+	}
+	path := v.t.Path(descriptor.Statistics)
+	off := int64(-1)
+	if raw, err := os.ReadFile(path); err == nil {
+		if at := bytes.Index(raw, c.Cardinality); at >= 0 {
+			i := 0
+			for i < len(want) && i < len(c.Cardinality) && want[i] == c.Cardinality[i] {
+				i++
+			}
+			off = int64(at + i)
+		}
+	}
+	v.add(path, off, "key cardinality estimator (%d bytes) differs from the one the %d indexed keys give (%d bytes)", len(c.Cardinality), v.report.Partitions, len(want))
 }
 
 // checkFilter compares Filter.db with the filter rebuilt from the indexed keys: one line for

@@ -297,7 +297,7 @@ func (w *Writer) AppendStatic(r *rows.Row) error {
 		return w.fail(err)
 	}
 	w.wroteStatic = true
-	w.collectRow(r)
+	collectRow(w.collect, r)
 	return nil
 }
 
@@ -341,7 +341,7 @@ func (w *Writer) AppendRow(r *rows.Row) error {
 	if w.buf, err = w.rw.AppendRow(w.buf, r); err != nil {
 		return w.fail(err)
 	}
-	w.collectRow(r)
+	collectRow(w.collect, r)
 	w.cmp.add(r.Clustering)
 	return w.afterUnfiltered(pos, clusteringKind, r.Clustering)
 }
@@ -358,10 +358,7 @@ func (w *Writer) AppendMarker(m *rows.Marker) error {
 	if w.buf, err = w.rw.AppendMarker(w.buf, m); err != nil {
 		return w.fail(err)
 	}
-	w.collect.Deletion(m.Deletion.MarkedForDeleteAt, m.Deletion.LocalDeletionTime)
-	if m.Kind.IsBoundary() {
-		w.collect.Deletion(m.Start.MarkedForDeleteAt, m.Start.LocalDeletionTime)
-	}
+	collectMarker(w.collect, m)
 	w.openMarker = openAfter(m)
 	return w.afterUnfiltered(pos, uint8(m.Kind), m.Values)
 }
@@ -380,8 +377,17 @@ func openAfter(m *rows.Marker) rows.DeletionTime {
 	return rows.Live
 }
 
-func (w *Writer) collectRow(r *rows.Row) {
-	c := w.collect
+// collectMarker feeds a range tombstone marker's deletion times to c.
+func collectMarker(c *stats.Collector, m *rows.Marker) {
+	c.Deletion(m.Deletion.MarkedForDeleteAt, m.Deletion.LocalDeletionTime)
+	if m.Kind.IsBoundary() {
+		c.Deletion(m.Start.MarkedForDeleteAt, m.Start.LocalDeletionTime)
+	}
+}
+
+// collectRow feeds a row (static or not) to c as MetadataCollector sees it: the writer to
+// fill Statistics.db, verify to recompute it.
+func collectRow(c *stats.Collector, r *rows.Row) {
 	if !r.Liveness.IsEmpty() {
 		c.Liveness(r.Liveness.Timestamp, r.Liveness.TTL, r.Liveness.LocalExpirationTime)
 	}
