@@ -109,6 +109,9 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 	// Move forward to the chunk holding pos; chunks skipped on the way are still checked.
 	for c.window == nil || pos >= c.winStart+int64(len(c.window)) {
 		if c.next > want {
+			if err := c.anyBad(); err != nil {
+				return nil, err // a bad chunk moved the cursor on; it was reported
+			}
 			return nil, fmt.Errorf("internal: position %d is behind the data cursor", pos)
 		}
 		if err := c.advance(false); err != nil {
@@ -119,6 +122,9 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 		return nil, err
 	}
 	if pos < c.winStart {
+		if err := c.anyBad(); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("internal: read at %d behind the cursor at %d", pos, c.winStart)
 	}
 	for pos+int64(n) > c.winStart+int64(len(c.window)) {
@@ -128,6 +134,20 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 	}
 	off := int(pos - c.winStart)
 	return c.window[off : off+n], nil
+}
+
+// anyBad is the error of the lowest bad chunk, or nil.
+func (c *dataCursor) anyBad() error {
+	k := -1
+	for i := range c.bad {
+		if k < 0 || i < k {
+			k = i
+		}
+	}
+	if k < 0 {
+		return nil
+	}
+	return c.bad[k]
 }
 
 // drain checks every chunk not read yet.

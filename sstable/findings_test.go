@@ -110,3 +110,45 @@ func TestVerifyCatchesMdStatisticsFlips(t *testing.T) {
 		t.Errorf("only %d flips checked", checked)
 	}
 }
+
+// Finding 4 of issue 10: one damaged chunk is one problem line; the pass continues past it
+// and checks every other chunk and partition (none of them reported).
+func TestVerifyReportsABadChunkOnce(t *testing.T) {
+	const name = "sstable-transformer/oa/spark_test.testtable_10k/oa-13-big"
+	size := fileSize(t, pick(t, []string{name})[0].Prefix+"-Data.db")
+	flipEveryByte(t, name, "Data.db", int(size/40), func(off int, rep *Report) {
+		if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "checksum") || rep.Problems[0].Offset < 0 {
+			t.Errorf("Data.db flip at %d: %d problems %v, want the one chunk checksum mismatch with its offset", off, len(rep.Problems), rep.Problems)
+		}
+		if rep.Partitions != 10000 {
+			t.Errorf("Data.db flip at %d: %d partitions checked, want all 10000", off, rep.Partitions)
+		}
+	})
+}
+
+// Finding 5 of issue 10: a flipped CompressionInfo.db chunk offset is blamed on
+// CompressionInfo.db, with the offset of the damaged entry, not on Data.db.
+func TestVerifyBlamesCompressionInfoOffsets(t *testing.T) {
+	const name = "sstable-transformer/oa/spark_test.testtable_10k/oa-13-big"
+	f := pick(t, []string{name})[0]
+	size := int(fileSize(t, f.Prefix+"-CompressionInfo.db"))
+	tb, err := Open(f.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := len(tb.Compression.Offsets)
+	tb.Close()
+	start := size - 8*chunks // the i64 offsets end the file
+	flipEveryByte(t, name, "CompressionInfo.db", 1, func(off int, rep *Report) {
+		if rep.OK {
+			t.Errorf("CompressionInfo.db flip at %d passes", off)
+			return
+		}
+		entry := int64(start + (off-start)/8*8)
+		for _, p := range rep.Problems {
+			if !strings.HasSuffix(p.File, "CompressionInfo.db") || p.Offset < entry-8 || p.Offset > entry+16 {
+				t.Errorf("CompressionInfo.db flip at %d (entry at %d): problem %v", off, entry, p)
+			}
+		}
+	}, func(off int) bool { return off >= start && (off-start)%8 >= 4 }) // the low half: plausible offsets
+}

@@ -258,7 +258,6 @@ func (v *verifier) checkDigest(d descriptor.Descriptor) {
 // index order and positions are checked, and every key is looked up in the filter.
 func (v *verifier) checkIndexAndData() {
 	t := v.t
-	dataPath := t.Path(descriptor.Data)
 	indexPath := t.Path(descriptor.Index)
 	if t.Version().Format == version.BTI {
 		indexPath = t.Path(descriptor.Partitions)
@@ -268,10 +267,9 @@ func (v *verifier) checkIndexAndData() {
 	if filter != nil {
 		rebuilt = bloom.NewSized(filter.HashCount, len(filter.Words))
 	}
-	var badChunks []int
+	var badChunks []badChunk
 	cur := newDataCursor(t.Data, func(chunk int, err error) {
-		v.addErr(dataPath, err)
-		badChunks = append(badChunks, chunk)
+		badChunks = append(badChunks, badChunk{chunk, err})
 		v.badChunks++
 	})
 	sizes := v.newSizeHistogram()
