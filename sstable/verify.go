@@ -202,7 +202,7 @@ func (v *verifier) checkTOC(d descriptor.Descriptor) {
 	for _, c := range cs {
 		listed[c] = true
 		if _, err := os.Stat(d.Path(c)); err != nil {
-			v.add(tocPath, -1, "lists %s, which is missing: %v", c, err)
+			v.add(tocPath, int64(bytes.Index(raw, []byte(c))), "lists %s, which is missing: %v", c, err)
 		}
 	}
 	required := []descriptor.Component{descriptor.Data, descriptor.Statistics}
@@ -755,7 +755,18 @@ func (v *verifier) checkSummary() {
 	if err != nil {
 		return // index damage is reported by the index pass
 	}
-	for _, m := range mism {
-		v.add(path, -1, "sample %d (Index.db offset %d): %s", m.Sample, m.IndexOffset, m.What)
+	// One damage (a shifted sample offset, a wrong key) usually makes several samples disagree:
+	// one line, at the first sample's offset entry, and how many more.
+	if len(mism) > 0 {
+		m := mism[0]
+		off := int64(-1)
+		if m.Sample >= 0 {
+			off = 24 + 4*int64(m.Sample) // after the 24-byte header, one i32 offset per sample
+		}
+		more := ""
+		if len(mism) > 1 {
+			more = fmt.Sprintf(" (and %d more disagreements)", len(mism)-1)
+		}
+		v.add(path, off, "sample %d (Index.db offset %d): %s%s", m.Sample, m.IndexOffset, m.What, more)
 	}
 }
