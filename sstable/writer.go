@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"
@@ -174,20 +174,19 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	gen, err := descriptor.NextGeneration(dir)
-	if err != nil {
-		return nil, err
-	}
-	desc := descriptor.Descriptor{Dir: dir, Version: opts.Version, ID: strconv.Itoa(gen)}
-	inst, err := fsx.NewInstall(dir, desc.Filename(descriptor.TOC))
-	if err != nil {
-		return nil, err
-	}
 	w := &Writer{
-		opts: opts, v: opts.Version, table: table, desc: desc, inst: inst,
+		opts: opts, v: opts.Version, table: table,
 		rw:      rows.NewWriter(table, opts.Version),
 		collect: stats.NewCollector(opts.Version),
 		cmp:     newClusteringBounds(opts.Header.ClusteringTypes),
+	}
+	w.inst, w.desc, err = generation.Install(dir, opts.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		w.dataFile, err = inst.Create(d.Filename(descriptor.Data))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := w.open(); err != nil {
 		w.Abort()
@@ -202,9 +201,6 @@ func (w *Writer) create(c descriptor.Component) (*os.File, error) {
 
 func (w *Writer) open() error {
 	var err error
-	if w.dataFile, err = w.create(descriptor.Data); err != nil {
-		return err
-	}
 	w.dataBuf = fsx.NewAsyncWriter(w.dataFile, 1<<20, 4)
 	w.data, err = compress.NewWriter(w.dataBuf, compress.WriterOptions{
 		Version: w.v, Compressor: w.opts.Compressor, Options: w.opts.CompressorOptions,

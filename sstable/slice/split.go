@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -306,21 +306,17 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 
 // start opens a child: it moves the Data.db bytes its partitions need and opens the builder.
 func (sp *splitter) start(plan ChildPlan) error {
-	gen, err := descriptor.NextGeneration(sp.dir)
-	if err != nil {
+	var dst *os.File
+	inst, desc, err := generation.Install(sp.dir, sp.parent.Version(), func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		dst, err = inst.Create(d.Filename(descriptor.Data))
 		return err
-	}
-	desc := descriptor.Descriptor{Dir: sp.dir, Version: sp.parent.Version(), ID: strconv.Itoa(gen)}
-	inst, err := fsx.NewInstall(sp.dir, desc.Filename(descriptor.TOC))
+	})
 	if err != nil {
 		return err
 	}
 	oc := &openChild{plan: plan, inst: inst, desc: desc}
 	sp.cur = oc
-	dst, err := inst.Create(desc.Filename(descriptor.Data))
-	if err != nil {
-		return err
-	}
 	var shift int64
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
