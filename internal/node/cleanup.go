@@ -192,7 +192,6 @@ func removeSSTable(s liveSSTable) error {
 	return fsx.SyncDir(s.desc.Dir)
 }
 
-
 // ImportRequest is the body of POST /v1/ops/import: adopt the sstables of Dir into
 // keyspace.table. Dir should be a Cassandra table directory (<table>-<id>) when the table does
 // not exist on this node yet, so that its id is known.
