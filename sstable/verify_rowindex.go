@@ -82,12 +82,12 @@ func (rc *rowChecker) checkRowIndex(key []byte, position, at int64, spans []unfi
 			fail("block %d clusterings: %v", i, firstErr(err1, err2))
 			return
 		}
-		if err := w.AddBlock(f, l, a.start, btiDeletion(a.open)); err != nil {
+		if err := w.AddBlock(f, l, a.start, indexDeletion(a.open)); err != nil {
 			fail("block %d: %v", i, err)
 			return
 		}
 	}
-	pos, err := w.FinishPartition(key, position, endOffset, btiDeletion(deletion))
+	pos, err := w.FinishPartition(key, position, endOffset, indexDeletion(deletion))
 	if err == nil {
 		err = w.Flush()
 	}

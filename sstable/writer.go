@@ -461,7 +461,7 @@ func (w *Writer) addIndexBlock() error {
 		if err != nil {
 			return err
 		}
-		if err := p.riw.AddBlock(first, last, b.start, btiDeletion(b.startOpenMarker)); err != nil {
+		if err := p.riw.AddBlock(first, last, b.start, indexDeletion(b.startOpenMarker)); err != nil {
 			return err
 		}
 	} else {
@@ -475,20 +475,14 @@ func (w *Writer) addIndexBlock() error {
 	return nil
 }
 
-// bigDeletion and btiDeletion convert the row codec's deletion time to the index codecs' (each
-// package spells LIVE its own way).
-func bigDeletion(d rows.DeletionTime) bigindex.DeletionTime {
+// indexDeletion is d with any live deletion as Live: inside rows a complex-deletion slot may
+// read back live with a writer-dependent local deletion time, which the index codecs must not
+// see.
+func indexDeletion(d rows.DeletionTime) rows.DeletionTime {
 	if d.IsLive() {
-		return bigindex.Live
+		return rows.Live
 	}
-	return bigindex.DeletionTime{MarkedForDeleteAt: d.MarkedForDeleteAt, LocalDeletionTime: d.LocalDeletionTime}
-}
-
-func btiDeletion(d rows.DeletionTime) bti.DeletionTime {
-	if d.IsLive() {
-		return bti.Live
-	}
-	return bti.DeletionTime{MarkedForDeleteAt: d.MarkedForDeleteAt, LocalDeletionTime: uint32(d.LocalDeletionTime)}
+	return d
 }
 
 // EndPartition closes the partition and indexes it.
@@ -537,7 +531,7 @@ func (w *Writer) EndPartition() error {
 func (w *Writer) indexPartition(endPos int64) error {
 	if w.partitions != nil {
 		p := w.partitions
-		pos, err := p.riw.FinishPartition(w.key, w.start, endPos, btiDeletion(w.deletion))
+		pos, err := p.riw.FinishPartition(w.key, w.start, endPos, indexDeletion(w.deletion))
 		if err != nil {
 			return err
 		}
@@ -549,7 +543,7 @@ func (w *Writer) indexPartition(endPos int64) error {
 	if w.block.count > 1 {
 		// RowIndexEntry.IndexedEntry: headerLength, partition deletion, blocks, offsets.
 		body := encoding.AppendUVint(nil, uint64(w.headerLength))
-		body = bigindex.AppendDeletionTime(body, bigDeletion(w.deletion), w.v)
+		body = bigindex.AppendDeletionTime(body, indexDeletion(w.deletion), w.v)
 		body = encoding.AppendUVint(body, uint64(w.block.count))
 		body = append(body, w.promoted...)
 		for _, off := range w.infoOffset {
@@ -802,7 +796,7 @@ func appendIndexInfoTail(dst []byte, v version.Version, offset, width int64, ope
 	dst = encoding.AppendVint(dst, width-64<<10)
 	dst = encoding.AppendBool(dst, !open.IsLive())
 	if !open.IsLive() {
-		dst = bigindex.AppendDeletionTime(dst, bigDeletion(open), v)
+		dst = bigindex.AppendDeletionTime(dst, indexDeletion(open), v)
 	}
 	return dst
 }
