@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"strings"
 
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/bloom"
@@ -87,38 +88,37 @@ func (v *verifier) add(file string, off int64, format string, args ...any) {
 	r.Problems = append(r.Problems, Problem{File: file, Offset: off, Message: fmt.Sprintf(format, args...)})
 }
 
-// addErr records err against file, taking the offset from the error when it carries one.
+// addErr records err against the component it names (encoding.OffsetError), else file, at
+// the offset it carries.
 func (v *verifier) addErr(file string, err error) {
-	v.add(file, errOffset(err), "%v", stripFile(err))
+	f, off := encoding.Place(err)
+	if f != "" {
+		file = f
+	}
+	v.add(file, off, "%s", detail(err))
 }
 
-func stripFile(err error) error {
-	var fe *FileError
-	if errors.As(err, &fe) {
-		return fe.Err
+// reported says whether a problem names file already.
+func (v *verifier) reported(file string) bool {
+	for _, p := range v.report.Problems {
+		if p.File == file {
+			return true
+		}
 	}
-	return err
+	return false
 }
 
-// errOffset extracts the byte offset of a failure from the codecs' error types (-1 if none).
-func errOffset(err error) int64 {
-	var ce *compress.ChunkError
-	if errors.As(err, &ce) {
-		return ce.FileOffset
+// detail is err's text without the place a Problem already shows.
+func detail(err error) string {
+	s := err.Error()
+	f, off := encoding.Place(err)
+	if f != "" {
+		s = strings.Replace(s, f+": ", "", 1)
 	}
-	var se *stats.Error
-	if errors.As(err, &se) {
-		return se.Offset
+	if off >= 0 {
+		s = strings.Replace(s, fmt.Sprintf("at offset %d: ", off), "", 1)
 	}
-	var ee *bigindex.EntryError
-	if errors.As(err, &ee) {
-		return ee.Entry
-	}
-	var oe *encoding.OffsetError
-	if errors.As(err, &oe) {
-		return oe.Offset
-	}
-	return -1
+	return s
 }
 
 // Verify checks an sstable the way `sluice sstable verify` reports it: Digest.crc32 against
@@ -154,7 +154,7 @@ func (v *verifier) run(d descriptor.Descriptor) {
 		v.add(statsPath, -1, "cannot read: %v", err)
 	} else {
 		for _, e := range stats.Check(raw, ver) {
-			v.add(statsPath, e.Offset, "%s", e.Error())
+			v.add(statsPath, e.Offset, "%s", detail(e))
 		}
 	}
 
@@ -163,13 +163,10 @@ func (v *verifier) run(d descriptor.Descriptor) {
 	t, err := Open(d.Prefix())
 	if err != nil {
 		// Open fails only on components already reported above or on chunk metadata.
-		if len(v.report.Problems) == 0 || errOffset(err) >= 0 {
-			var fe *FileError
-			file := d.Path(descriptor.Data)
-			if errors.As(err, &fe) {
-				file = fe.File
-			}
-			v.addErr(file, err)
+		// Once per component: a Statistics.db that stats.Check reported fails Open too.
+		f, off := encoding.Place(err)
+		if len(v.report.Problems) == 0 || (off >= 0 && !v.reported(f)) {
+			v.addErr(d.Path(descriptor.Data), err)
 		}
 		return
 	}
@@ -422,8 +419,8 @@ func (v *verifier) checkIndexAndData() {
 		if be != nil {
 			at = be.PayloadPos
 		}
-		return &FileError{File: indexPath, Err: &encoding.OffsetError{Offset: at, What: "index entries",
-			Err: fmt.Errorf("%w: three entries in a row up to partition %d are inconsistent; the index is not read further", ErrCorrupt, p.Ordinal)}}
+		return &encoding.OffsetError{File: indexPath, Offset: at, What: "index entries",
+			Err: fmt.Errorf("%w: three entries in a row up to partition %d are inconsistent; the index is not read further", ErrCorrupt, p.Ordinal)}
 	}
 	var err error
 	var pi *bti.PartitionIndex
@@ -445,12 +442,7 @@ func (v *verifier) checkIndexAndData() {
 		err = t.ScanPartitions(func(p *Partition) error { return guarded(p, nil) })
 	}
 	if err != nil {
-		var fe *FileError
-		file := indexPath
-		if errors.As(err, &fe) {
-			file = fe.File
-		}
-		v.addErr(file, err)
+		v.addErr(indexPath, err)
 	}
 	if err == nil && count > 0 && prevPos < dataLen {
 		if pending.valid {

@@ -80,7 +80,7 @@ func (v *verifier) blameChunkOffsets(bad []badChunk) {
 			}
 			why := fmt.Sprintf("chunks %d to %d fail their checks", k, bad[run].chunk)
 			if run == i {
-				why = fmt.Sprintf("chunk %d fails its check (%v)", k, stripFile(bad[i].err))
+				why = fmt.Sprintf("chunk %d fails its check (%v)", k, detail(bad[i].err))
 			}
 			if v.dataIntact {
 				why += ", though Data.db matches Digest.crc32"
@@ -88,7 +88,7 @@ func (v *verifier) blameChunkOffsets(bad []badChunk) {
 			v.add(v.t.Path(descriptor.CompressionInfo), v.ciOffsetsAt+8*int64(entry), "chunk %d offset %d disagrees with Data.db: %s", entry, ci.Offsets[entry], why)
 			i = run
 		case ci == nil && v.dataIntact && v.t.CRC != nil:
-			v.add(v.t.Path(descriptor.CRC), 4+4*int64(k), "CRC of chunk %d disagrees with Data.db, which matches Digest.crc32: %v", k, stripFile(bad[i].err))
+			v.add(v.t.Path(descriptor.CRC), 4+4*int64(k), "CRC of chunk %d disagrees with Data.db, which matches Digest.crc32: %v", k, detail(bad[i].err))
 		default:
 			v.addErr(dataPath, bad[i].err)
 		}

@@ -58,8 +58,7 @@ func (c *ChunkChecker) Write(p []byte) (int, error) {
 		end := c.end(c.k)
 		body := end - CRCLength
 		if body < c.offsets[c.k] {
-			return total - len(p), &ChunkError{Chunk: c.k, FileOffset: c.offsets[c.k],
-				Err: fmt.Errorf("%w: record of %d bytes cannot hold its CRC", ErrLength, end-c.offsets[c.k])}
+			return total - len(p), chunkError(c.k, c.offsets[c.k], fmt.Errorf("%w: record of %d bytes cannot hold its CRC", ErrLength, end-c.offsets[c.k]))
 		}
 		if c.pos < body {
 			n := int(min(int64(len(p)), body-c.pos))
@@ -74,8 +73,7 @@ func (c *ChunkChecker) Write(p []byte) (int, error) {
 		p = p[n:]
 		if c.pos == end {
 			if got := binary.BigEndian.Uint32(c.tail[:]); got != c.crc {
-				return total - len(p), &ChunkError{Chunk: c.k, FileOffset: c.offsets[c.k],
-					Err: fmt.Errorf("%w: stored CRC %08x, bytes have %08x", ErrChecksum, got, c.crc)}
+				return total - len(p), chunkError(c.k, c.offsets[c.k], fmt.Errorf("%w: stored CRC %08x, bytes have %08x", ErrChecksum, got, c.crc))
 			}
 			c.verified++
 			c.k++
@@ -156,11 +154,10 @@ func RangeDigest(src io.ReaderAt, crc *CRCInfo, fileLength, lo, hi int64) (uint3
 		}
 		buf = append(buf[:0], make([]byte, end-start)...)
 		if _, err := src.ReadAt(buf, start); err != nil {
-			return 0, &ChunkError{Chunk: int(k), FileOffset: start, Err: fmt.Errorf("%w: %v", ErrLength, err)}
+			return 0, chunkError(int(k), start, fmt.Errorf("%w: %v", ErrLength, err))
 		}
 		if got := crc32.ChecksumIEEE(buf); got != crc.CRCs[k] {
-			return 0, &ChunkError{Chunk: int(k), FileOffset: start,
-				Err: fmt.Errorf("%w: CRC.db has %08x, bytes have %08x", ErrChecksum, crc.CRCs[k], got)}
+			return 0, chunkError(int(k), start, fmt.Errorf("%w: CRC.db has %08x, bytes have %08x", ErrChecksum, crc.CRCs[k], got))
 		}
 		a, b := max(lo, start)-start, min(hi, end)-start
 		out = crc32.Update(out, crc32.IEEETable, buf[a:b])
@@ -177,11 +174,10 @@ func FindBadSlice(src io.ReaderAt, crc *CRCInfo, fileLength, lo, hi int64) error
 	for k := lo / L; k*L < hi && k < int64(len(crc.CRCs)); k++ {
 		start, end := k*L, min((k+1)*L, fileLength)
 		if _, err := src.ReadAt(buf[:end-start], start); err != nil {
-			return &ChunkError{Chunk: int(k), FileOffset: start, Err: fmt.Errorf("%w: %v", ErrLength, err)}
+			return chunkError(int(k), start, fmt.Errorf("%w: %v", ErrLength, err))
 		}
 		if got := crc32.ChecksumIEEE(buf[:end-start]); got != crc.CRCs[k] {
-			return &ChunkError{Chunk: int(k), FileOffset: start,
-				Err: fmt.Errorf("%w: CRC.db has %08x, bytes have %08x", ErrChecksum, crc.CRCs[k], got)}
+			return chunkError(int(k), start, fmt.Errorf("%w: CRC.db has %08x, bytes have %08x", ErrChecksum, crc.CRCs[k], got))
 		}
 	}
 	return nil
@@ -207,10 +203,10 @@ func RunDigest(src io.ReaderAt, info *Info, fileLength int64, first, last int, p
 			end = info.Offsets[k+1]
 		}
 		if end-CRCLength < info.Offsets[k] {
-			return 0, &ChunkError{Chunk: k, FileOffset: info.Offsets[k], Err: fmt.Errorf("%w: record cannot hold its CRC", ErrLength)}
+			return 0, chunkError(k, info.Offsets[k], fmt.Errorf("%w: record cannot hold its CRC", ErrLength))
 		}
 		if _, err := src.ReadAt(stored[:], end-CRCLength); err != nil {
-			return 0, &ChunkError{Chunk: k, FileOffset: info.Offsets[k], Err: fmt.Errorf("reading its CRC: %w", err)}
+			return 0, chunkError(k, info.Offsets[k], fmt.Errorf("reading its CRC: %w", err))
 		}
 		crc = crcx.Combine(crc, binary.BigEndian.Uint32(stored[:]), end-CRCLength-info.Offsets[k])
 		crc = crc32.Update(crc, crc32.IEEETable, stored[:])

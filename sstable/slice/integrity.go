@@ -88,9 +88,10 @@ func provenRecords(parent *sstable.Table, child *os.File, info *compress.Info, r
 	cc := compress.NewChunkChecker(info.Offsets, n)
 	if _, err := io.CopyBuffer(io.MultiWriter(h, cc), io.NewSectionReader(child, 0, n), make([]byte, 1<<20)); err != nil {
 		var ce *compress.ChunkError
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) { // name the parent's chunk and offset, not the child's
 			ce.Chunk += run.FirstChunk
-			ce.FileOffset += run.SrcOff - run.Pad
+			ce.Offset += run.SrcOff - run.Pad
+			ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
 		}
 		return 0, corruptParent(parent, err)
 	}
