@@ -126,3 +126,59 @@ func corruptFirstChunk(b []byte, in *Incoming) {
 	c := crc32.ChecksumIEEE(body)
 	b[end-4], b[end-3], b[end-2], b[end-1] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
 }
+
+// Finding 1 of issue 10 for streaming: an uncompressed parent whose Data.db is damaged (its
+// CRC.db still right) never yields an installed child holding the damage. A flip inside the
+// child's bytes is refused, by the sender's digest from CRC.db (a cut edge slice) or by the
+// receiver's comparison, with a checksum error and nothing visible; a flip outside them
+// leaves an intact child that verifies.
+func TestFetchNeverLaundersCorruptUncompressedParent(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	prefixes := genTable(t, root, "u", genSpec{version: "oa", compression: "none", seeds: []uint64{21}})
+	data := prefixes[0] + "-Data.db"
+	orig, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-3000000000000000000,4000000000000000000]")
+	tb, err := sstable.Open(prefixes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := slice.Partials(tb, ranges)
+	tb.Close()
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("partials: %v, %d", err, len(ps))
+	}
+	lo, hi := ps[0].Run.SrcOff, ps[0].Run.SrcEnd
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	// Outside: past the CRC.db slice the child's last byte is in (a flip inside that slice
+	// makes the slice, and so the child's edge, unprovable: refused too).
+	outside := min(int64(len(orig))-1, (hi/65536+1)*65536+100)
+	for _, at := range []int64{lo, lo + 1, (lo + hi) / 2, hi - 1, outside} {
+		b := append([]byte(nil), orig...)
+		b[at] ^= 0x04
+		if err := os.WriteFile(data, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+			FetchRequest{Peer: addr, Keyspace: "ks", Table: "u", Ranges: ranges, Dir: dir}, nil)
+		inside := at >= lo && at < hi
+		switch {
+		case inside && !errors.Is(err, ErrChecksum):
+			t.Errorf("byte %d (child bytes [%d, %d)) flipped: %v, want a checksum error", at, lo, hi, err)
+		case inside && (len(visible(t, dir)) != 0 || (res != nil && len(res.SSTables) != 0)):
+			t.Errorf("byte %d flipped: visible %v", at, visible(t, dir))
+		case !inside && err != nil:
+			t.Errorf("byte %d outside the child flipped: %v", at, err)
+		case !inside:
+			for _, s := range res.SSTables {
+				if rep, err := sstable.Verify(s.Path, sstable.VerifyOptions{Extended: true}); err != nil || !rep.OK {
+					t.Errorf("child %s: %v %v", s.Path, err, rep.Problems)
+				}
+			}
+		}
+	}
+}

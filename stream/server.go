@@ -556,7 +556,11 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 	id := o.planned.ID
 	m, sources, err := manifestFor(o)
 	if err != nil {
-		return nil, nil, false, ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+		code := wire.CodeInternal
+		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrUnverifiable) {
+			code = wire.CodeChecksum // the parent's bytes disagree with, or lack, their checksum
+		}
+		return nil, nil, false, ss.send(&wire.Failure{Code: code, SSTableID: id, Reason: err.Error()})
 	}
 	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
 		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
