@@ -118,3 +118,20 @@ func provenRange(parent *sstable.Table, lo, hi int64) error {
 	}
 	return nil
 }
+
+// proveAhead checks, before the first child is written, every parent chunk the children will
+// take, when the split would otherwise find a damaged chunk only after publishing earlier
+// install batches: more children than one batch, and a mode that proves the bytes it moves
+// (an uncompressed parent, rechunk, or a digest computed from the child's bytes). It costs
+// one more sequential read of the parent's range; a split that derives its digest from the
+// stored CRCs reads nothing and launders nothing, so it is not made to.
+func (sp *splitter) proveAhead() error {
+	if len(sp.plans) <= installBatch {
+		return nil
+	}
+	proves := sp.parent.Compression == nil || sp.mode == ModeRechunk || (!sp.opts.NoDigest && !sp.digestFromCRCs)
+	if !proves {
+		return nil
+	}
+	return provenRange(sp.parent, sp.plans[0].Lo, sp.plans[len(sp.plans)-1].Hi)
+}

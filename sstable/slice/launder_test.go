@@ -218,3 +218,34 @@ func TestSplitCompressedCorruptionStaysDetectable(t *testing.T) {
 		}
 	}
 }
+
+// A split into more children than one install batch proves the parent's range before the first
+// child is published: a damaged chunk near the end leaves nothing visible, not the first batches.
+func TestSplitManyChildrenOfCorruptParentLeavesNothing(t *testing.T) {
+	nb, _ := version.ParseWritable("nb")
+	g, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: nb, Partitions: 120, PartitionSize: 2 << 10,
+		RowSize: 500, Compression: "none", Seed: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := copyPrefix(t, g.Desc.Prefix())
+	b, _ := os.ReadFile(src + "-Data.db")
+	b[len(b)-100] ^= 0x02 // in the last children, well after the first batch
+	os.WriteFile(src+"-Data.db", b, 0o644)
+	p, err := sstable.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ranges, err := EqualRanges(p, 3*installBatch) // more children than one install batch
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Split(context.Background(), p, ranges, out, Options{Mode: ModeCopy}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("split of a damaged parent into %d ranges: %v, want ErrCorrupt", len(ranges), err)
+	}
+	if v := visibleFiles(t, out); len(v) != 0 {
+		t.Errorf("visible after a failed split: %d files, e.g. %s", len(v), v[0])
+	}
+}

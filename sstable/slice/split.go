@@ -135,6 +135,9 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	if err != nil {
 		return nil, err
 	}
+	if err := sp.proveAhead(); err != nil {
+		return nil, err
+	}
 	if err := sp.run(ctx); err != nil {
 		return nil, err
 	}
