@@ -452,7 +452,7 @@ func (v *verifier) checkIndexAndData() {
 	}
 	cur.drain()
 	v.blameChunkOffsets(badChunks)
-	if count == 0 && dataLen > 0 {
+	if count == 0 && dataLen > 0 && err == nil { // a failed walk said why already
 		v.add(indexPath, -1, "the partition index is empty but Data.db holds %d bytes", dataLen)
 		v.indexBroken = true
 	}
@@ -632,7 +632,7 @@ func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPa
 		if pp.hasPromoted {
 			promoted = pp.promoted
 		}
-		rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt)
+		rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt, pp.keyAt)
 	}
 	return nextMissing
 }

@@ -44,8 +44,9 @@ func newRowChecker(v *verifier) *rowChecker {
 }
 
 // partition checks the partition b, which starts at uncompressed Data.db position start, and
-// its BIG promoted index or BTI row index entry (rowIndexAt >= 0) when it has one.
-func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt int64) {
+// its BIG promoted index (from the Index.db entry at indexAt) or BTI row index entry (rowIndexAt
+// >= 0) when it has one.
+func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt, indexAt int64) {
 	dataPath := rc.v.t.Path(descriptor.Data)
 	end := start + int64(len(b))
 	err := rc.cur.Reset(rc.table, rc.v.t.Version(), b)
@@ -108,7 +109,7 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	}
 	if err == nil && promoted != nil {
 		if perr := rc.checkPromoted(promoted, rc.spans, rc.cur.HeaderSize(), end-start); perr != nil {
-			rc.v.add(rc.v.t.Path(descriptor.Index), -1, "promoted index of the partition at uncompressed position %d: %v", start, perr)
+			rc.v.add(rc.v.t.Path(descriptor.Index), indexAt, "promoted index of the partition at uncompressed position %d: %v", start, perr)
 		}
 	}
 	if err != nil {
