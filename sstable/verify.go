@@ -407,7 +407,11 @@ func (v *verifier) checkIndexAndData() {
 		if err := visit(p, be); err != nil {
 			return err
 		}
-		if len(v.report.Problems) == before {
+		indexProblem := false
+		for _, pr := range v.report.Problems[before:] {
+			indexProblem = indexProblem || pr.File == indexPath || pr.File == rowsPath
+		}
+		if !indexProblem {
 			badRun = 0
 			return nil
 		}
