@@ -295,6 +295,9 @@ func (v *verifier) checkIndexAndData() {
 		card                      = stats.NewCardinality()
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
+		// trieWhy: this row-indexed key disagrees with the trie entry leading to it. Normally
+		// checkPartition settles who is wrong; an entry that never gets there (its position out
+		// of order or past the end) is blamed on Rows.db here.
 		trieWhy := ""
 		defer func() {
 			if trieWhy != "" && p.IndexPos >= 0 && !(pending.valid && pending.ordinal == p.Ordinal) {
