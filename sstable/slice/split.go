@@ -50,6 +50,8 @@ type Options struct {
 	// Mover copies and clones; its per-directory reflink capability cache is worth sharing
 	// between splits. Nil means a fresh one.
 	Mover *fsx.Mover
+	// Bounds limits the multi-run child of Slice; past them it falls back to one child per run.
+	Bounds Bounds
 }
 
 // Child is one written child sstable.
@@ -67,6 +69,9 @@ type Child struct {
 	DeadBytes int64
 	Cloned    int64 // Data.db bytes shared with the parent
 	Copied    int64 // Data.db bytes copied or written
+	// Runs is the number of contiguous pieces of the parent the child's Data.db concatenates
+	// (1 for a split child; rechunk and rewrite count the runs they joined).
+	Runs int
 }
 
 // Result is what Split did.
@@ -81,6 +86,19 @@ type Result struct {
 // parent is never modified. Each child is installed atomically; on error, children already
 // installed stay, nothing partial is visible, and the next Split in dir removes leftovers.
 func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options) (*Result, error) {
+	return execute(ctx, parent, ranges, dir, opts, false)
+}
+
+// Slice writes at most one child sstable into dir holding exactly parent's partitions in
+// ranges (any number, wrapping allowed): the parent's chunk runs for every range, concatenated
+// in token order (Layout). Nothing is written when no partition falls in the ranges. When the
+// child would break opts.Bounds (zero-copy modes only: rechunk and rewrite leave no dead bytes)
+// it falls back to one child per run and Result.Reason says why.
+func Slice(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options) (*Result, error) {
+	return execute(ctx, parent, ranges, dir, opts, true)
+}
+
+func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options, one bool) (*Result, error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
 	}
@@ -91,15 +109,15 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 		}
 		opts.Mover = m
 	}
+	ps, err := NewPieces(parent.Partitioner, ranges)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if _, err := fsx.CleanLeftovers(dir); err != nil {
 		return nil, fmt.Errorf("removing leftovers of an interrupted split in %s: %w", dir, err)
-	}
-	ps, err := NewPieces(parent.Partitioner, ranges)
-	if err != nil {
-		return nil, err
 	}
 	plans, err := PlanTable(parent, ps, ranges)
 	if err != nil {
@@ -117,6 +135,13 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	if len(plans) == 0 {
 		return res, nil
 	}
+	if one {
+		var fallback string
+		plans, fallback = OnePerParent(parent, plans, res.Mode, opts.Bounds)
+		if fallback != "" {
+			res.Reason = joinReason(res.Reason, "one sstable per run: "+fallback)
+		}
+	}
 	if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
 		return nil, err
 	}
@@ -133,6 +158,33 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	res.Children = sp.children
 	res.Mode = sp.usedMode()
 	return res, nil
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// OnePerParent merges the planner's per-piece children of parent into one multi-run child, or
+// keeps them apart when that child would break the bounds (then the reason is returned). Modes
+// that write fresh chunks (rechunk, rewrite) join the runs into one gap-free stream of bytes,
+// so no bound applies to them.
+func OnePerParent(parent *sstable.Table, plans []ChildPlan, mode Mode, b Bounds) ([]ChildPlan, string) {
+	one := Merge(plans)
+	if mode == ModeRechunk || mode == ModeRewrite {
+		return []ChildPlan{one}, ""
+	}
+	crc := compress.DefaultCRCChunkLength
+	if parent.CRC != nil {
+		crc = parent.CRC.ChunkLength
+	}
+	l := NewLayout(geometry(parent, crc), one.Runs, 1)
+	if reason := b.Exceeded(&l); reason != "" {
+		return plans, reason
+	}
+	return []ChildPlan{one}, ""
 }
 
 // Refusal is why zero-copy cannot take parent, or "". Legacy counter shards must be rewritten
@@ -164,7 +216,9 @@ func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]Chil
 func checkSpace(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode, opts Options) error {
 	var need int64
 	for _, c := range plans {
-		need += c.Hi - c.Lo // uncompressed: an upper bound for compressed data and rewrites
+		for _, r := range c.Runs {
+			need += r.Hi - r.Lo // uncompressed: an upper bound for compressed data and rewrites
+		}
 	}
 	if parent.Compression != nil && parent.DataLength() > 0 && mode != ModeRewrite && mode != ModeRechunk {
 		need = int64(float64(need) * float64(parent.DataFileLength) / float64(parent.DataLength()))
@@ -181,7 +235,8 @@ func checkSpace(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode,
 }
 
 // splitter runs the zero-copy modes: one index pass, a child started (data moved, builder
-// opened) at its first partition and finished at its last.
+// opened) at its first partition and finished at its last; partitions between its runs are
+// passed over.
 type splitter struct {
 	parent   *sstable.Table
 	spec     *Spec
@@ -197,14 +252,16 @@ type splitter struct {
 	pending []*openChild // built, waiting to be installed together
 	lastEnd int64        // end of the last Rows.db entry seen (BTI)
 	cloned  int64
-	// digestFromCRCs derives digests from inline chunk CRCs instead of reading children.
+	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
 }
 
 type openChild struct {
 	plan    ChildPlan
+	run     int // the plan's run the scan is in or before
 	inst    *fsx.Install
 	desc    descriptor.Descriptor
+	layout  Layout
 	builder *Builder
 	data    DataResult
 	child   Child
@@ -259,7 +316,7 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		if sp.cur != nil && p.Ordinal >= sp.cur.plan.FirstOrdinal+sp.cur.plan.Partitions {
+		if sp.cur != nil && p.Ordinal > sp.cur.plan.LastOrdinal() {
 			if err := sp.finish(); err != nil {
 				return err
 			}
@@ -271,8 +328,11 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			sp.next++
 		}
 		if sp.cur != nil {
-			if err := sp.cur.builder.Add(p); err != nil {
-				return err
+			var in bool
+			if sp.cur.run, in = sp.cur.plan.Contains(sp.cur.run, p.Ordinal); in {
+				if err := sp.cur.builder.Add(p); err != nil {
+					return err
+				}
 			}
 		}
 		if p.IndexPos >= 0 && sp.spec.ParentRows != nil {
@@ -293,6 +353,11 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 	return err
 }
 
+// geometry is the parent's shape for NewLayout.
+func geometry(t *sstable.Table, crcChunkLength int) Geometry {
+	return Geometry{Info: t.Compression, FileLength: t.DataFileLength, DataLength: t.DataLength(), CRCChunkLength: int64(crcChunkLength)}
+}
+
 // start opens a child: it moves the Data.db bytes its partitions need and opens the builder.
 func (sp *splitter) start(plan ChildPlan) error {
 	gen, err := descriptor.NextGeneration(sp.dir)
@@ -310,76 +375,98 @@ func (sp *splitter) start(plan ChildPlan) error {
 	if err != nil {
 		return err
 	}
-	var shift int64
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
-		shift, err = sp.rechunk(oc, dst)
+		err = sp.rechunk(oc, dst)
 	case sp.parent.Compression != nil:
-		shift, err = sp.copyChunks(oc, dst)
+		err = sp.copyChunks(oc, dst)
 	default:
-		shift, err = sp.copyUncompressed(oc, dst)
+		err = sp.copyUncompressed(oc, dst)
 	}
 	if err != nil {
 		return fmt.Errorf("child %s (%s): %w", desc, plan.Range, err)
 	}
+	oc.child.Runs = len(oc.layout.Segments)
 	// A BTI child takes the parent's Rows.db from the page holding the end of the previous
 	// entry, so its tries keep their page layout.
 	rowsCut := sp.lastEnd &^ 4095
-	oc.builder, err = NewBuilder(sp.spec, inst, desc, shift, plan.Hi, rowsCut)
+	oc.builder, err = NewBuilder(sp.spec, inst, desc, &oc.layout, rowsCut)
 	return err
 }
 
-// copyChunks moves the run of whole parent chunks holding the child, cloning where it can.
-func (sp *splitter) copyChunks(oc *openChild, dst *os.File) (int64, error) {
+// moveSegments moves the layout's segments into dst, each cloned where the file system can
+// share its block-aligned middle.
+func (sp *splitter) moveSegments(l *Layout, dst *os.File, clone bool) (fsx.Stats, error) {
+	var total fsx.Stats
+	for k, s := range l.Segments {
+		dstOff, srcOff, n := s.DstOff, s.SrcOff, s.Length()
+		if k == 0 {
+			dstOff, srcOff, n = 0, srcOff-l.Pad, n+l.Pad
+		}
+		st, err := sp.opts.Mover.Move(dst, dstOff, sp.parent.DataFile(), srcOff, n, clone)
+		if err != nil {
+			return total, err
+		}
+		total.Cloned += st.Cloned
+		total.Copied += st.Copied
+	}
+	sp.cloned += total.Cloned
+	return total, nil
+}
+
+// copyChunks moves the runs of whole parent chunks holding the child, cloning where it can.
+func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	info := sp.parent.Compression
 	align := int64(1)
 	if sp.mode != ModeCopy {
 		align = sp.align
 	}
-	run := LayoutCompressed(info, sp.parent.DataFileLength, oc.plan.Lo, oc.plan.Hi, align)
-	st, err := sp.opts.Mover.Move(dst, 0, sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength(), sp.mode != ModeCopy)
+	oc.layout = NewLayout(geometry(sp.parent, 0), oc.plan.Runs, align)
+	l := &oc.layout
+	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sp.cloned += st.Cloned
-	oc.data = DataResult{Compression: run.Info(info), DataLength: run.DataLength, FileLength: run.FileLength(), HasDigest: !sp.opts.NoDigest}
+	oc.data = DataResult{Compression: l.Info(info), DataLength: l.DataLength, FileLength: l.FileLength, HasDigest: !sp.opts.NoDigest}
 	if !sp.opts.NoDigest {
 		if sp.digestFromCRCs {
-			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, run)
+			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, l)
 		} else {
-			oc.data.Digest, err = fileDigest(dst, run.FileLength())
+			oc.data.Digest, err = fileDigest(dst, l.FileLength)
 		}
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	oc.child = Child{DeadBytes: run.Dead, Cloned: st.Cloned, Copied: st.Copied}
-	return run.Shift, nil
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
+	return nil
 }
 
 // chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
 // parent's inline chunk CRCs: 4 bytes read per chunk, and the pad. A damaged parent chunk makes
 // the derived digest disagree with the bytes, which verify then reports.
-func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, run Run) (uint32, error) {
+func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layout) (uint32, error) {
 	var crc uint32
-	if run.Pad > 0 {
-		pad := make([]byte, run.Pad)
-		if _, err := src.ReadAt(pad, run.SrcOff-run.Pad); err != nil {
+	if l.Pad > 0 {
+		pad := make([]byte, l.Pad)
+		if _, err := src.ReadAt(pad, l.Segments[0].SrcOff-l.Pad); err != nil {
 			return 0, err
 		}
 		crc = crc32.ChecksumIEEE(pad)
 	}
 	var stored [4]byte
-	for k := run.FirstChunk; k <= run.LastChunk; k++ {
-		end := fileLength
-		if k+1 < len(info.Offsets) {
-			end = info.Offsets[k+1]
+	for _, s := range l.Segments {
+		for k := s.FirstChunk; k <= s.LastChunk; k++ {
+			end := fileLength
+			if k+1 < len(info.Offsets) {
+				end = info.Offsets[k+1]
+			}
+			if _, err := src.ReadAt(stored[:], end-4); err != nil {
+				return 0, fmt.Errorf("reading the CRC of chunk %d: %w", k, err)
+			}
+			crc = crcx.Combine(crc, binary.BigEndian.Uint32(stored[:]), end-4-info.Offsets[k])
+			crc = crc32.Update(crc, crc32.IEEETable, stored[:])
 		}
-		if _, err := src.ReadAt(stored[:], end-4); err != nil {
-			return 0, fmt.Errorf("reading the CRC of chunk %d: %w", k, err)
-		}
-		crc = crcx.Combine(crc, binary.BigEndian.Uint32(stored[:]), end-4-info.Offsets[k])
-		crc = crc32.Update(crc, crc32.IEEETable, stored[:])
 	}
 	return crc, nil
 }
@@ -393,63 +480,118 @@ func fileDigest(f *os.File, n int64) (uint32, error) {
 	return h.Sum32(), nil
 }
 
-// copyUncompressed moves the bytes of an uncompressed parent and checksums them for CRC.db
-// (and the digest) as Cassandra's ChecksummedSequentialWriter would, on a grid that starts at
-// the child's first byte.
-func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) (int64, error) {
-	align := int64(1)
-	if sp.mode == ModeReflink || sp.mode == ModeAuto {
-		align = sp.align
-	}
-	run := LayoutUncompressed(oc.plan.Lo, oc.plan.Hi, align)
-	st, err := sp.opts.Mover.Move(dst, 0, sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength(), sp.mode != ModeCopy && sp.mode != ModeRechunk)
+// copyUncompressed moves the CRC-grid-aligned segments of an uncompressed parent. CRC.db and
+// the digest come from the parent's CRC.db: whole chunks keep their CRC (a damaged chunk keeps
+// the CRC that exposes it), and a cut last chunk gets a fresh CRC only after the parent's CRC
+// for that chunk checked out, so a bad byte is never laundered into a fresh checksum. A parent
+// without CRC.db gets one computed from the child's bytes, as Cassandra's
+// ChecksummedSequentialWriter would.
+func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
+	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, 1)
+	l := &oc.layout
+	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy && sp.mode != ModeRechunk)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sp.cloned += st.Cloned
-	cw := NewCRCWriter(sp.spec.CRCChunkLength)
-	r := io.NewSectionReader(sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength())
-	if _, err := io.CopyBuffer(cw, r, make([]byte, 1<<20)); err != nil {
-		return 0, err
+	var crcs *compress.CRCInfo
+	var digest uint32
+	if sp.parent.CRC != nil {
+		crcs, digest, err = ChildCRC(sp.parent.DataFile(), sp.parent.Path(descriptor.Data), sp.parent.CRC, sp.parent.DataLength(), l)
+	} else {
+		cw := NewCRCWriter(sp.spec.CRCChunkLength)
+		if _, err = io.CopyBuffer(cw, io.NewSectionReader(dst, 0, l.FileLength), make([]byte, 1<<20)); err == nil {
+			crcs, digest = cw.Result()
+		}
 	}
-	crcs, digest := cw.Result()
-	oc.data = DataResult{CRC: crcs, DataLength: run.DataLength, FileLength: run.FileLength(), Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{DeadBytes: run.Dead, Cloned: st.Cloned, Copied: st.Copied}
-	return run.Shift, nil
+	if err != nil {
+		return err
+	}
+	oc.data = DataResult{CRC: crcs, DataLength: l.DataLength, FileLength: l.FileLength, Digest: digest, HasDigest: !sp.opts.NoDigest}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
+	return nil
 }
 
-// rechunk decompresses the parent chunks holding [lo, hi) and recompresses exactly those bytes
-// into fresh chunks, so the child starts at its first partition: no dead bytes, and a child
-// that stock Cassandra verify and scrub accept. Rows are not parsed.
-func (sp *splitter) rechunk(oc *openChild, dst *os.File) (int64, error) {
+// ErrParentChecksum reports a parent chunk whose bytes do not match its checksum: the slice
+// refuses it rather than write a fresh checksum over bad bytes.
+var ErrParentChecksum = errors.New("parent chunk fails its checksum")
+
+// ChildCRC is CRC.db and the digest of an uncompressed child laid out by l, from the parent's
+// CRC.db (read from src, named path in errors): whole chunks keep the parent's CRC, and the cut
+// last chunk's CRC is computed from its bytes after the parent's whole chunk checked out.
+func ChildCRC(src *os.File, path string, parent *compress.CRCInfo, parentDataLength int64, l *Layout) (*compress.CRCInfo, uint32, error) {
+	C := int64(parent.ChunkLength)
+	out := &compress.CRCInfo{ChunkLength: parent.ChunkLength, CRCs: make([]uint32, 0, l.Chunks())}
+	var digest uint32
+	for si, s := range l.Segments {
+		for k := s.FirstChunk; k <= s.LastChunk; k++ {
+			if k >= len(parent.CRCs) {
+				return nil, 0, fmt.Errorf("%s: chunk %d has no CRC in CRC.db (%d entries)", path, k, len(parent.CRCs))
+			}
+			crc, n := parent.CRCs[k], min(C, parentDataLength-int64(k)*C)
+			if l.CutLast && si == len(l.Segments)-1 && k == s.LastChunk {
+				buf := make([]byte, n)
+				if _, err := src.ReadAt(buf, int64(k)*C); err != nil {
+					return nil, 0, fmt.Errorf("%s: reading chunk %d: %w", path, k, err)
+				}
+				if got := crc32.ChecksumIEEE(buf); got != crc {
+					return nil, 0, fmt.Errorf("%w: %s: chunk %d (offset %d) has CRC %08x, CRC.db says %08x", ErrParentChecksum, path, k, int64(k)*C, got, crc)
+				}
+				n = s.PHi - int64(k)*C
+				crc = crc32.ChecksumIEEE(buf[:n])
+			}
+			out.CRCs = append(out.CRCs, crc)
+			digest = crcx.Combine(digest, crc, n)
+		}
+	}
+	return out, digest, nil
+}
+
+// rechunk decompresses the parent chunks holding the child's runs and recompresses exactly the
+// runs' bytes, back to back, into fresh chunks: no dead bytes, and a child that stock Cassandra
+// verify and scrub accept. Rows are not parsed.
+func (sp *splitter) rechunk(oc *openChild, dst *os.File) error {
 	info := sp.parent.Compression
-	run := LayoutCompressed(info, sp.parent.DataFileLength, oc.plan.Lo, oc.plan.Hi, 1)
 	bw := fsx.NewAsyncWriter(dst, 1<<20, 4)
 	w, err := compress.NewWriter(bw, compress.WriterOptions{Version: sp.parent.Version(), Compressor: info.Compressor,
 		Options: info.Options, ChunkLength: info.ChunkLength, MaxCompressedLength: rawThreshold(sp.parent)})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sc := sp.parent.Data.NewScanner(run.FirstChunk, run.LastChunk+1)
+	var off int64
+	l := Layout{Compressed: true, ChunkLength: int64(info.ChunkLength)}
+	for _, r := range oc.plan.Runs {
+		if err = rechunkRun(sp.parent, r, w); err != nil {
+			break
+		}
+		l.Segments = append(l.Segments, Segment{PLo: r.Lo, PHi: r.Hi, Shift: r.Lo - off, Runs: 1})
+		off += r.Hi - r.Lo
+	}
+	res, cerr := w.Close()
+	if err := errors.Join(err, cerr, bw.Close()); err != nil {
+		return err
+	}
+	l.DataLength, l.FileLength = res.DataLength, res.FileLength
+	oc.layout = l
+	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
+	oc.child = Child{Copied: res.FileLength}
+	return nil
+}
+
+// rechunkRun writes the parent's uncompressed bytes [r.Lo, r.Hi) to w.
+func rechunkRun(parent *sstable.Table, r RunPlan, w *compress.Writer) error {
+	L := int64(parent.Compression.ChunkLength)
+	sc := parent.Data.NewScanner(int(r.Lo/L), int((r.Hi-1)/L)+1)
 	for sc.Next() {
 		b := sc.Bytes()
 		start := sc.Offset()
-		lo, hi := max(oc.plan.Lo-start, 0), min(oc.plan.Hi-start, int64(len(b)))
+		lo, hi := max(r.Lo-start, 0), min(r.Hi-start, int64(len(b)))
 		if lo < hi {
 			if _, err := w.Write(b[lo:hi]); err != nil {
-				_, _ = w.Close()
-				_ = bw.Close()
-				return 0, err
+				return err
 			}
 		}
 	}
-	res, cerr := w.Close()
-	if err := errors.Join(sc.Err(), cerr, bw.Close()); err != nil {
-		return 0, err
-	}
-	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{Copied: res.FileLength}
-	return oc.plan.Lo, nil
+	return sc.Err()
 }
 
 // installBatch bounds how many built children wait to be installed together (each holds its
@@ -485,6 +627,7 @@ func (sp *splitter) install() error {
 		c := oc.child
 		c.Desc, c.Range, c.Partitions = oc.desc, oc.plan.Range, oc.plan.Partitions
 		c.FirstToken, c.LastToken, c.DataFileLength = oc.plan.FirstTok, oc.plan.LastTok, oc.data.FileLength
+		c.Runs = len(oc.layout.Segments)
 		sp.children = append(sp.children, c)
 	}
 	sp.pending = nil

@@ -23,58 +23,63 @@ import (
 func TestPartialTransferRebuildsFromShippedMaterial(t *testing.T) {
 	for _, vn := range []string{"nb", "oa", "da"} {
 		for _, comp := range []string{"lz4", "none"} {
-			t.Run(vn+"/"+comp, func(t *testing.T) {
-				v, _ := version.ParseWritable(vn)
-				res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 200,
-					PartitionSize: 4 << 10, RowSize: 512, IndexBlockSize: 1 << 10, Compression: comp, ChunkLength: 4 << 10, Seed: 17})
-				if err != nil {
-					t.Fatal(err)
-				}
-				parent, err := sstable.Open(res.Desc.Prefix())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer parent.Close()
-				ranges, err := token.ParseRanges(token.Murmur3, "(-6000000000000000000,-1000000000000000000],(2000000000000000000,-8000000000000000000]")
-				if err != nil {
-					t.Fatal(err)
-				}
-				partials, err := Partials(parent, ranges)
-				if err != nil {
-					t.Fatal(err)
-				}
-				statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
-				if err != nil {
-					t.Fatal(err)
-				}
-				recv := t.TempDir()
-				want := map[string][]byte{}
-				for _, p := range readAll(t, res.Desc.Prefix()) {
-					if ranges.Contains(p.Token) {
-						want[string(p.Key)] = p.Bytes
-					}
-				}
-				got := 0
-				for i, pt := range partials {
-					d := receive(t, parent, pt, statsBytes, recv, i+1)
-					rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Extended: true})
+			for _, one := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/one=%v", vn, comp, one), func(t *testing.T) {
+					v, _ := version.ParseWritable(vn)
+					res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 200,
+						PartitionSize: 4 << 10, RowSize: 512, IndexBlockSize: 1 << 10, Compression: comp, ChunkLength: 4 << 10, Seed: 17})
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, p := range rep.Problems {
-						t.Errorf("received child %d: %s", i, p)
+					parent, err := sstable.Open(res.Desc.Prefix())
+					if err != nil {
+						t.Fatal(err)
 					}
-					for _, p := range readAll(t, d.Prefix()) {
-						if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
-							t.Errorf("received child %d: partition %x is not the parent's", i, p.Key)
+					defer parent.Close()
+					ranges, err := token.ParseRanges(token.Murmur3, "(-6000000000000000000,-1000000000000000000],(2000000000000000000,-8000000000000000000]")
+					if err != nil {
+						t.Fatal(err)
+					}
+					partials, reason, err := Partials(parent, ranges, PartialOptions{OnePerParent: one})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if one && len(partials) != 1 {
+						t.Fatalf("one child per parent: got %d (%s)", len(partials), reason)
+					}
+					statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
+					if err != nil {
+						t.Fatal(err)
+					}
+					recv := t.TempDir()
+					want := map[string][]byte{}
+					for _, p := range readAll(t, res.Desc.Prefix()) {
+						if ranges.Contains(p.Token) {
+							want[string(p.Key)] = p.Bytes
 						}
-						got++
 					}
-				}
-				if got != len(want) {
-					t.Errorf("received %d partitions, want %d", got, len(want))
-				}
-			})
+					got := 0
+					for i, pt := range partials {
+						d := receive(t, parent, pt, statsBytes, recv, i+1)
+						rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Extended: true})
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, p := range rep.Problems {
+							t.Errorf("received child %d: %s", i, p)
+						}
+						for _, p := range readAll(t, d.Prefix()) {
+							if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
+								t.Errorf("received child %d: partition %x is not the parent's", i, p.Key)
+							}
+							got++
+						}
+					}
+					if got != len(want) {
+						t.Errorf("received %d partitions, want %d", got, len(want))
+					}
+				})
+			}
 		}
 	}
 }
@@ -97,7 +102,18 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := io.NewSectionReader(parent.DataFile(), pt.Run.SrcOff, pt.Run.SrcEnd-pt.Run.SrcOff)
+	// What the wire carries of the layout: chunks, offsets and lengths of each segment.
+	shipped := make([]Segment, len(pt.Layout.Segments))
+	var readers []io.Reader
+	for i, s := range pt.Layout.Segments {
+		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, DstOff: s.DstOff, SrcEnd: s.Length()}
+		readers = append(readers, io.NewSectionReader(parent.DataFile(), s.SrcOff, s.Length()))
+	}
+	lay, err := ReceivedLayout(pt.Info != nil, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := io.MultiReader(readers...)
 	var data DataResult
 	if pt.Info != nil {
 		h := crc32.NewIEEE()
@@ -112,8 +128,8 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		}
 		data.CRC, data.Digest = cw.Result()
 	}
-	data.DataLength, data.FileLength, data.HasDigest = pt.Run.DataLength, pt.Run.FileLength(), true
-	if _, err := RebuildPartial(spec, inst, d, pt.Run.Shift, pt.Run.Hi, pt.Index, data); err != nil {
+	data.DataLength, data.FileLength, data.HasDigest = lay.DataLength, lay.FileLength, true
+	if _, err := RebuildPartial(spec, inst, d, lay, pt.Index, data); err != nil {
 		t.Fatal(fmt.Errorf("rebuild: %w", err))
 	}
 	if err := inst.Commit(); err != nil {
