@@ -56,6 +56,12 @@ type Report struct {
 	// FirstPosition is the Data.db position of the first partition; non-zero only for children
 	// of a zero-copy split, whose first chunk starts with bytes of a neighbouring range.
 	FirstPosition int64 `json:"first_position"`
+	// DeadBytes counts uncompressed Data.db bytes no partition occupies: before the first
+	// partition, between a partition's end and the next index position (a multi-run sstable's
+	// interior dead regions, whose count is DeadRegions) and after the last partition's end.
+	// Verify skips them: readers enter Data.db only at index positions.
+	DeadBytes   int64 `json:"dead_bytes"`
+	DeadRegions int64 `json:"dead_regions"`
 }
 
 // maxProblems bounds a report on a badly damaged file: past it, further findings are dropped
@@ -286,6 +292,7 @@ func (v *verifier) checkIndexAndData() {
 		if count == 0 {
 			firstKey = append(firstKey[:0], p.Key...)
 			v.report.FirstPosition = p.Position
+			v.report.DeadBytes += p.Position
 		} else {
 			if c := token.CompareKeys(prevTok, prevKey, p.Token, p.Key); c >= 0 {
 				v.add(indexPath, at, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)
@@ -404,7 +411,8 @@ func (pp *pendingPartition) set(p *Partition) {
 // the data cursor in position order, so each chunk is decoded once.
 func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPartition, end int64) {
 	dataPath := v.t.Path(descriptor.Data)
-	// Without the row pass only the key is needed; with it, the whole partition.
+	// Without the row reader only the key is needed; with it, the whole span to the next index
+	// position, which the partition must end within.
 	n := int64(2 + len(pp.key))
 	if rc.table != nil {
 		n = end - pp.position
@@ -434,7 +442,10 @@ func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPa
 		if pp.hasPromoted {
 			promoted = pp.promoted
 		}
-		rc.partition(b, pp.position, promoted)
+		if size := rc.partition(b, pp.position, promoted); size < n {
+			v.report.DeadBytes += n - size
+			v.report.DeadRegions++
+		}
 	}
 }
 
