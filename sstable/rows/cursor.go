@@ -139,7 +139,7 @@ type Cursor struct {
 	count      int
 	headerSize int
 	done       bool
-	trailing   bool // bytes may follow the end-of-partition flag (ResetTrailing)
+	trailing   bool  // bytes may follow the end-of-partition flag (ResetTrailing)
 	present    []int // column indexes present in the row being decoded
 }
 

@@ -36,9 +36,10 @@ type Layout struct {
 	Pad         int64 // head pad: parent bytes [Segments[0].SrcOff-Pad, SrcOff) copied first
 	DataLength  int64 // the child's uncompressed length
 	FileLength  int64 // the child's Data.db length
-	// Dead counts child Data.db bytes no partition of the child occupies: the head pad, the
-	// head of each segment's first chunk, the partitions between runs sharing a segment and
-	// the tail of each segment's last chunk.
+	// Dead counts the child's uncompressed bytes no partition of the child occupies: the head
+	// of each segment's first chunk, the partitions between runs sharing a segment and the tail
+	// of each segment's last chunk but the child's last (its data ends with its last
+	// partition). It is what verify counts as dead bytes.
 	Dead int64
 	// CutLast: the last CRC chunk of an uncompressed child ends before the parent's does, so
 	// its CRC must be computed (after the parent's CRC for it checked out).
@@ -128,11 +129,7 @@ func NewLayout(g Geometry, runs []RunPlan, align int64) Layout {
 	l.FileLength = last.DstOff + last.Length()
 	// The child's data ends with its last partition (an uncompressed child's file does too).
 	l.DataLength = hi - last.Shift
-	var span int64
-	for _, s := range l.Segments {
-		span += s.PHi - s.PLo
-	}
-	l.Dead = l.Pad + span - live
+	l.Dead = l.DataLength - live
 	return l
 }
 

@@ -1,6 +1,7 @@
 package slice
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -62,10 +63,11 @@ type Child struct {
 	FirstToken     token.Token
 	LastToken      token.Token
 	DataFileLength int64
-	// DeadBytes counts bytes of the child's Data.db that belong to no partition of the child:
-	// the reflink head pad, the part of the first chunk before its first partition and the part
-	// of the last chunk after its last. Readers never reach them: they enter Data.db only at
-	// index positions.
+	// DeadBytes counts the child's uncompressed Data.db bytes that belong to no partition of
+	// the child: the part of each run's first chunk before its first partition and of each
+	// run's last chunk after its last (the child's data ends with its last partition), and
+	// partitions between runs less than a chunk apart. Readers never reach them: they enter
+	// Data.db only at index positions.
 	DeadBytes int64
 	Cloned    int64 // Data.db bytes shared with the parent
 	Copied    int64 // Data.db bytes copied or written
@@ -378,6 +380,8 @@ func (sp *splitter) start(plan ChildPlan) error {
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
 		err = sp.rechunk(oc, dst)
+	case sp.mode == ModeRechunk:
+		err = sp.rechunkUncompressed(oc, dst)
 	case sp.parent.Compression != nil:
 		err = sp.copyChunks(oc, dst)
 	default:
@@ -574,6 +578,47 @@ func (sp *splitter) rechunk(oc *openChild, dst *os.File) error {
 	oc.layout = l
 	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
 	oc.child = Child{Copied: res.FileLength}
+	return nil
+}
+
+// rechunkUncompressed writes the runs of an uncompressed parent back to back, checking every
+// parent CRC.db chunk it takes bytes from before the child's fresh CRC.db covers them: no dead
+// bytes, and nothing laundered.
+func (sp *splitter) rechunkUncompressed(oc *openChild, dst *os.File) error {
+	C := int64(sp.spec.CRCChunkLength)
+	cw := NewCRCWriter(sp.spec.CRCChunkLength)
+	bw := bufio.NewWriterSize(io.MultiWriter(dst, cw), 1<<20)
+	buf := make([]byte, C)
+	path := sp.parent.Path(descriptor.Data)
+	l := Layout{ChunkLength: C}
+	var off int64
+	for _, r := range oc.plan.Runs {
+		for k := r.Lo / C; k*C < r.Hi; k++ {
+			n := min(C, sp.parent.DataLength()-k*C)
+			if _, err := sp.parent.DataFile().ReadAt(buf[:n], k*C); err != nil {
+				return fmt.Errorf("%s: reading chunk %d: %w", path, k, err)
+			}
+			if crc := sp.parent.CRC; crc != nil {
+				if k >= int64(len(crc.CRCs)) || crc32.ChecksumIEEE(buf[:n]) != crc.CRCs[k] {
+					return fmt.Errorf("%w: %s: chunk %d (offset %d) does not match CRC.db", ErrParentChecksum, path, k, k*C)
+				}
+			}
+			lo, hi := max(r.Lo-k*C, 0), min(r.Hi-k*C, n)
+			if _, err := bw.Write(buf[lo:hi]); err != nil {
+				return err
+			}
+		}
+		l.Segments = append(l.Segments, Segment{PLo: r.Lo, PHi: r.Hi, Shift: r.Lo - off, Runs: 1})
+		off += r.Hi - r.Lo
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	l.DataLength, l.FileLength = off, off
+	oc.layout = l
+	crcs, digest := cw.Result()
+	oc.data = DataResult{CRC: crcs, DataLength: off, FileLength: off, Digest: digest, HasDigest: !sp.opts.NoDigest}
+	oc.child = Child{Copied: off}
 	return nil
 }
 
