@@ -238,11 +238,7 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 		}
-		first := int64(-1)
 		if err := slice.ForEachIndexRecord(j.index, spec.Partitioner, func(p *sstable.Partition) error {
-			if first < 0 {
-				first = p.Position
-			}
 			partitions++
 			return nil
 		}); err != nil {
@@ -251,15 +247,12 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if uint64(partitions) != m.Partitions {
 			return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
 		}
-		if err := in.ResolveShift(first); err != nil {
-			return 0, err
-		}
 		data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
 			Digest: in.Digest(), HasDigest: true}
 		if j.crcw != nil {
 			data.CRC, data.Digest = j.crcw.Result()
 		}
-		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Shift, in.Hi, j.index, data); err != nil {
+		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data); err != nil {
 			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/sstable"
-	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -464,7 +463,7 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		partials, err := slice.Partials(t, ranges)
+		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds})
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
 				return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -478,13 +477,13 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := Candidate{ID: filepath.Base(d.Prefix()), Refusal: slice.Refusal(t), DataLength: t.DataLength()}
+		c := Candidate{ID: filepath.Base(d.Prefix()), Refusal: slice.Refusal(t), DataLength: t.DataLength(), Fallback: fallback}
 		byChild := map[string]*slice.Partial{}
 		for i := range partials {
 			p := &partials[i]
 			f := ChildFacts{FirstOrdinal: p.Plan.FirstOrdinal, Partitions: p.Plan.Partitions, Lo: p.Plan.Lo, Hi: p.Plan.Hi,
-				Bytes: p.Run.FileLength() + int64(len(p.Index)+len(p.Rows))}
-			c.Partitions += f.Partitions
+				Runs: len(p.Plan.Runs), Bytes: p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))}
+			c.Partitions = p.ParentPartitions
 			c.Children = append(c.Children, f)
 			byChild[ChildID(c.ID, f)] = p
 		}
@@ -584,16 +583,21 @@ func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64
 	if !ok {
 		return 0
 	}
+	// Data.db may come from several sources (the segments of a multi-run child), each
+	// starting at its child offset: drop those wholly below off and start the next at it.
+	var skipped int64
 	for i := range srcs {
 		s := &srcs[i]
 		isData := s.stream == wire.StreamRuns ||
 			(s.stream == wire.StreamComponent && o.planned.Kind == wire.KindEntire && m.Components[s.component].Name == string(descriptor.Data))
-		if isData && s.f != nil && off <= s.n {
-			s.off, s.n, s.start = s.off+off, s.n-off, off
-			return off
+		if !isData || s.f == nil || s.start >= off {
+			continue
 		}
+		k := min(off-s.start, s.n)
+		s.off, s.n, s.start = s.off+k, s.n-k, s.start+k
+		skipped += k
 	}
-	return 0
+	return skipped
 }
 
 func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
@@ -604,25 +608,21 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 	if o.planned.Kind == wire.KindPartial || o.planned.Kind == wire.KindRows {
 		// A rows child travels exactly as a partial one; the receiver rewrites its rows.
 		p := o.partial
-		m.DataLength, m.DataFileLength = uint64(p.Run.DataLength), uint64(p.Run.FileLength())
-		run := wire.Run{FirstChunk: uint64(p.Run.FirstChunk), FileOffset: 0, Length: uint64(p.Run.FileLength())}
+		l := &p.Layout
+		m.DataLength, m.DataFileLength = uint64(l.DataLength), uint64(l.FileLength)
+		m.ChunkLength = uint32(l.ChunkLength)
 		if p.Info != nil {
-			m.ChunkLength = uint32(p.Info.ChunkLength)
 			m.Compression = p.Info.Append(nil, v)
-			run.ChunkCount = uint64(p.Run.Chunks())
-		} else {
-			run.FirstChunk = 0
-			m.ChunkLength = uint32(compress.DefaultCRCChunkLength)
-			if t.CRC != nil {
-				m.ChunkLength = uint32(t.CRC.ChunkLength)
-			}
 		}
-		m.Runs = []wire.Run{run}
+		// The segments go in order on the one Data stream, each frame at its child offset.
+		var srcs []source
+		for _, s := range l.Segments {
+			m.Runs = append(m.Runs, wire.Run{FirstChunk: uint64(s.FirstChunk), ChunkCount: uint64(s.Chunks()),
+				FileOffset: uint64(s.DstOff), Length: uint64(s.Length())})
+			srcs = append(srcs, source{stream: wire.StreamRuns, f: t.DataFile(), off: s.SrcOff, n: s.Length(), start: s.DstOff})
+		}
 		m.IndexSliceLength = uint64(len(p.Index))
-		srcs := []source{
-			{stream: wire.StreamRuns, f: t.DataFile(), off: p.Run.SrcOff, n: p.Run.SrcEnd - p.Run.SrcOff},
-			{stream: wire.StreamIndex, mem: p.Index},
-		}
+		srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
 		if v.Format == version.BTI {
 			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}
 			srcs = append(srcs, source{stream: wire.StreamComponent, component: 0, mem: p.Rows})

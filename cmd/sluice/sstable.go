@@ -23,7 +23,7 @@ prefix such as dir/nb-1-big. Tokens print as decimal strings for Murmur3 and as 
 hex for ByteOrdered; keys print as lower-case hex.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newDescribeCmd(), newKeysCmd(), newVerifyCmd(), newGenCmd(), newSplitCmd())
+	cmd.AddCommand(newDescribeCmd(), newKeysCmd(), newVerifyCmd(), newGenCmd(), newSplitCmd(), newSliceCmd())
 	return cmd
 }
 

@@ -177,10 +177,10 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 		t.Close()
 		return nil, err
 	}
-	// Two non-adjacent quarters, so the partial stream carries two children.
+	// Two non-adjacent quarters, so the partial stream carries one child of two runs.
 	w.half = token.RangeSet{quarters[0], quarters[2]}
 	rep.PartialRanges = w.half.String()
-	partials, err := slice.Partials(t, w.half)
+	partials, _, err := slice.Partials(t, w.half, slice.PartialOptions{OnePerParent: true})
 	if err == nil {
 		err = t.ScanPartitions(func(*sstable.Partition) error { rep.Partitions++; return nil })
 	}
@@ -191,7 +191,7 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	}
 	// The raw transfer moves as many bytes as the partial stream's payload.
 	for _, p := range partials {
-		w.halfBytes += p.Run.FileLength() + int64(len(p.Index)+len(p.Rows))
+		w.halfBytes += p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))
 	}
 
 	ringStart := token.Murmur3.MinToken()

@@ -58,7 +58,7 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 		if _, err := parent.Data.ReadAt(buf, pending.pos); err != nil {
 			return err
 		}
-		if err := cur.Reset(table, parent.Version(), buf); err != nil {
+		if err := cur.ResetTrailing(table, parent.Version(), buf); err != nil {
 			return err
 		}
 		if err := w.BeginPartition(cur.Key(), cur.Deletion()); err != nil {

@@ -27,6 +27,8 @@ type Partial struct {
 	Info   *compress.Info // the child's CompressionInfo.db; nil for an uncompressed parent
 	Index  []byte         // index records (AppendIndexRecord)
 	Rows   []byte         // BTI only
+	// ParentPartitions is the parent's partition count, from the same index pass.
+	ParentPartitions int64
 }
 
 // PartialOptions selects how Partials groups the runs.
@@ -84,7 +86,9 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 		inChild = false
 		k++
 	}
+	var n int64
 	err := parent.ScanPartitions(func(pt *sstable.Partition) error {
+		n++
 		if inChild && pt.Ordinal > out[k].Plan.LastOrdinal() {
 			finish()
 		}
@@ -116,6 +120,9 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 	})
 	if err == nil && inChild {
 		finish()
+	}
+	for i := range out {
+		out[i].ParentPartitions = n
 	}
 	return err
 }
