@@ -42,6 +42,11 @@ type Fetched struct {
 	SSTable    string // the sender's ID
 	Partitions int64
 	Bytes      int64 // bytes received for it, all streams
+	// Runs is the number of runs of parent chunks its Data.db concatenates (1 for entire and
+	// rows sstables); DeadBytes the bytes of them no partition occupies, as the sender laid
+	// them out (0 for entire and rows: an entire sstable is the sender's file as it is).
+	Runs      int
+	DeadBytes int64
 }
 
 // FetchResult is what a Fetch installed.
@@ -428,8 +433,11 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 		os.Remove(filepath.Join(rs.dir, part))
 	}
 	got := int64(in.Received()) - replayed
-	rs.res.SSTables = append(rs.res.SSTables, Fetched{Path: job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID,
-		Partitions: partitions, Bytes: got})
+	f := Fetched{Path: job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: partitions, Bytes: got, Runs: 1}
+	if in.Kind == wire.KindPartial {
+		f.Runs, f.DeadBytes = len(in.Layout.Segments), int64(in.Manifest.DeadBytes)
+	}
+	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(s *SessionStatus) { s.FilesDone++; s.BytesDone = rs.res.BytesReceived })
 	rs.cfg.observeSSTable(Receiving, in.Kind.String(), got, nil)
 	return rs.send(rs.sm.Installed(in.ID, uint64(partitions)).Send...)

@@ -83,7 +83,10 @@ func TestFetchFromTwoSendersIntoOneDir(t *testing.T) {
 		all.SSTables = append(all.SSTables, res.SSTables...)
 	}
 	union, _ := token.ParseRanges(token.Murmur3, "(-9000000000000000000,9000000000000000000]")
-	checkFetched(t, parents, union, all)
+	for _, res := range results {
+		checkOnePerParent(t, res)
+	}
+	checkFetchedPartitions(t, parents, union, all)
 	checkNothingHalfInstalled(t, dir, all.SSTables)
 }
 

@@ -610,7 +610,7 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		p := o.partial
 		l := &p.Layout
 		m.DataLength, m.DataFileLength = uint64(l.DataLength), uint64(l.FileLength)
-		m.ChunkLength = uint32(l.ChunkLength)
+		m.ChunkLength, m.DeadBytes = uint32(l.ChunkLength), uint64(l.Dead)
 		if p.Info != nil {
 			m.Compression = p.Info.Append(nil, v)
 		}

@@ -81,6 +81,7 @@
 //	                     12  Partitions        uint
 //	                     13  Statistics        bytes (opaque)
 //	                     14  Digest            uint (uint32)
+//	                     15  DeadBytes         uint
 //	      Run            1   FirstChunk        uint
 //	                     2   ChunkCount        uint
 //	                     3   FileOffset        uint

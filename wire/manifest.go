@@ -36,6 +36,9 @@ type Manifest struct {
 	Partitions       uint64
 	Statistics       []byte // opaque Statistics.db bytes
 	Digest           uint32 // Digest.crc32 of the child Data.db
+	// DeadBytes is what the sender's layout left dead in a partial child's data: bytes of the
+	// parent's chunks no partition of the child occupies (informational: shown to operators).
+	DeadBytes uint64
 }
 
 const (
@@ -53,6 +56,7 @@ const (
 	manifestPartitions       = 12
 	manifestStatistics       = 13
 	manifestDigest           = 14
+	manifestDeadBytes        = 15
 
 	runFirstChunk = 1
 	runChunkCount = 2
@@ -80,6 +84,7 @@ var manifestSchema = schema{
 		manifestPartitions:       "Partitions",
 		manifestStatistics:       "Statistics",
 		manifestDigest:           "Digest",
+		manifestDeadBytes:        "DeadBytes",
 	},
 	repeated: 1<<manifestRuns | 1<<manifestComponents,
 }
@@ -122,6 +127,7 @@ func (m *Manifest) encode(w *writer) {
 	w.uint(manifestPartitions, m.Partitions)
 	w.bytes(manifestStatistics, m.Statistics)
 	w.uint(manifestDigest, uint64(m.Digest))
+	w.uint(manifestDeadBytes, m.DeadBytes)
 }
 
 func (m *Manifest) decode(d *decoder) {
@@ -173,6 +179,8 @@ func (m *Manifest) decode(d *decoder) {
 			m.Statistics = d.bytes(blob)
 		case manifestDigest:
 			m.Digest = d.u32()
+		case manifestDeadBytes:
+			m.DeadBytes = d.u64()
 		}
 	}
 }
