@@ -127,7 +127,9 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 	if len(res.Failed) > 0 {
 		return res, errors.Join(res.Failed...)
 	}
-	if err := state.remove(); err != nil {
+	// The record stays, naming what is installed, so that repeating this request with
+	// Resume installs nothing twice.
+	if err := state.complete(); err != nil {
 		return res, err
 	}
 	return res, nil
