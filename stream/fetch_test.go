@@ -55,8 +55,8 @@ func TestFetchRandomRanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	names := []string{"big_lz4", "bti_lz4", "big_none", "bti_none"}
 	for _, name := range names {
-		for i := 0; i < 3; i++ {
-			ranges := randomRanges(r, 1+r.IntN(3))
+		for i, n := range []int{1 + r.IntN(3), 33, 1 + r.IntN(256)} {
+			ranges := randomRanges(r, n)
 			t.Run(fmt.Sprintf("%s/%d", name, i), func(t *testing.T) {
 				res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
 					FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
@@ -67,8 +67,11 @@ func TestFetchRandomRanges(t *testing.T) {
 					if f.Kind != "partial" && f.Kind != "entire" {
 						t.Errorf("kind %q", f.Kind)
 					}
+					if f.Runs < 1 || (f.Kind == "entire" && f.Runs != 1) {
+						t.Errorf("%s: %d runs", f.SSTable, f.Runs)
+					}
 				}
-				t.Logf("%s: %d sstables, %d bytes", ranges, len(res.SSTables), res.BytesReceived)
+				t.Logf("%d ranges: %d sstables, %d bytes", len(ranges), len(res.SSTables), res.BytesReceived)
 				checkFetched(t, parents[name], ranges, res)
 			})
 		}
