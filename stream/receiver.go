@@ -441,7 +441,8 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 			return nil, bad("CompressionInfo says chunk length %d and data length %d, the manifest %d and %d",
 				info.ChunkLength, info.DataLength, m.ChunkLength, m.DataLength)
 		}
-		if len(info.Offsets) == 0 || info.Offsets[0] != 0 {
+		// Only an entire sstable may start with a head pad (a reflinked child sent as it is).
+		if len(info.Offsets) == 0 || info.Offsets[0] < 0 || (info.Offsets[0] != 0 && m.Kind != wire.KindEntire) {
 			return nil, bad("first chunk not at offset 0")
 		}
 		for k := 1; k < len(info.Offsets); k++ {

@@ -341,7 +341,7 @@ func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *test
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitOp(t, n, s.ID)
+		checkCleanupOnePerParent(t, waitOp(t, n, s.ID))
 	}
 	r4 := ringOf(t, n1)
 	checkPlacement(t, r4, keys, all...)
@@ -470,7 +470,7 @@ func TestMoveThenCleanupKeepsEveryKeyOnExactlyItsReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitOp(t, n, s.ID)
+		checkCleanupOnePerParent(t, waitOp(t, n, s.ID))
 	}
 	checkPlacement(t, ringOf(t, nodes[1]), keys, nodes...)
 	if _, err := nodes[0].StartMove(target); err == nil {
@@ -542,5 +542,19 @@ func TestImportAdoptsVerifiedSSTablesAndRefusesDamagedOnes(t *testing.T) {
 	}
 	if got := len(heldKeys(t, n)); got != 40 {
 		t.Fatalf("after the refused import the node holds %d keys, want 40", got)
+	}
+}
+
+// checkCleanupOnePerParent checks that cleanup turned each sstable into at most one: kept,
+// dropped, or sliced into exactly one child.
+func checkCleanupOnePerParent(t *testing.T, st OpStatus) {
+	t.Helper()
+	for _, c := range st.Cleanup {
+		switch {
+		case c.Action == CleanupSplit && len(c.Children) != 1:
+			t.Errorf("cleanup of %s: %d children, want one", c.SSTable, len(c.Children))
+		case c.Action != CleanupSplit && len(c.Children) != 0:
+			t.Errorf("cleanup of %s (%s): %d children", c.SSTable, c.Action, len(c.Children))
+		}
 	}
 }

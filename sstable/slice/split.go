@@ -51,8 +51,11 @@ type Options struct {
 	// Mover copies and clones; its per-directory reflink capability cache is worth sharing
 	// between splits. Nil means a fresh one.
 	Mover *fsx.Mover
-	// Bounds limits the multi-run child of Slice; past them it falls back to one child per run.
-	Bounds Bounds
+	// Bounds limits the multi-run child of Slice; past them it falls back to one child per run,
+	// or with RechunkPastBounds to one rechunked (gap-free) child, so that a caller that must
+	// never raise the sstable count (cleanup) still gets one.
+	Bounds            Bounds
+	RechunkPastBounds bool
 }
 
 // Child is one written child sstable.
@@ -139,8 +142,13 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	}
 	if one {
 		var fallback string
+		merged := Merge(plans)
 		plans, fallback = OnePerParent(parent, plans, res.Mode, opts.Bounds)
-		if fallback != "" {
+		switch {
+		case fallback != "" && opts.RechunkPastBounds:
+			plans, res.Mode = []ChildPlan{merged}, ModeRechunk
+			res.Reason = joinReason(res.Reason, "rechunked: "+fallback)
+		case fallback != "":
 			res.Reason = joinReason(res.Reason, "one sstable per run: "+fallback)
 		}
 	}
