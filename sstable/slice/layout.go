@@ -170,9 +170,12 @@ type Bounds struct {
 // DefaultMaxRuns is CASSANDRA-21550's bound on the runs of one slice.
 const DefaultMaxRuns = 16384
 
-// DefaultMaxDeadRatio: a child at most half dead. Each run costs at most two chunks of dead
-// bytes, so this bites only when runs are shorter than about four chunks.
-const DefaultMaxDeadRatio = 0.5
+// DefaultMaxDeadRatio: a child at most 90% dead. Each run costs at most two chunks of dead
+// bytes, so this bites only when runs hold a small part of their chunks (a tiny partition per
+// range). The bound is loose on purpose: one child per run carries the same dead chunk edges,
+// so the fallback buys nothing but more sstables until the child is mostly dead. Cleanup
+// rechunks past the bounds instead (Options.RechunkPastBounds).
+const DefaultMaxDeadRatio = 0.9
 
 // Exceeded says why l breaks the bounds, or "".
 func (b Bounds) Exceeded(l *Layout) string {
