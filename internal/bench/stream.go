@@ -263,6 +263,7 @@ type streamSample struct {
 	receiverCPU time.Duration
 	heap        uint64
 	peakRSS     int64
+	fetched     fetchOutput // what `stream fetch --json` printed (fetch configurations)
 }
 
 func streamMedians(name string, ss []streamSample) StreamRow {
@@ -439,8 +440,10 @@ func (w *streamWorld) rawReceive(ctx context.Context, srv *server, name, what st
 // fetchOutput is the part of `sluice stream fetch --json` the benchmark reads.
 type fetchOutput struct {
 	SSTables []struct {
-		Kind  string `json:"kind"`
-		Bytes int64  `json:"bytes"`
+		Kind      string `json:"kind"`
+		Bytes     int64  `json:"bytes"`
+		Runs      int    `json:"runs"`
+		DeadBytes int64  `json:"dead_bytes"`
 	} `json:"sstables"`
 	Failed []string `json:"failed"`
 	Bytes  int64    `json:"bytes_received"`
@@ -503,6 +506,7 @@ func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges t
 	}
 	sort.Strings(ks)
 	s.status, s.kinds, s.bytes, s.wall = "ok", strings.Join(ks, ", "), got.Bytes, secondsDuration(got.Wall)
+	s.fetched = got
 	if len(got.SSTables) == 0 || got.Bytes == 0 {
 		return s, fmt.Errorf("stream fetch installed nothing: %s", stdout)
 	}
