@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -201,68 +200,13 @@ func dialData(ctx context.Context, cfg Config, dp *wire.TCPDataPlane, peer strin
 	return tc, nil
 }
 
-// dataPayloadTag is the tag of Data's Payload field, its last (wire package
-// documentation): the TCP data plane reads a frame's header up to it and splices the
-// payload that follows.
-const dataPayloadTag = 5
-
-// parseDataHeader decodes the Data frame header at the start of b, up to and including
-// the Payload field's length, into d (d.Payload empty). It returns the header's length
-// and the payload's. io.EOF means b holds only part of the header. The fields before the
-// payload are decoded by wire.ParseData itself, on a copy of the header whose payload is
-// cut to nothing, so that the data plane accepts exactly what the QUIC path accepts.
-// scratch, of at least frameHeaderRoom+24 bytes, holds that copy.
+// parseDataHeader is wire.ParseDataHeader with the peer's mistakes as protocol errors.
 func parseDataHeader(b, scratch []byte, lim wire.Limits, d *wire.Data) (hn int, payload int64, err error) {
-	t, bodyLen, fh, err := wire.ReadFrameHeader(b, lim)
-	if err != nil {
-		return 0, 0, err
+	hn, payload, err = wire.ParseDataHeader(b, scratch, lim, d)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: TCP data connection: %w", ErrProtocol, err)
 	}
-	if t != wire.MsgData {
-		return 0, 0, fmt.Errorf("%w: %v frame on the TCP data connection", ErrProtocol, t)
-	}
-	end := fh + bodyLen
-	for p := fh; ; {
-		tag, tn := binary.Uvarint(b[p:])
-		if tn == 0 {
-			return 0, 0, io.EOF
-		}
-		if tn < 0 {
-			return 0, 0, fmt.Errorf("%w: Data field tag: %w", ErrProtocol, wire.ErrMalformed)
-		}
-		n, ln := binary.Uvarint(b[p+tn:])
-		if ln == 0 {
-			return 0, 0, io.EOF
-		}
-		if ln < 0 || n > uint64(end-(p+tn+ln)) || p+tn+ln > end {
-			return 0, 0, fmt.Errorf("%w: Data field %d overruns the frame: %w", ErrProtocol, tag, wire.ErrMalformed)
-		}
-		if tag == dataPayloadTag {
-			if p+tn+ln+int(n) != end {
-				return 0, 0, fmt.Errorf("%w: Data payload is not the frame's last field: %w", ErrProtocol, wire.ErrMalformed)
-			}
-			body := p - fh + tn + 1 // the fields before the payload, its tag and a zero length
-			if body > frameHeaderRoom {
-				return 0, 0, fmt.Errorf("%w: Data header of %d bytes", ErrProtocol, body)
-			}
-			h := binary.AppendUvarint(scratch[:0], uint64(wire.MsgData))
-			h = binary.AppendUvarint(h, uint64(body))
-			h = append(h, b[fh:p+tn]...)
-			h = append(h, 0)
-			if _, err := wire.ParseData(h, lim, d); err != nil {
-				return 0, 0, fmt.Errorf("%w: %w", ErrProtocol, err)
-			}
-			d.Payload = nil
-			return p + tn + ln, int64(n), nil
-		}
-		// A field before the payload must lie whole inside the header buffer.
-		if p+tn+ln+int(n) > len(b) {
-			if p+tn+ln+int(n) > frameHeaderRoom {
-				return 0, 0, fmt.Errorf("%w: Data header longer than %d bytes", ErrProtocol, frameHeaderRoom)
-			}
-			return 0, 0, io.EOF
-		}
-		p += tn + ln + int(n)
-	}
+	return hn, payload, err
 }
 
 // tcpReader reads Data frames from the TCP data connection: each header through a small
@@ -280,7 +224,7 @@ type tcpReader struct {
 
 func newTCPReader(c *net.TCPConn, lim wire.Limits) *tcpReader {
 	// Small, so that little of each payload passes through user space on its way to a file.
-	return &tcpReader{c: c, lim: lim, buf: make([]byte, frameHeaderRoom), scratch: make([]byte, frameHeaderRoom+24)}
+	return &tcpReader{c: c, lim: lim, buf: make([]byte, wire.MaxDataHeader), scratch: make([]byte, wire.DataHeaderScratch)}
 }
 
 // header reads the next frame's header into d and returns its payload length. It must be
