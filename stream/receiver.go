@@ -268,6 +268,8 @@ type Incoming struct {
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
 
+	sinceCheckpoint int64 // bytes accepted since the verified prefix was last recorded
+
 	want    []uint64 // expected lengths: [runs, index, components...]
 	got     []uint64
 	checker *chunkChecker
@@ -645,6 +647,59 @@ func (in *Incoming) Checkpoint() (chunks uint64, bytes int64) {
 		return 0, 0
 	}
 	return chunks, off
+}
+
+// checkpointBytes is how often, in received bytes, the verified Data.db prefix of the sstable
+// in progress is made durable and recorded, so that even a crash (not only a failed session,
+// which records it at once) loses at most this much.
+const checkpointBytes = 64 << 20
+
+// Progress counts n more bytes accepted and written, and says whether the verified prefix is
+// due to be recorded (every checkpointBytes).
+func (in *Incoming) Progress(n int64) (checkpoint bool) {
+	if in.sinceCheckpoint += n; in.sinceCheckpoint >= checkpointBytes {
+		in.sinceCheckpoint = 0
+		return true
+	}
+	return false
+}
+
+// CheckpointAt is Checkpoint when a record of it is worth writing: some chunks verified, and
+// no earlier sstable of the request still waiting to resume from the one kept prefix a
+// request may have (pendingResumes counts those).
+func (in *Incoming) CheckpointAt(pendingResumes int) (chunks uint64, bytes int64, ok bool) {
+	chunks, bytes = in.Checkpoint()
+	return chunks, bytes, chunks > 0 && pendingResumes == 0
+}
+
+// FailureFacts is what a driver knows when an sstable's transfer stops with an error.
+type FailureFacts struct {
+	// SessionOver: the context ended, the connection is gone or the data plane broke
+	// mid-frame — nothing more can arrive in this session.
+	SessionOver bool
+	// PrefixIntact: every byte accepted so far was also written.
+	PrefixIntact bool
+	// Kept: the Data.db being received has a second name that outlives the install.
+	Kept bool
+}
+
+// FailureAction is what the driver does next.
+type FailureAction struct {
+	// EndSession: return the error, the session is over; otherwise fail this sstable alone
+	// (forget its kept prefix, tell the sender) and go on with the next.
+	EndSession bool
+	// Checkpoint: first record the verified prefix, for a later resume.
+	Checkpoint bool
+}
+
+// DecideFailure is the keep/fail/checkpoint decision for a failed transfer: a session that is
+// over keeps what it verified, when every accepted byte was written and has a name to be
+// found under; a session that goes on fails only this sstable, which then restarts whole.
+func DecideFailure(f FailureFacts) FailureAction {
+	if f.SessionOver {
+		return FailureAction{EndSession: true, Checkpoint: f.PrefixIntact && f.Kept}
+	}
+	return FailureAction{}
 }
 
 func resumeGrid(chunkLength uint32) int64 {

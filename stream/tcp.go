@@ -412,13 +412,13 @@ func (ss *sendSession) sendSourceTCP(ctx context.Context, c *net.TCPConn, id str
 // bytes back for checking: small enough to stay in cache while it is CRC-checked.
 const readBackSize = 256 << 10
 
-// tcpPayload places the payload of d (n bytes, admitted to slot s of in) from the TCP data
+// place places the payload of d (n bytes, admitted to slot s of in) from the TCP data
 // connection. A file's payload is spliced into the file at its offset; Data.db bytes are
 // then read back from the file (from the page cache, where the splice just put them) and
 // fed to the chunk checker, the digest and, uncompressed, the CRC.db writer: the checks
 // see exactly the bytes the file holds. Index and rows slices are read into memory. On an
-// error rs.data.left says whether the payload was consumed whole.
-func (rs *recvSession) tcpPayload(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
+// error the reader's left count says whether the payload was consumed whole.
+func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
 	f := job.file(d)
 	if f == nil {
 		if int64(cap(rs.mem)) < n {
@@ -459,7 +459,7 @@ func (rs *recvSession) tcpPayload(ctx context.Context, in *Incoming, job *instal
 
 // drain skips the rest of sstable id's data on the TCP data connection, up to the empty
 // Data frame that ends it: the data of an sstable this receiver failed or refused.
-func (rs *recvSession) drain(id string) error {
+func (rs *tcpIn) drain(id string) error {
 	if err := rs.data.skip(); err != nil {
 		return err
 	}
