@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -499,39 +498,6 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 	return out, nil
 }
 
-// sendOne sends one planned sstable: its Manifest on the control stream, then its bytes on
-// a new unidirectional stream, which it closes (or resets on a local error).
-func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
-	if ss.offer != nil {
-		return ss.sendOneTCP(ctx, o)
-	}
-	id := o.planned.ID
-	sources, release, ok, err := ss.beginOne(o)
-	if !ok {
-		return err
-	}
-	defer release()
-	us, err := ss.conn.OpenUniStreamSync(ctx)
-	if err != nil {
-		return err
-	}
-	for _, src := range sources {
-		if err := ss.sendSource(ctx, us, id, src); err != nil {
-			us.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
-			var se *quic.StreamError
-			if errors.As(err, &se) && se.Remote {
-				// The receiver failed this sstable and said why on the control stream.
-				return nil
-			}
-			if ctx.Err() != nil || ss.conn.Context().Err() != nil {
-				return err
-			}
-			return ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
-		}
-	}
-	return us.Close()
-}
-
 // source is one byte sequence of a Data stream: a file range or bytes in memory. Its
 // frames carry offsets from start (non-zero when a resumed Data.db restarts mid-file).
 type source struct {
@@ -675,40 +641,4 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		m.Components = append(m.Components, wire.ComponentSpec{Name: string(c), Length: uint64(fi.Size())})
 	}
 	return m, srcs, nil
-}
-
-// sendSource writes one source as Data frames: each payload is read straight into the
-// session's one buffer behind room for the frame header, which is then written in front
-// of it, so a frame leaves in one Write with no copy.
-func (ss *sendSession) sendSource(ctx context.Context, w io.Writer, id string, src source) error {
-	d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component}
-	size := int64(len(ss.buf) - hdrRoom)
-	total := src.n
-	if src.mem != nil {
-		total = int64(len(src.mem))
-	}
-	for done := int64(0); done < total; {
-		n := min(size, total-done)
-		payload := ss.buf[hdrRoom : hdrRoom+n]
-		if src.mem != nil {
-			copy(payload, src.mem[done:done+n])
-		} else if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
-			return fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
-		}
-		d.Offset = uint64(src.start + done)
-		hl := wire.DataHeaderLength(&d, int(n))
-		if hl > hdrRoom {
-			return fmt.Errorf("stream: Data header of %d bytes", hl)
-		}
-		wire.AppendDataHeader(ss.buf[hdrRoom-hl:hdrRoom-hl], &d, int(n))
-		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
-			return err
-		}
-		if _, err := w.Write(ss.buf[hdrRoom-hl : hdrRoom+n]); err != nil {
-			return err
-		}
-		done += n
-		ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
-	}
-	return nil
 }
