@@ -103,7 +103,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeShuttingDown), "fetch cancelled")
 	})
 	defer stop()
-	rs := &recvSession{cfg: cfg, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
+	rs := &recvSession{closeData: func() {}, cfg: cfg, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
 		resumed: resumed, tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
 	err = rs.run(ctx, sr)
 	res.Wall = time.Since(start)
@@ -149,6 +149,7 @@ type recvSession struct {
 	wbuf       []byte
 	dataFR     *frameReader // QUIC: reads each sstable's stream, reused
 	tcp        *tcpIn       // the TCP data plane, when the sender offered it
+	closeData  func()       // closes the TCP data connection
 	failedIDs  map[string]bool
 	// resumed holds the ResumePoints with verified chunks this session sent: the sender
 	// restarts those sstables' Data.db after them.
@@ -178,6 +179,7 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 	if err := rs.send(rs.sm.Start()...); err != nil {
 		return err
 	}
+	defer rs.closeData()
 	fr := newFrameReader(ctrl, rs.cfg.Limits)
 	for !rs.sm.Done() {
 		m, err := fr.message()
@@ -194,47 +196,8 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 		if err != nil {
 			return err
 		}
-		if st.DataPlane != nil {
-			c, err := dialData(ctx, rs.cfg, st.DataPlane, rs.peer)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// A session that ends for any reason (cancel included: Fetch closes the QUIC
-			// connection) unblocks a read on the data connection.
-			stop := context.AfterFunc(rs.conn.Context(), func() { c.Close() })
-			defer stop()
-			rs.tcp = &tcpIn{data: newTCPReader(c, rs.cfg.Limits)}
-		}
-		if p, ok := m.(*wire.Prepare); ok {
-			var total int64
-			for _, s := range p.SSTables {
-				total += int64(s.Bytes)
-			}
-			rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(p.SSTables), total })
-		}
-		if f, ok := m.(*wire.Failure); ok {
-			rs.failed(f.SSTableID, f.Code, fmt.Errorf("%w: sender: %s", ErrRefused, f.Reason))
-		}
-		if _, ok := m.(*wire.Manifest); ok && st.Discard != "" {
-			// A refused Manifest: the Failure we send says why; its data stream follows.
-			for _, out := range st.Send {
-				if f, ok := out.(*wire.Failure); ok {
-					rs.failed(f.SSTableID, f.Code, st.Err)
-				}
-			}
-			p, err := rs.openInbound(ctx, st.Discard)
-			if err != nil {
-				return err
-			}
-			if err := p.abandon(st.Discard, wire.CodeProtocol); err != nil {
-				return err
-			}
-		}
-		if st.Receive != nil {
-			if err := rs.receive(ctx, st.Receive); err != nil {
-				return err
-			}
+		if err := rs.act(ctx, m, st); err != nil {
+			return err
 		}
 	}
 	// Complete is sent: wait for the sender to close its side, then the caller closes the
@@ -247,6 +210,50 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 		}
 	}
 	rs.progress(func(s *SessionStatus) { s.State = "complete" })
+	return nil
+}
+
+// act carries out what the Receiver decided on control message m: dial the TCP data plane,
+// report progress and failures, skip a refused sstable's data, receive an accepted one.
+func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
+	if st.DataPlane != nil {
+		c, err := dialData(ctx, rs.cfg, st.DataPlane, rs.peer)
+		if err != nil {
+			return err
+		}
+		// A session that ends for any reason (cancel included: Fetch closes the QUIC
+		// connection) unblocks a read on the data connection.
+		stop := context.AfterFunc(rs.conn.Context(), func() { c.Close() })
+		rs.closeData = func() { stop(); c.Close() }
+		rs.tcp = &tcpIn{data: newTCPReader(c, rs.cfg.Limits)}
+	}
+	switch m := m.(type) {
+	case *wire.Prepare:
+		var total int64
+		for _, s := range m.SSTables {
+			total += int64(s.Bytes)
+		}
+		rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(m.SSTables), total })
+	case *wire.Failure:
+		rs.failed(m.SSTableID, m.Code, fmt.Errorf("%w: sender: %s", ErrRefused, m.Reason))
+	case *wire.Manifest:
+		if st.Discard != "" {
+			// A refused Manifest: the Failure we send says why; its data stream follows.
+			for _, out := range st.Send {
+				if f, ok := out.(*wire.Failure); ok {
+					rs.failed(f.SSTableID, f.Code, st.Err)
+				}
+			}
+			p, err := rs.openInbound(ctx, st.Discard)
+			if err != nil {
+				return err
+			}
+			return p.abandon(st.Discard, wire.CodeProtocol)
+		}
+	}
+	if st.Receive != nil {
+		return rs.receive(ctx, st.Receive)
+	}
 	return nil
 }
 
