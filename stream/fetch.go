@@ -179,7 +179,7 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 	if err := rs.send(rs.sm.Start()...); err != nil {
 		return err
 	}
-	defer rs.closeData()
+	defer func() { rs.closeData() }() // closeData is set once the TCP data plane is dialled
 	fr := newFrameReader(ctrl, rs.cfg.Limits)
 	for !rs.sm.Done() {
 		m, err := fr.message()
