@@ -269,38 +269,11 @@ func (ss *sendSession) send(ms ...wire.Message) error {
 }
 
 func (ss *sendSession) run(ctx context.Context) error {
-	cfg := ss.srv.cfg
-	hctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
-	ctrl, err := ss.conn.AcceptStream(hctx)
-	cancel()
+	fr, err := ss.handshake(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: no control stream from %s: %w", ErrProtocol, ss.peer, err)
+		return err
 	}
-	ss.ctrl = ctrl
-	defer ctrl.CancelRead(0)
-	ss.sm = NewSender(cfg.hello())
-	fr := newFrameReader(ctrl, cfg.Limits)
-	ctrl.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
-	for ss.sm.Request() == nil {
-		m, err := fr.message()
-		if err != nil {
-			return fmt.Errorf("session with %s: %w", ss.peer, err)
-		}
-		out, err := ss.sm.Step(m)
-		if werr := ss.send(out...); werr != nil && err == nil {
-			err = werr
-		}
-		if err != nil {
-			return fmt.Errorf("session with %s: %w", ss.peer, err)
-		}
-	}
-	ctrl.SetReadDeadline(time.Time{})
-	req := ss.sm.Request()
-	ss.tr = newTracker(req.SessionID.String(), ss.peer, Sending, req.Keyspace, req.Table)
-	ss.srv.mu.Lock()
-	ss.srv.sessions[ss.tr.st.ID] = ss.tr
-	ss.srv.mu.Unlock()
-
+	defer ss.ctrl.CancelRead(0)
 	defer func() {
 		for _, t := range ss.tables {
 			t.Close()
@@ -309,30 +282,10 @@ func (ss *sendSession) run(ctx context.Context) error {
 			ss.release()
 		}
 	}()
-	plan, err := ss.plan(req)
-	if err != nil {
-		code := codeOf(err)
-		ss.send(&wire.Failure{Code: code, Reason: err.Error()})
-		return &SessionError{Peer: ss.peer, Code: code, Err: err}
-	}
-	planned := make([]wire.PlannedSSTable, len(plan))
-	byID := map[string]*outgoing{}
-	for i, o := range plan {
-		planned[i] = o.planned
-		byID[o.planned.ID] = o
-	}
-	ss.byID = byID
-	prep, err := ss.sm.Prepare(planned)
+	prep, err := ss.prepare(ss.sm.Request())
 	if err != nil {
 		return err
 	}
-	var total int64
-	for _, p := range prep.SSTables {
-		total += int64(p.Bytes)
-	}
-	ss.tr.update(func(st *SessionStatus) {
-		st.State, st.FilesTotal, st.BytesTotal = "streaming", len(prep.SSTables), total
-	})
 	if ss.srv.plane != nil && ss.sm.PeerOffers(featureTCPData) {
 		// Both ends run the TCP data plane: offer it before Prepare; the receiver dials it
 		// at once and every sstable's data goes there.
@@ -352,7 +305,79 @@ func (ss *sendSession) run(ctx context.Context) error {
 	if err := ss.send(prep); err != nil {
 		return err
 	}
-	// One goroutine reads the control stream for the whole session; this one sends.
+	return ss.stream(ctx, fr, prep)
+}
+
+// handshake accepts the control stream and steps the Sender through Hello and the request,
+// within the handshake timeout, and registers the session.
+func (ss *sendSession) handshake(ctx context.Context) (*frameReader, error) {
+	cfg := ss.srv.cfg
+	hctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
+	ctrl, err := ss.conn.AcceptStream(hctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: no control stream from %s: %w", ErrProtocol, ss.peer, err)
+	}
+	ss.ctrl = ctrl
+	ss.sm = NewSender(cfg.hello())
+	fr := newFrameReader(ctrl, cfg.Limits)
+	ctrl.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	for ss.sm.Request() == nil {
+		m, err := fr.message()
+		if err != nil {
+			ctrl.CancelRead(0)
+			return nil, fmt.Errorf("session with %s: %w", ss.peer, err)
+		}
+		out, err := ss.sm.Step(m)
+		if werr := ss.send(out...); werr != nil && err == nil {
+			err = werr
+		}
+		if err != nil {
+			ctrl.CancelRead(0)
+			return nil, fmt.Errorf("session with %s: %w", ss.peer, err)
+		}
+	}
+	ctrl.SetReadDeadline(time.Time{})
+	req := ss.sm.Request()
+	ss.tr = newTracker(req.SessionID.String(), ss.peer, Sending, req.Keyspace, req.Table)
+	ss.srv.mu.Lock()
+	ss.srv.sessions[ss.tr.st.ID] = ss.tr
+	ss.srv.mu.Unlock()
+	return fr, nil
+}
+
+// prepare plans the request (a failure ends the session with a Failure that says why) and
+// turns the plan into the Prepare to send.
+func (ss *sendSession) prepare(req *wire.StreamRequest) (*wire.Prepare, error) {
+	plan, err := ss.plan(req)
+	if err != nil {
+		code := codeOf(err)
+		ss.send(&wire.Failure{Code: code, Reason: err.Error()})
+		return nil, &SessionError{Peer: ss.peer, Code: code, Err: err}
+	}
+	planned := make([]wire.PlannedSSTable, len(plan))
+	ss.byID = map[string]*outgoing{}
+	for i, o := range plan {
+		planned[i] = o.planned
+		ss.byID[o.planned.ID] = o
+	}
+	prep, err := ss.sm.Prepare(planned)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, p := range prep.SSTables {
+		total += int64(p.Bytes)
+	}
+	ss.tr.update(func(st *SessionStatus) {
+		st.State, st.FilesTotal, st.BytesTotal = "streaming", len(prep.SSTables), total
+	})
+	return prep, nil
+}
+
+// stream sends every prepared sstable while one goroutine reads the control stream, then
+// waits for the receiver's Complete and closes our side.
+func (ss *sendSession) stream(ctx context.Context, fr *frameReader, prep *wire.Prepare) error {
 	ss.msgs, ss.rerr = make(chan wire.Message, 64), make(chan error, 1)
 	go func() {
 		for {
@@ -368,7 +393,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 			}
 		}
 	}()
-	ss.buf = make([]byte, hdrRoom+cfg.FrameSize)
+	ss.buf = make([]byte, hdrRoom+ss.srv.cfg.FrameSize)
 	for _, p := range prep.SSTables {
 		if err := ss.poll(ctx, false); err != nil {
 			return err
@@ -376,7 +401,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 		if ss.sm.Done() {
 			break
 		}
-		if err := ss.sendOne(ctx, byID[p.ID]); err != nil {
+		if err := ss.sendOne(ctx, ss.byID[p.ID]); err != nil {
 			return err
 		}
 	}
@@ -388,11 +413,11 @@ func (ss *sendSession) run(ctx context.Context) error {
 	}
 	// Complete received: close our side of the control stream; the receiver closes the
 	// connection once it reads that end.
-	ctrl.Close()
+	ss.ctrl.Close()
 	select {
 	case <-ss.conn.Context().Done():
 	case <-ctx.Done():
-	case <-time.After(cfg.HandshakeTimeout):
+	case <-time.After(ss.srv.cfg.HandshakeTimeout):
 	}
 	return nil
 }
