@@ -82,9 +82,7 @@ type Builder struct {
 	partitions *bufio.Writer
 	pib        *bti.PartitionIndexBuilder
 	comparable []byte
-	rowsCut    int64 // child Rows.db = parent Rows.db [rowsCut, rowsEnd)
-	rowsEnd    int64
-	rows       []byte
+	rows       rowsSlice // the child's Rows.db, assembled from the parent's
 	patches    []patch
 
 	hashes      [][2]uint64
@@ -98,6 +96,7 @@ type Builder struct {
 
 type patch struct {
 	entry bti.RowIndexEntry
+	shift int64 // child Rows.db offset - parent's
 	pos   int64
 }
 
@@ -110,7 +109,7 @@ type patch struct {
 // size, as Cassandra records it; on a multi-run child the partition before a dead region also
 // counts that region, which is what verify measures from the index too.
 func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, rowsCut int64) (*Builder, error) {
-	b := &Builder{spec: spec, desc: desc, inst: inst, lay: lay, rowsCut: rowsCut, prevPos: -1,
+	b := &Builder{spec: spec, desc: desc, inst: inst, lay: lay, prevPos: -1,
 		cardinality: stats.NewCardinality()}
 	buckets := stats.PartitionSizeBuckets5 + 1
 	if spec.Statistics.Stats != nil {
@@ -124,7 +123,8 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 		}
 		b.partitions = bufio.NewWriterSize(f, 256<<10)
 		b.pib = bti.NewPartitionIndexBuilder(b.partitions)
-		b.rowsEnd = rowsCut
+		b.rows = rowsSlice{parent: spec.ParentRows}
+		b.rows.begin(rowsCut)
 	} else {
 		f, err := inst.Create(desc.Filename(descriptor.Index))
 		if err != nil {
@@ -161,13 +161,12 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	if b.pib != nil {
 		indexPos := ^pos
 		if p.IndexPos >= 0 {
-			e, err := bti.ReadRowIndexEntry(b.spec.ParentRows, p.IndexPos)
+			e, childPos, shift, err := b.rows.entry(p.IndexPos)
 			if err != nil {
 				return err
 			}
-			b.patches = append(b.patches, patch{entry: e, pos: pos})
-			b.rowsEnd = max(b.rowsEnd, e.End)
-			indexPos = p.IndexPos - b.rowsCut
+			b.patches = append(b.patches, patch{entry: e, shift: shift, pos: pos})
+			indexPos = childPos
 		}
 		b.comparable = bti.AppendDecoratedKey(b.comparable[:0], p.Token, p.Key)
 		return b.pib.Add(b.comparable, byte(h1), indexPos)
@@ -179,6 +178,15 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	}
 	b.indexPos += int64(len(b.entry))
 	return nil
+}
+
+// BeginRun tells a BTI builder that the next partition starts a new run of the parent, whose
+// first Rows.db entry follows parent offset lastEnd: its row index entries are taken from a
+// new page-aligned piece of the parent's Rows.db rather than everything in between.
+func (b *Builder) BeginRun(lastEnd int64) {
+	if b.pib != nil {
+		b.rows.begin(lastEnd)
+	}
 }
 
 // Count is the number of partitions added.
@@ -210,11 +218,11 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.partitions.Flush(); err != nil {
 			return nil, err
 		}
-		rows := append([]byte(nil), b.spec.ParentRows[b.rowsCut:b.rowsEnd]...)
+		rows := b.rows.bytes()
 		for _, p := range b.patches {
 			e := p.entry
-			e.Pos -= b.rowsCut
-			e.DataPositionOffset -= b.rowsCut
+			e.Pos += p.shift
+			e.DataPositionOffset += p.shift
 			if err := bti.PatchDataPosition(rows, e, p.pos); err != nil {
 				return nil, err
 			}

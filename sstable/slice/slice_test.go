@@ -290,3 +290,28 @@ func TestSliceOfCorruptUncompressedParentLeavesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A BTI slice carries the Rows.db pieces of its runs, not everything between them: two
+// ranges at the two ends of the ring take about their share of the parent's row indexes.
+func TestSliceBTIRowsTakesOnlyItsRuns(t *testing.T) {
+	v, _ := version.ParseWritable("da")
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 2000,
+		PartitionSize: 8 << 10, RowSize: 256, IndexBlockSize: 512, Compression: "lz4", ChunkLength: 4 << 10, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := token.ParseRanges(token.Murmur3, "(-9223372036854775808,-7500000000000000000],(7500000000000000000,-9223372036854775808]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := checkSlice(t, res.Desc.Prefix(), ranges, ModeCopy, Options{})
+	if len(r.Children) != 1 || r.Children[0].Runs != 2 {
+		t.Fatalf("%+v", r.Children)
+	}
+	parent := fileSize(res.Desc.Path(descriptor.Rows))
+	child := fileSize(r.Children[0].Desc.Path(descriptor.Rows))
+	if parent == 0 || child*3 > parent {
+		t.Errorf("child Rows.db %d bytes of the parent's %d: more than its runs' share", child, parent)
+	}
+	t.Logf("Rows.db: parent %d, child %d", parent, child)
+}

@@ -269,6 +269,7 @@ type splitter struct {
 type openChild struct {
 	plan    ChildPlan
 	run     int // the plan's run the scan is in or before
+	begun   int // the run whose partitions the builder is taking
 	inst    *fsx.Install
 	desc    descriptor.Descriptor
 	layout  Layout
@@ -337,10 +338,14 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			}
 			sp.next++
 		}
-		if sp.cur != nil {
+		if oc := sp.cur; oc != nil {
 			var in bool
-			if sp.cur.run, in = sp.cur.plan.Contains(sp.cur.run, p.Ordinal); in {
-				if err := sp.cur.builder.Add(p); err != nil {
+			if oc.run, in = oc.plan.Contains(oc.run, p.Ordinal); in {
+				if oc.run != oc.begun {
+					oc.begun = oc.run
+					oc.builder.BeginRun(sp.lastEnd)
+				}
+				if err := oc.builder.Add(p); err != nil {
 					return err
 				}
 			}

@@ -72,45 +72,52 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 // gatherIndex fills the index (and BTI rows) slices of out in one index pass.
 func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 	var (
-		k                = 0
-		run              = 0
-		lastEnd          int64
-		rowsCut, rowsEnd int64
-		inChild          bool
-		isBTI            = spec.ParentRows != nil
+		k, run  int
+		begun   int // the run whose rows the slice is taking
+		lastEnd int64
+		inChild bool
+		rows    rowsSlice
+		isBTI   = spec.ParentRows != nil
+		n       int64
 	)
 	finish := func() {
 		if isBTI {
-			out[k].Rows = append([]byte(nil), spec.ParentRows[rowsCut:rowsEnd]...)
+			out[k].Rows = rows.bytes()
 		}
 		inChild = false
 		k++
 	}
-	var n int64
 	err := parent.ScanPartitions(func(pt *sstable.Partition) error {
 		n++
 		if inChild && pt.Ordinal > out[k].Plan.LastOrdinal() {
 			finish()
 		}
 		if !inChild && k < len(out) && pt.Ordinal == out[k].Plan.FirstOrdinal {
-			inChild, run = true, 0
-			rowsCut = lastEnd &^ 4095
-			rowsEnd = rowsCut
+			inChild, run, begun = true, 0, 0
+			rows = rowsSlice{parent: spec.ParentRows}
+			rows.begin(lastEnd)
 		}
 		member := false
 		if inChild {
-			run, member = out[k].Plan.Contains(run, pt.Ordinal)
+			if run, member = out[k].Plan.Contains(run, pt.Ordinal); member && run != begun {
+				begun = run
+				rows.begin(lastEnd)
+			}
 		}
 		indexPos := int64(-1)
 		if pt.IndexPos >= 0 && isBTI {
-			e, err := bti.ReadRowIndexEntry(spec.ParentRows, pt.IndexPos)
-			if err != nil {
-				return err
-			}
-			lastEnd = e.End
 			if member {
-				rowsEnd = max(rowsEnd, e.End)
-				indexPos = pt.IndexPos - rowsCut
+				e, childPos, _, err := rows.entry(pt.IndexPos)
+				if err != nil {
+					return err
+				}
+				lastEnd, indexPos = e.End, childPos
+			} else {
+				e, err := bti.ReadRowIndexEntry(spec.ParentRows, pt.IndexPos)
+				if err != nil {
+					return err
+				}
+				lastEnd = e.End
 			}
 		}
 		if member {
