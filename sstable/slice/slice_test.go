@@ -23,7 +23,7 @@ import (
 // child (unless the bounds forced a fallback, which must say why), which verifies (extended)
 // with exactly the dead bytes it reported, and holds exactly the parent's partitions in the
 // ranges, byte for byte, each once.
-func checkSlice(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, opts Options) *Result {
+func checkSlice(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, opts Options, dirs ...string) *Result {
 	t.Helper()
 	parent, err := sstable.Open(parentPrefix)
 	if err != nil {
@@ -31,6 +31,9 @@ func checkSlice(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 	}
 	defer parent.Close()
 	dir := t.TempDir()
+	if len(dirs) > 0 {
+		dir = dirs[0]
+	}
 	opts.Mode = mode
 	res, err := Slice(context.Background(), parent, ranges, dir, opts)
 	if err != nil {
