@@ -602,6 +602,14 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		l := &p.Layout
 		m.DataLength, m.DataFileLength = uint64(l.DataLength), uint64(l.FileLength)
 		m.ChunkLength, m.DeadBytes = uint32(l.ChunkLength), uint64(l.Dead)
+		// The digest of the child's bytes as the parent's stored checksums say they are; a
+		// parent chunk that fails its CRC.db check fails this sstable here.
+		switch d, err := slice.LayoutDigest(t, l); {
+		case err == nil:
+			m.Digest = d
+		case !errors.Is(err, slice.ErrNoParentChecksums):
+			return nil, nil, err
+		}
 		if p.Info != nil {
 			m.Compression = p.Info.Append(nil, v)
 		}

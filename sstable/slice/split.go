@@ -528,6 +528,26 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 	return nil
 }
 
+// ErrNoParentChecksums reports an uncompressed parent without CRC.db: nothing to derive a
+// child's digest from, or to check its bytes against.
+var ErrNoParentChecksums = errors.New("parent has no CRC.db")
+
+// LayoutDigest is the CRC32 of the Data.db laid out by l (no head pad) derived from the
+// parent's stored checksums rather than from the bytes: the inline chunk CRCs (compressed),
+// or CRC.db with the cut last chunk read and checked first (uncompressed). A streaming sender
+// puts it in the Manifest so that bytes damaged anywhere on their way fail the receiver's
+// comparison.
+func LayoutDigest(parent *sstable.Table, l *Layout) (uint32, error) {
+	switch {
+	case parent.Compression != nil:
+		return chunkRunDigest(parent.DataFile(), parent.Compression, parent.DataFileLength, l)
+	case parent.CRC != nil:
+		_, d, err := ChildCRC(parent.DataFile(), parent.Path(descriptor.Data), parent.CRC, parent.DataLength(), l)
+		return d, err
+	}
+	return 0, fmt.Errorf("%w: %s", ErrNoParentChecksums, parent.Desc)
+}
+
 // ErrParentChecksum reports a parent chunk whose bytes do not match its checksum: the slice
 // refuses it rather than write a fresh checksum over bad bytes.
 var ErrParentChecksum = errors.New("parent chunk fails its checksum")

@@ -128,6 +128,10 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		}
 		data.CRC, data.Digest = cw.Result()
 	}
+	// The digest a sender derives from the parent's checksums is the CRC32 of what arrived.
+	if want, err := LayoutDigest(parent, &pt.Layout); err != nil || want != data.Digest {
+		t.Errorf("LayoutDigest %08x (%v), the received Data.db's CRC32 %08x", want, err, data.Digest)
+	}
 	data.DataLength, data.FileLength, data.HasDigest = lay.DataLength, lay.FileLength, true
 	if _, err := RebuildPartial(spec, inst, d, lay, pt.Index, data); err != nil {
 		t.Fatal(fmt.Errorf("rebuild: %w", err))
