@@ -439,15 +439,18 @@ func (w *streamWorld) rawReceive(ctx context.Context, srv *server, name, what st
 
 // fetchOutput is the part of `sluice stream fetch --json` the benchmark reads.
 type fetchOutput struct {
-	SSTables []struct {
-		Kind      string `json:"kind"`
-		Bytes     int64  `json:"bytes"`
-		Runs      int    `json:"runs"`
-		DeadBytes int64  `json:"dead_bytes"`
-	} `json:"sstables"`
+	SSTables []fetchedOutput `json:"sstables"`
 	Failed []string `json:"failed"`
 	Bytes  int64    `json:"bytes_received"`
 	Wall   float64  `json:"wall_seconds"`
+}
+
+// fetchedOutput is one sstable in `stream fetch --json`.
+type fetchedOutput struct {
+	Kind      string `json:"kind"`
+	Bytes     int64  `json:"bytes"`
+	Runs      int    `json:"runs"`
+	DeadBytes int64  `json:"dead_bytes"`
 }
 
 // runFetch is configurations (b) to (d) and (f): a `sluice run` node sends, `sluice stream
