@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
@@ -177,16 +178,9 @@ func TestSliceDeadBytesBound(t *testing.T) {
 // a range set that takes every other quarter of its keys, one range wrapping.
 func TestSliceEveryFixture(t *testing.T) {
 	for _, f := range fixtures.All(t) {
-		keys := f.Keys(t)
-		if len(keys) < 8 {
+		ranges, ok := fixtureRanges(t, f)
+		if !ok {
 			continue
-		}
-		p, _ := partitionerOf(f)
-		q := func(i int) string { return keys[i*len(keys)/8].Token }
-		spec := fmt.Sprintf("(%s,%s],(%s,%s],(%s,%s]", q(1), q(2), q(3), q(5), q(7), q(0))
-		ranges, err := token.ParseRanges(p, spec)
-		if err != nil {
-			t.Fatal(err)
 		}
 		for _, m := range modes {
 			if m == ModeRewrite && (f.Version == "md" || f.Version == "me") {
@@ -200,6 +194,37 @@ func TestSliceEveryFixture(t *testing.T) {
 			})
 		}
 	}
+}
+
+// fixtureRanges takes every other gap between a fixture's distinct partition tokens, the
+// last wrapping round the ring when there is room: (u1,u2], (u3,u4], ..., (u(n-1),u0]. ok is
+// false for fixtures with fewer than three distinct tokens.
+func fixtureRanges(t *testing.T, f fixtures.SSTable) (token.RangeSet, bool) {
+	var u []string
+	for _, k := range f.Keys(t) {
+		if len(u) == 0 || u[len(u)-1] != k.Token {
+			u = append(u, k.Token)
+		}
+	}
+	n := len(u)
+	if n < 3 {
+		return nil, false
+	}
+	var spec []string
+	right := 0
+	for i := 1; i+1 < n; i += 2 {
+		spec = append(spec, fmt.Sprintf("(%s,%s]", u[i], u[i+1]))
+		right = i + 1
+	}
+	if right < n-1 {
+		spec = append(spec, fmt.Sprintf("(%s,%s]", u[n-1], u[0]))
+	}
+	p, _ := partitionerOf(f)
+	ranges, err := token.ParseRanges(p, strings.Join(spec, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranges, true
 }
 
 // Past the run bound the slice falls back to one child per run and says why; the children
