@@ -56,9 +56,9 @@ type Report struct {
 	// FirstPosition is the Data.db position of the first partition; non-zero only for children
 	// of a zero-copy split, whose first chunk starts with bytes of a neighbouring range.
 	FirstPosition int64 `json:"first_position"`
-	// DeadBytes counts uncompressed Data.db bytes no partition occupies: before the first
-	// partition, between a partition's end and the next index position (a multi-run sstable's
-	// interior dead regions, whose count is DeadRegions) and after the last partition's end.
+	// DeadBytes counts uncompressed Data.db bytes no partition occupies, in DeadRegions
+	// regions: before the first partition, between a partition's end and the next index
+	// position (a multi-run sstable's interior dead regions) and after the last partition's end.
 	// Verify skips them: readers enter Data.db only at index positions.
 	DeadBytes   int64 `json:"dead_bytes"`
 	DeadRegions int64 `json:"dead_regions"`
@@ -292,7 +292,10 @@ func (v *verifier) checkIndexAndData() {
 		if count == 0 {
 			firstKey = append(firstKey[:0], p.Key...)
 			v.report.FirstPosition = p.Position
-			v.report.DeadBytes += p.Position
+			if p.Position > 0 {
+				v.report.DeadBytes += p.Position
+				v.report.DeadRegions++
+			}
 		} else {
 			if c := token.CompareKeys(prevTok, prevKey, p.Token, p.Key); c >= 0 {
 				v.add(indexPath, at, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)

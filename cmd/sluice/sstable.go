@@ -208,6 +208,9 @@ the component file and byte offset.`,
 					if extended {
 						fmt.Fprintf(out, ", %d rows", rep.Rows)
 					}
+					if rep.DeadBytes > 0 {
+						fmt.Fprintf(out, ", %d dead bytes in %d regions skipped", rep.DeadBytes, rep.DeadRegions)
+					}
 					fmt.Fprintln(out, ")")
 				}
 			}
