@@ -36,10 +36,13 @@ func (t *Table) scanBTI(fn func(p *Partition) error) error {
 	if err != nil {
 		return err
 	}
-	return t.walkBTI(pi, rows, func(p *Partition, _ bti.PartitionEntry) error { return fn(p) })
+	return t.walkBTI(pi, rows, func(p *Partition, _ bti.PartitionEntry) error { return fn(p) }, nil)
 }
 
-func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partition, e bti.PartitionEntry) error) error {
+// walkBTI calls fn for every partition of the trie. A key that cannot be read from Data.db
+// (a damaged chunk) ends the walk with the error, unless keyErr is given: it is then told,
+// and unless it returns an error the walk goes on with that partition's Key nil.
+func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partition, e bti.PartitionEntry) error, keyErr func(p *Partition, err error) error) error {
 	ppath, rpath := t.Path(descriptor.Partitions), t.Path(descriptor.Rows)
 	var p Partition
 	var hdr [2]byte
@@ -47,15 +50,22 @@ func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partitio
 	err := pi.Walk(func(e bti.PartitionEntry) error {
 		if pos, direct := e.DataPosition(); direct {
 			p.Position, p.IndexPos = pos, -1
-			if _, err := t.Data.ReadAt(hdr[:], pos); err != nil {
-				return fileErrf(t.Path(descriptor.Data), "key of partition %d at position %d (from Partitions.db): %w", p.Ordinal, pos, err)
-			}
-			n := int(binary.BigEndian.Uint16(hdr[:]))
-			keyBuf = append(keyBuf[:0], make([]byte, n)...)
-			if _, err := t.Data.ReadAt(keyBuf, pos+2); err != nil {
-				return fileErrf(t.Path(descriptor.Data), "key of partition %d at position %d (from Partitions.db): %w", p.Ordinal, pos, err)
+			_, err := t.Data.ReadAt(hdr[:], pos)
+			if err == nil {
+				keyBuf = append(keyBuf[:0], make([]byte, binary.BigEndian.Uint16(hdr[:]))...)
+				_, err = t.Data.ReadAt(keyBuf, pos+2)
 			}
 			p.Key = keyBuf
+			if err != nil {
+				err = fileErrf(t.Path(descriptor.Data), "key of partition %d at position %d (from Partitions.db): %w", p.Ordinal, pos, err)
+				if keyErr == nil {
+					return err
+				}
+				if err := keyErr(&p, err); err != nil {
+					return err
+				}
+				p.Key = nil
+			}
 		} else {
 			re, err := bti.ReadRowIndexEntry(rows, e.Position)
 			if err != nil {
@@ -63,7 +73,9 @@ func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partitio
 			}
 			p.Key, p.Position, p.IndexPos = re.Key, re.DataPosition, e.Position
 		}
-		p.Token = t.Partitioner.Token(p.Key)
+		if p.Key != nil {
+			p.Token = t.Partitioner.Token(p.Key)
+		}
 		if err := fn(&p, e); err != nil {
 			return err
 		}

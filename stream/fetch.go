@@ -235,7 +235,11 @@ func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
 		}
 		rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(m.SSTables), total })
 	case *wire.Failure:
-		rs.failed(m.SSTableID, m.Code, fmt.Errorf("%w: sender: %s", ErrRefused, m.Reason))
+		why := ErrRefused
+		if m.Code == wire.CodeChecksum {
+			why = ErrChecksum // the sender found its own copy damaged
+		}
+		rs.failed(m.SSTableID, m.Code, fmt.Errorf("%w: sender: %s", why, m.Reason))
 	case *wire.Manifest:
 		if st.Discard != "" {
 			// A refused Manifest: the Failure we send says why; its data stream follows.

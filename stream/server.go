@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -546,7 +547,11 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 	id := o.planned.ID
 	m, sources, err := manifestFor(o)
 	if err != nil {
-		return nil, nil, false, ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+		code := wire.CodeInternal
+		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrCorrupt) || errors.Is(err, slice.ErrUnverifiable) {
+			code = wire.CodeChecksum // the parent's bytes disagree with, or lack, their checksum
+		}
+		return nil, nil, false, ss.send(&wire.Failure{Code: code, SSTableID: id, Reason: err.Error()})
 	}
 	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
 		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
@@ -602,14 +607,16 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		l := &p.Layout
 		m.DataLength, m.DataFileLength = uint64(l.DataLength), uint64(l.FileLength)
 		m.ChunkLength, m.DeadBytes = uint32(l.ChunkLength), uint64(l.Dead)
-		// The digest of the child's bytes as the parent's stored checksums say they are; a
-		// parent chunk that fails its CRC.db check fails this sstable here.
-		switch d, err := slice.LayoutDigest(t, l); {
-		case err == nil:
-			m.Digest = d
-		case !errors.Is(err, slice.ErrNoParentChecksums):
-			return nil, nil, err
+		// The digest the receiver must find over the child's Data.db, derived from the parent's
+		// stored checksums rather than from the bytes sent; it travels on the authenticated
+		// control stream, so a chunk damaged on disk, in transit or by the data plane, even
+		// with its inline CRC recomputed, fails the receiver's comparison. A parent chunk that
+		// fails its CRC.db check fails this sstable here.
+		d, err := slice.LayoutDigest(t, l)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", t.Path(descriptor.Data), err)
 		}
+		m.Digest = d
 		if p.Info != nil {
 			m.Compression = p.Info.Append(nil, v)
 		}

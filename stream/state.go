@@ -155,26 +155,7 @@ func (st *fetchState) save() error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(st.dir, fsx.TempPrefix+"fetch-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), st.path); err != nil {
-		return err
-	}
-	return syncDir(st.dir)
+	return fsx.WriteFileAtomic(st.path, b, 0o644)
 }
 
 // complete drops the kept file of a partial and saves the record of what is installed.
@@ -186,13 +167,4 @@ func (st *fetchState) complete() error {
 		st.Partial = nil
 	}
 	return st.save()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

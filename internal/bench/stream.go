@@ -440,9 +440,9 @@ func (w *streamWorld) rawReceive(ctx context.Context, srv *server, name, what st
 // fetchOutput is the part of `sluice stream fetch --json` the benchmark reads.
 type fetchOutput struct {
 	SSTables []fetchedOutput `json:"sstables"`
-	Failed []string `json:"failed"`
-	Bytes  int64    `json:"bytes_received"`
-	Wall   float64  `json:"wall_seconds"`
+	Failed   []string        `json:"failed"`
+	Bytes    int64           `json:"bytes_received"`
+	Wall     float64         `json:"wall_seconds"`
 }
 
 // fetchedOutput is one sstable in `stream fetch --json`.

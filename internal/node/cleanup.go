@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
 )
@@ -192,16 +192,7 @@ func removeSSTable(s liveSSTable) error {
 			return err
 		}
 	}
-	return syncDir(s.desc.Dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsx.SyncDir(s.desc.Dir)
 }
 
 // ImportRequest is the body of POST /v1/ops/import: adopt the sstables of Dir into
@@ -302,46 +293,34 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 	return nil
 }
 
-// installAttempts bounds the retries of an install whose generation another writer took.
-const installAttempts = 8
-
 // copySSTable installs a copy of s into dir under the next free generation.
 func copySSTable(s liveSSTable, dir string) (descriptor.Descriptor, error) {
-	for attempt := 0; attempt < installAttempts; attempt++ {
-		gen, err := descriptor.NextGeneration(dir)
-		if err != nil {
-			return descriptor.Descriptor{}, err
-		}
-		d := descriptor.Descriptor{Dir: dir, Version: s.desc.Version, ID: strconv.Itoa(gen)}
-		err = installCopy(s, d)
-		if errors.Is(err, fs.ErrExist) {
-			continue // a concurrent writer took the generation
-		}
+	var first *os.File
+	in, d, err := generation.Install(dir, s.desc.Version, func(in *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		first, err = in.Create(d.Filename(s.comps[0]))
+		return err
+	})
+	if err != nil {
 		return d, err
 	}
-	return descriptor.Descriptor{}, fmt.Errorf("no free generation in %s after %d attempts", dir, installAttempts)
-}
-
-func installCopy(s liveSSTable, d descriptor.Descriptor) error {
-	in, err := fsx.NewInstall(d.Dir, d.Filename(descriptor.TOC))
-	if err != nil {
-		return err
-	}
 	defer in.Abort()
-	for _, c := range s.comps {
-		dst, err := in.Create(d.Filename(c))
-		if err != nil {
-			return err
+	for i, c := range s.comps {
+		dst := first
+		if i > 0 {
+			if dst, err = in.Create(d.Filename(c)); err != nil {
+				return d, err
+			}
 		}
 		src, err := os.Open(s.desc.Path(c))
 		if err != nil {
-			return err
+			return d, err
 		}
 		_, err = io.Copy(dst, src)
 		src.Close()
 		if err != nil {
-			return err
+			return d, err
 		}
 	}
-	return in.Commit()
+	return d, in.Commit()
 }

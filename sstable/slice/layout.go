@@ -195,3 +195,15 @@ func (b Bounds) Exceeded(l *Layout) string {
 	}
 	return ""
 }
+
+// parentChunk maps the child's chunk c at child file offset off to the parent's chunk and
+// file offset.
+func (l *Layout) parentChunk(c int, off int64) (int, int64) {
+	for _, s := range l.Segments {
+		if c < s.Chunks() {
+			return s.FirstChunk + c, off - s.DstOff + s.SrcOff
+		}
+		c -= s.Chunks()
+	}
+	return c, off
+}

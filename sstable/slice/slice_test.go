@@ -308,8 +308,8 @@ func TestSliceOfCorruptUncompressedParentLeavesNothing(t *testing.T) {
 	}
 	defer parent.Close()
 	dir := t.TempDir()
-	if _, err := Slice(context.Background(), parent, ranges, dir, Options{Mode: ModeCopy}); !errors.Is(err, ErrParentChecksum) {
-		t.Fatalf("got %v, want ErrParentChecksum", err)
+	if _, err := Slice(context.Background(), parent, ranges, dir, Options{Mode: ModeCopy}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

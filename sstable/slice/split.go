@@ -3,13 +3,11 @@ package slice
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/sluicedb/sluice/internal/crcx"
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -17,6 +15,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -83,7 +82,7 @@ type Child struct {
 type Result struct {
 	Children []Child
 	Mode     Mode   // the mode really used for Data.db
-	Reason   string // why auto did not use zero-copy, when it did not
+	Reason   string // why auto did not clone (copy) or did not use zero-copy (rewrite), when it did not
 }
 
 // Split writes one child sstable into dir for every piece of ranges that holds partitions of
@@ -116,6 +115,9 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	}
 	ps, err := NewPieces(parent.Partitioner, ranges)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkProvable(parent); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -152,6 +154,15 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 			res.Reason = joinReason(res.Reason, "one sstable per run: "+fallback)
 		}
 	}
+	if res.Mode == ModeReflink || res.Mode == ModeAuto {
+		// An explicit reflink happens or fails with the reason; only auto falls back.
+		if err := opts.Mover.ProbeReflink(dir, parent.DataFile()); err != nil {
+			if res.Mode == ModeReflink {
+				return nil, fmt.Errorf("%w: --mode reflink into %s: %w", ErrRefused, dir, err)
+			}
+			res.Reason = joinReason(res.Reason, fmt.Sprintf("reflink unavailable, copied: %v", err))
+		}
+	}
 	if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
 		return nil, err
 	}
@@ -162,11 +173,17 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	if err != nil {
 		return nil, err
 	}
+	if err := sp.proveAhead(); err != nil {
+		return nil, err
+	}
 	if err := sp.run(ctx); err != nil {
 		return nil, err
 	}
 	res.Children = sp.children
 	res.Mode = sp.usedMode()
+	if opts.Mode == ModeAuto && res.Mode == ModeCopy && res.Reason == "" {
+		res.Reason = "no block-aligned run long enough to clone, copied"
+	}
 	return res, nil
 }
 
@@ -375,21 +392,17 @@ func geometry(t *sstable.Table, crcChunkLength int) Geometry {
 
 // start opens a child: it moves the Data.db bytes its partitions need and opens the builder.
 func (sp *splitter) start(plan ChildPlan) error {
-	gen, err := descriptor.NextGeneration(sp.dir)
-	if err != nil {
+	var dst *os.File
+	inst, desc, err := generation.Install(sp.dir, sp.parent.Version(), func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		dst, err = inst.Create(d.Filename(descriptor.Data))
 		return err
-	}
-	desc := descriptor.Descriptor{Dir: sp.dir, Version: sp.parent.Version(), ID: strconv.Itoa(gen)}
-	inst, err := fsx.NewInstall(sp.dir, desc.Filename(descriptor.TOC))
+	})
 	if err != nil {
 		return err
 	}
 	oc := &openChild{plan: plan, inst: inst, desc: desc}
 	sp.cur = oc
-	dst, err := inst.Create(desc.Filename(descriptor.Data))
-	if err != nil {
-		return err
-	}
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
 		err = sp.rechunk(oc, dst)
@@ -447,9 +460,11 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	oc.data = DataResult{Compression: l.Info(info), DataLength: l.DataLength, FileLength: l.FileLength, HasDigest: !sp.opts.NoDigest}
 	if !sp.opts.NoDigest {
 		if sp.digestFromCRCs {
+			// Derived from the stored CRCs, the digest vouches for nothing new.
 			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, l)
 		} else {
-			oc.data.Digest, err = fileDigest(dst, l.FileLength)
+			// A digest of the bytes themselves: prove every chunk first.
+			oc.data.Digest, err = provenRecords(sp.parent, dst, oc.data.Compression, l)
 		}
 		if err != nil {
 			return err
@@ -460,49 +475,36 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 }
 
 // chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
-// parent's inline chunk CRCs: 4 bytes read per chunk, and the pad. A damaged parent chunk makes
-// the derived digest disagree with the bytes, which verify then reports.
+// parent's inline chunk CRCs, segment by segment (compress.RunDigest: 4 bytes read per chunk,
+// and the pad), joined with CRC-32 combination. A damaged parent chunk makes the derived digest
+// disagree with the bytes, which verify then reports.
 func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layout) (uint32, error) {
 	var crc uint32
-	if l.Pad > 0 {
-		pad := make([]byte, l.Pad)
-		if _, err := src.ReadAt(pad, l.Segments[0].SrcOff-l.Pad); err != nil {
+	for k, s := range l.Segments {
+		padOff, pad := int64(0), int64(0)
+		if k == 0 {
+			padOff, pad = s.SrcOff-l.Pad, l.Pad
+		}
+		d, err := compress.RunDigest(src, info, fileLength, s.FirstChunk, s.LastChunk, padOff, pad)
+		if err != nil {
 			return 0, err
 		}
-		crc = crc32.ChecksumIEEE(pad)
-	}
-	var stored [4]byte
-	for _, s := range l.Segments {
-		for k := s.FirstChunk; k <= s.LastChunk; k++ {
-			end := fileLength
-			if k+1 < len(info.Offsets) {
-				end = info.Offsets[k+1]
-			}
-			if _, err := src.ReadAt(stored[:], end-4); err != nil {
-				return 0, fmt.Errorf("reading the CRC of chunk %d: %w", k, err)
-			}
-			crc = crcx.Combine(crc, binary.BigEndian.Uint32(stored[:]), end-4-info.Offsets[k])
-			crc = crc32.Update(crc, crc32.IEEETable, stored[:])
+		if k == 0 {
+			crc = d
+			continue
 		}
+		crc = crcx.Combine(crc, d, s.Length())
 	}
 	return crc, nil
 }
 
-// fileDigest is the CRC32 of the first n bytes of f, read sequentially in large blocks.
-func fileDigest(f *os.File, n int64) (uint32, error) {
-	h := crc32.NewIEEE()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, n), make([]byte, 1<<20)); err != nil {
-		return 0, err
-	}
-	return h.Sum32(), nil
-}
-
-// copyUncompressed moves the CRC-grid-aligned segments of an uncompressed parent. CRC.db and
-// the digest come from the parent's CRC.db: whole chunks keep their CRC (a damaged chunk keeps
-// the CRC that exposes it), and a cut last chunk gets a fresh CRC only after the parent's CRC
-// for that chunk checked out, so a bad byte is never laundered into a fresh checksum. A parent
-// without CRC.db gets one computed from the child's bytes, as Cassandra's
-// ChecksummedSequentialWriter would.
+// copyUncompressed moves the CRC-grid-aligned segments of an uncompressed parent and proves
+// their bytes against the parent's CRC.db (provenUncompressed: a damaged slice fails the
+// child, never laundered into a fresh checksum) while checksumming them for the child's
+// CRC.db and digest, as Cassandra's ChecksummedSequentialWriter would. Every segment starts
+// on the parent's CRC grid and all but the last are whole chunks, so the child's CRCs are the
+// parent's but for a cut last chunk. A parent without CRC.db was proven whole against its
+// Digest.crc32 (checkProvable).
 func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, 1)
 	l := &oc.layout
@@ -510,77 +512,43 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 	if err != nil {
 		return err
 	}
-	var crcs *compress.CRCInfo
-	var digest uint32
-	if sp.parent.CRC != nil {
-		crcs, digest, err = ChildCRC(sp.parent.DataFile(), sp.parent.Path(descriptor.Data), sp.parent.CRC, sp.parent.DataLength(), l)
-	} else {
-		cw := NewCRCWriter(sp.spec.CRCChunkLength)
-		if _, err = io.CopyBuffer(cw, io.NewSectionReader(dst, 0, l.FileLength), make([]byte, 1<<20)); err == nil {
-			crcs, digest = cw.Result()
+	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
+	for _, s := range l.Segments {
+		if err := provenUncompressed(sp.parent, s.SrcOff, s.SrcEnd, cw); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		return err
-	}
+	crcs, digest := cw.Result()
 	oc.data = DataResult{CRC: crcs, DataLength: l.DataLength, FileLength: l.FileLength, Digest: digest, HasDigest: !sp.opts.NoDigest}
 	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
 	return nil
 }
 
-// ErrNoParentChecksums reports an uncompressed parent without CRC.db: nothing to derive a
-// child's digest from, or to check its bytes against.
-var ErrNoParentChecksums = errors.New("parent has no CRC.db")
-
-// LayoutDigest is the CRC32 of the Data.db laid out by l (no head pad) derived from the
-// parent's stored checksums rather than from the bytes: the inline chunk CRCs (compressed),
-// or CRC.db with the cut last chunk read and checked first (uncompressed). A streaming sender
-// puts it in the Manifest so that bytes damaged anywhere on their way fail the receiver's
-// comparison.
+// LayoutDigest is the CRC32 of the Data.db laid out by l derived from the parent's stored
+// checksums rather than from the bytes: the inline chunk CRCs (compressed), or CRC.db with the
+// slices a segment cuts read and checked (uncompressed, compress.RangeDigest). A streaming
+// sender puts it in the Manifest so that bytes damaged anywhere on their way fail the
+// receiver's comparison.
 func LayoutDigest(parent *sstable.Table, l *Layout) (uint32, error) {
 	switch {
 	case parent.Compression != nil:
 		return chunkRunDigest(parent.DataFile(), parent.Compression, parent.DataFileLength, l)
-	case parent.CRC != nil:
-		_, d, err := ChildCRC(parent.DataFile(), parent.Path(descriptor.Data), parent.CRC, parent.DataLength(), l)
-		return d, err
+	case parent.CRC == nil:
+		return 0, fmt.Errorf("%w: %s has no CRC.db", ErrUnverifiable, parent.Desc)
 	}
-	return 0, fmt.Errorf("%w: %s", ErrNoParentChecksums, parent.Desc)
-}
-
-// ErrParentChecksum reports a parent chunk whose bytes do not match its checksum: the slice
-// refuses it rather than write a fresh checksum over bad bytes.
-var ErrParentChecksum = errors.New("parent chunk fails its checksum")
-
-// ChildCRC is CRC.db and the digest of an uncompressed child laid out by l, from the parent's
-// CRC.db (read from src, named path in errors): whole chunks keep the parent's CRC, and the cut
-// last chunk's CRC is computed from its bytes after the parent's whole chunk checked out.
-func ChildCRC(src *os.File, path string, parent *compress.CRCInfo, parentDataLength int64, l *Layout) (*compress.CRCInfo, uint32, error) {
-	C := int64(parent.ChunkLength)
-	out := &compress.CRCInfo{ChunkLength: parent.ChunkLength, CRCs: make([]uint32, 0, l.Chunks())}
-	var digest uint32
-	for si, s := range l.Segments {
-		for k := s.FirstChunk; k <= s.LastChunk; k++ {
-			if k >= len(parent.CRCs) {
-				return nil, 0, fmt.Errorf("%s: chunk %d has no CRC in CRC.db (%d entries)", path, k, len(parent.CRCs))
-			}
-			crc, n := parent.CRCs[k], min(C, parentDataLength-int64(k)*C)
-			if l.CutLast && si == len(l.Segments)-1 && k == s.LastChunk {
-				buf := make([]byte, n)
-				if _, err := src.ReadAt(buf, int64(k)*C); err != nil {
-					return nil, 0, fmt.Errorf("%s: reading chunk %d: %w", path, k, err)
-				}
-				if got := crc32.ChecksumIEEE(buf); got != crc {
-					return nil, 0, fmt.Errorf("%w: %s: chunk %d (offset %d) has CRC %08x, CRC.db says %08x", ErrParentChecksum, path, k, int64(k)*C, got, crc)
-				}
-				n = s.PHi - int64(k)*C
-				crc = crc32.ChecksumIEEE(buf[:n])
-			}
-			out.CRCs = append(out.CRCs, crc)
-			digest = crcx.Combine(digest, crc, n)
+	var crc uint32
+	for k, s := range l.Segments {
+		d, err := compress.RangeDigest(parent.DataFile(), parent.CRC, parent.DataFileLength, s.SrcOff, s.SrcEnd)
+		if err != nil {
+			return 0, corruptParent(parent, err)
 		}
+		if k == 0 {
+			crc = d
+			continue
+		}
+		crc = crcx.Combine(crc, d, s.Length())
 	}
-	return out, digest, nil
+	return crc, nil
 }
 
 // rechunk decompresses the parent chunks holding the child's runs and recompresses exactly the
@@ -619,7 +587,7 @@ func (sp *splitter) rechunk(oc *openChild, dst *os.File) error {
 // bytes, and nothing laundered.
 func (sp *splitter) rechunkUncompressed(oc *openChild, dst *os.File) error {
 	C := int64(sp.spec.CRCChunkLength)
-	cw := NewCRCWriter(sp.spec.CRCChunkLength)
+	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
 	bw := bufio.NewWriterSize(io.MultiWriter(dst, cw), 1<<20)
 	buf := make([]byte, C)
 	path := sp.parent.Path(descriptor.Data)
@@ -633,7 +601,7 @@ func (sp *splitter) rechunkUncompressed(oc *openChild, dst *os.File) error {
 			}
 			if crc := sp.parent.CRC; crc != nil {
 				if k >= int64(len(crc.CRCs)) || crc32.ChecksumIEEE(buf[:n]) != crc.CRCs[k] {
-					return fmt.Errorf("%w: %s: chunk %d (offset %d) does not match CRC.db", ErrParentChecksum, path, k, k*C)
+					return fmt.Errorf("%w: %s: chunk %d (offset %d) does not match CRC.db", ErrCorrupt, path, k, k*C)
 				}
 			}
 			lo, hi := max(r.Lo-k*C, 0), min(r.Hi-k*C, n)
