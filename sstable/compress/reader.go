@@ -160,11 +160,10 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 			start := len(dst)
 			out, err := dc.decompressUpTo(dst, body, r.chunkLength)
 			if err != nil {
-				return dst, &ChunkError{Chunk: i, FileOffset: off, Err: err}
+				return dst, chunkError(i, off, err)
 			}
 			if len(out)-start < int(n) {
-				return dst, &ChunkError{Chunk: i, FileOffset: off,
-					Err: fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n)}
+				return dst, chunkError(i, off, fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n))
 			}
 			return out[:start+int(n)], nil
 		}
