@@ -163,7 +163,8 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 				return dst, chunkError(i, off, err)
 			}
 			if len(out)-start < int(n) {
-				return dst, chunkError(i, off, fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n))
+				return dst, chunkError(i, off,
+					fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n))
 			}
 			return out[:start+int(n)], nil
 		}
