@@ -129,7 +129,7 @@ func (s *scanner) head(ctx context.Context) (*entry, bool, error) {
 
 // Partition is one reconciled partition Walk hands over: its key and token, the hash of its
 // reconciled content (Hasher), and for each table holding it (by index into Walk's tables) the
-// length of its serialized copy there.
+// length of its serialized copy there (to its end-of-partition flag).
 type Partition struct {
 	Key    []byte
 	Token  token.Token
@@ -225,6 +225,12 @@ func Walk(ctx context.Context, tables []*sstable.Table, want func(token.Token) b
 			sum, err := h.Hash(srcs)
 			if err != nil {
 				return fmt.Errorf("%s: partition at %d: %w", scs[group[0]].t.Desc.Prefix(), heads[group[0]].pos, err)
+			}
+			for k := range p.Bytes {
+				// Each copy's length to its end-of-partition flag, past any dead region.
+				if h.curs[k].Done() {
+					p.Bytes[k] = int64(h.curs[k].End())
+				}
 			}
 			p.Key, p.Token, p.Hash = heads[m].key, tok, sum
 			if err := fn(&p); err != nil {
