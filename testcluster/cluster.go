@@ -475,7 +475,7 @@ func freePorts() ([3]string, error) {
 }
 
 // WaitNormal waits until every named node is up and sees exactly the named nodes as the
-// ring's members, all NORMAL (members that left are ignored).
+// ring's members, all NORMAL (members that left are ignored), with every token set known.
 func (c *Cluster) WaitNormal(ctx context.Context, d time.Duration, names ...string) error {
 	want := map[string]bool{}
 	for _, n := range names {
@@ -501,6 +501,10 @@ func (c *Cluster) WaitNormal(ctx context.Context, d time.Duration, names ...stri
 }
 
 func seesExactly(v node.RingView, want map[string]bool) bool {
+	if v.Error != "" {
+		// A member's token set is still in flight: operations would fail on this ring.
+		return false
+	}
 	seen := 0
 	for _, m := range v.Members {
 		if m.State == ring.Left.String() || m.Liveness == "left" || m.ReplacedBy != "" {
