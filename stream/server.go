@@ -41,7 +41,7 @@ type Server struct {
 	sessions map[string]*tracker
 	conns    map[*quic.Conn]struct{}
 	addr     net.Addr
-	plane    *tcpPlane // Transport tcp
+	plane    *tcpPlane // Transport tls or tcp
 	ready    chan struct{}
 }
 
@@ -144,8 +144,12 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Transport == TransportTCP {
-		if s.plane, err = listenTCP(s.cfg.TCPAddr, ln.Addr(), s.cfg.HandshakeTimeout, s.log); err != nil {
+	if s.cfg.tcpData() {
+		var tlsConf *tls.Config
+		if s.cfg.Transport == TransportTLS {
+			tlsConf = s.tls
+		}
+		if s.plane, err = listenTCP(s.cfg, tlsConf, ln.Addr(), s.log); err != nil {
 			ln.Close()
 			tr.Close()
 			return err
@@ -258,7 +262,7 @@ type sendSession struct {
 	release func()
 	byID    map[string]*outgoing // planned sstables by ID, for outcomes
 	offer   *tcpOffer            // the TCP data plane offered to the receiver, or nil
-	data    *net.TCPConn         // its connection, once the receiver presented the token
+	data    *dataConn            // its connection, once the receiver presented the token
 }
 
 const hdrRoom = 512
@@ -287,16 +291,16 @@ func (ss *sendSession) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ss.srv.plane != nil && ss.sm.PeerOffers(featureTCPData) {
-		// Both ends run the TCP data plane: offer it before Prepare; the receiver dials it
-		// at once and every sstable's data goes there.
+	if ss.srv.plane != nil && ss.sm.PeerOffers(ss.srv.cfg.dataFeature()) {
+		// Both ends run the same TCP data plane (tls or tcp): offer it before Prepare; the
+		// receiver dials it at once and every sstable's data goes there.
 		if ss.offer, err = ss.srv.plane.offer(); err != nil {
 			return err
 		}
 		defer func() {
 			ss.srv.plane.withdraw(ss.offer)
 			if ss.data != nil {
-				ss.data.Close()
+				ss.data.close()
 			}
 		}()
 		if err := ss.send(&wire.TCPDataPlane{Token: ss.offer.token, Addr: ss.srv.plane.advertised()}); err != nil {
