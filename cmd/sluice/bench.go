@@ -125,12 +125,12 @@ run (root, xfsprogs) and removes it afterwards.`,
 }
 
 func newBenchStreamCmd() *cobra.Command {
-	var size, dir, transport, profiles string
+	var size, dir, transport, congestion, profiles string
 	var runs int
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stream [--size 2GiB] [--transport quic|tcp] [--dir D] [--runs N] [--json]",
+		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--dir D] [--runs N] [--json]",
 		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
 partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
@@ -145,7 +145,12 @@ measure on 127.0.0.1, sender and receiver in separate processes:
 and with --transport tcp also:
   (e) a raw TCP transfer of (b)'s byte count, sendfile on the sender, spliced into a file
       on the receiver and fsynced;
-  (f) (b) over the TCP data plane (node with transport: tcp, 'stream fetch --transport tcp').
+  (f) (b) over the TCP data plane (node with transport: tcp, 'stream fetch --transport tcp');
+or with --transport tls:
+  (g) a raw Go TLS 1.3 over TCP transfer of (b)'s byte count with the nodes' certificates,
+      1 MiB reads and writes on both sides, written to a file and fsynced;
+  (h) (b) over the TLS data plane (node with transport: tls, 'stream fetch --transport tls').
+--tcp-congestion sets the congestion control of (f)/(h)'s data connection on both ends.
 Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
 allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
 --cpuprofile DIR writes a CPU profile of every sender and receiver there.`,
@@ -155,14 +160,14 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if err != nil {
 				return usagef("bench stream: --size: %v", err)
 			}
-			if transport != "quic" && transport != "tcp" {
-				return usagef("bench stream: --transport %q: want quic or tcp", transport)
+			if transport != "quic" && transport != "tcp" && transport != "tls" {
+				return usagef("bench stream: --transport %q: want quic, tls or tcp", transport)
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, Transport: transport, Exe: exe,
+			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, Transport: transport, TCPCongestion: congestion, Exe: exe,
 				Runs: runs, Timeout: timeout, CPUProfileDir: profiles,
 				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
 			if err != nil {
@@ -222,7 +227,8 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
-	f.StringVar(&transport, "transport", "quic", "data plane: quic, or tcp to add (e) raw TCP and (f) partial over the TCP data plane")
+	f.StringVar(&transport, "transport", "quic", "data plane: quic; tcp to add (e) raw TCP and (f) partial over the TCP data plane; tls to add (g) raw Go TLS and (h) partial over the TLS data plane")
+	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of (f)/(h)'s data connection, e.g. bbr (default: the kernel's)")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
 	f.IntVar(&runs, "runs", 1, "runs per configuration (medians are printed)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on one run of one configuration (default 2m + 2s per 4 MB of parent)")

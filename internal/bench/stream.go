@@ -39,15 +39,18 @@ import (
 // so that CPU time and memory are measured per side. It relies on these command lines of
 // that binary: `run` (the node), `stream fetch --json`, and the hidden `bench measure`,
 // `bench quic-raw-serve`, `bench quic-raw-fetch`, `bench tcp-raw-serve` and `bench
-// tcp-raw-fetch`.
+// tcp-raw-fetch` (both with --tls-dir for the raw TLS transfer).
 type StreamOptions struct {
-	Dir       string        // where the parent lives (reused, as bench split does) and the run's temporary directory
-	Size      int64         // parent's uncompressed size
-	Transport string        // "quic" (default), or "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane
-	Exe       string        // the sluice binary the child processes run; required
-	Env       []string      // the children's environment; nil inherits this process's
-	Runs      int           // runs per configuration, medians printed; default 1
-	Timeout   time.Duration // bounds one run of one configuration; default 2 min + 2 s per 4 MB
+	Dir       string // where the parent lives (reused, as bench split does) and the run's temporary directory
+	Size      int64  // parent's uncompressed size
+	Transport string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
+	// TCPCongestion, for tcp and tls, is the node's tcp_congestion and fetch's
+	// --tcp-congestion ("" = the kernel's default); the raw rows use the kernel's default.
+	TCPCongestion string
+	Exe           string        // the sluice binary the child processes run; required
+	Env           []string      // the children's environment; nil inherits this process's
+	Runs          int           // runs per configuration, medians printed; default 1
+	Timeout       time.Duration // bounds one run of one configuration; default 2 min + 2 s per 4 MB
 	// CPUProfileDir, when set, makes every child write a CPU profile there,
 	// <config>-sender.pprof and <config>-receiver.pprof, and each receiver an allocation
 	// profile, <config>-receiver.allocs.pprof (the last run's).
@@ -106,6 +109,9 @@ const (
 	// --transport tcp adds:
 	cfgRawTCP     = "(e) raw TCP, sendfile to splice"
 	cfgPartialTCP = "(f) partial over TCP data plane"
+	// --transport tls adds:
+	cfgRawTLS     = "(g) raw Go TLS 1.3 over TCP"
+	cfgPartialTLS = "(h) partial over TLS data plane"
 )
 
 const (
@@ -125,9 +131,9 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	switch o.Transport {
 	case "", "quic":
 		o.Transport = "quic"
-	case "tcp":
+	case "tcp", "tls":
 	default:
-		return nil, fmt.Errorf("--transport %q: want quic or tcp", o.Transport)
+		return nil, fmt.Errorf("--transport %q: want quic, tls or tcp", o.Transport)
 	}
 	if o.Exe == "" {
 		return nil, errors.New("bench stream: no sluice binary to run the sender and receiver")
@@ -211,14 +217,18 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 			return w.runFetch(ctx, name, benchTable, whole, "quic")
 		}},
 	}
-	if o.Transport == "tcp" {
+	if o.Transport == "tcp" || o.Transport == "tls" {
+		raw, partial := cfgRawTCP, cfgPartialTCP
+		if o.Transport == "tls" {
+			raw, partial = cfgRawTLS, cfgPartialTLS
+		}
 		configs = append(configs, []struct {
 			name string
 			run  func(context.Context, string) (streamSample, error)
 		}{
-			{cfgRawTCP, w.runRawTCP},
-			{cfgPartialTCP, func(ctx context.Context, name string) (streamSample, error) {
-				return w.runFetch(ctx, name, benchTable, w.half, "tcp")
+			{raw, w.runRawTCP},
+			{partial, func(ctx context.Context, name string) (streamSample, error) {
+				return w.runFetch(ctx, name, benchTable, w.half, o.Transport)
 			}},
 		}...)
 	}
@@ -294,7 +304,8 @@ func streamMedians(name string, ss []streamSample) StreamRow {
 // streamChecks compares the rows with the targets of the streaming issue: partial streaming
 // at >= 80% of the raw transfer's rate, its receiver at <= 1.15x the raw receiver's CPU per
 // GiB, and every streaming receiver within 8 MiB of heap per GiB and 256 MiB peak RSS; over
-// the TCP data plane, partial streaming at >= 60% of the raw TCP transfer's rate.
+// the TCP data plane, partial streaming at >= 60% of the raw TCP transfer's rate; over the
+// TLS data plane, at >= 80% of the raw Go TLS transfer's.
 func streamChecks(rows []StreamRow) []StreamCheck {
 	by := map[string]StreamRow{}
 	for _, r := range rows {
@@ -313,8 +324,13 @@ func streamChecks(rows []StreamRow) []StreamCheck {
 		thr := partialTCP.MBps / rawTCP.MBps
 		out = append(out, StreamCheck{Name: "(f) MB/s / (e) MB/s", Measured: thr, Unit: "x", Target: ">= 0.60", Met: thr >= 0.60})
 	}
+	rawTLS, partialTLS := by[cfgRawTLS], by[cfgPartialTLS]
+	if rawTLS.OK() && partialTLS.OK() && rawTLS.MBps > 0 {
+		thr := partialTLS.MBps / rawTLS.MBps
+		out = append(out, StreamCheck{Name: "(h) MB/s / (g) MB/s", Measured: thr, Unit: "x", Target: ">= 0.80", Met: thr >= 0.80})
+	}
 	for _, r := range rows {
-		if !r.OK() || r.Config == cfgRaw || r.Config == cfgRawTCP {
+		if !r.OK() || r.Config == cfgRaw || r.Config == cfgRawTCP || r.Config == cfgRawTLS {
 			continue
 		}
 		heap := r.ReceiverHeapPerGiB / (1 << 20)
@@ -458,10 +474,16 @@ type fetchedOutput struct {
 func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges token.RangeSet, transport string) (streamSample, error) {
 	args := []string{"run", "--name", senderName, "--data-dir", w.data, "--tls-dir", w.tlsDir,
 		"--stream-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
-	if transport == "tcp" {
+	var fetchArgs []string
+	if transport != "quic" {
 		// The node's transport is set only by its configuration file.
-		conf := filepath.Join(w.tmp, "sluice-tcp.yaml")
-		if err := os.WriteFile(conf, []byte("transport: tcp\n"), 0o644); err != nil {
+		yaml := "transport: " + transport + "\n"
+		if w.o.TCPCongestion != "" {
+			yaml += "tcp_congestion: " + w.o.TCPCongestion + "\n"
+			fetchArgs = append(fetchArgs, "--tcp-congestion", w.o.TCPCongestion)
+		}
+		conf := filepath.Join(w.tmp, "sluice-"+transport+".yaml")
+		if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
 			return streamSample{}, err
 		}
 		args = append(args, "--config", conf)
@@ -473,9 +495,9 @@ func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges t
 	defer srv.stop()
 	recvRoot := filepath.Join(w.tmp, "received-"+name)
 	defer os.RemoveAll(recvRoot)
-	s, stdout, err := w.receive(ctx, srv, name, []string{"stream", "fetch", "--peer", srv.addr, "--keyspace", benchKeyspace,
+	s, stdout, err := w.receive(ctx, srv, name, append([]string{"stream", "fetch", "--peer", srv.addr, "--keyspace", benchKeyspace,
 		"--table", table, "--ranges", ranges.String(), "--out", gen.TableDir(recvRoot, benchKeyspace, table),
-		"--tls-dir", w.tlsDir, "--name", receiverName, "--transport", transport, "--json"})
+		"--tls-dir", w.tlsDir, "--name", receiverName, "--transport", transport, "--json"}, fetchArgs...))
 	var got fetchOutput
 	if jerr := json.Unmarshal(stdout, &got); jerr != nil {
 		if err != nil {
@@ -956,23 +978,32 @@ func RawFetch(ctx context.Context, o RawFetchOptions) (RawFetchResult, error) {
 
 // runRawTCP is configuration (e): a raw TCP server process sends w.halfBytes of the
 // parent's Data.db with sendfile to a raw client process, which splices them into a file
-// and fsyncs it: the limit of the TCP data plane on this machine.
+// and fsyncs it: the limit of the TCP data plane on this machine. Under --transport tls it
+// is configuration (g): the same over Go's TLS 1.3 with the nodes' certificates, the bytes
+// read and written through 1 MiB buffers (a TLS connection cannot sendfile or splice).
 func (w *streamWorld) runRawTCP(ctx context.Context, name string) (streamSample, error) {
-	srv, err := w.startServer(ctx, name, []string{"bench", "tcp-raw-serve", "--file", w.dataFile, "--addr", "127.0.0.1:0"},
-		rawReadyAddr, false)
+	serve := []string{"bench", "tcp-raw-serve", "--file", w.dataFile, "--addr", "127.0.0.1:0"}
+	var fetchTLS []string
+	if w.o.Transport == "tls" {
+		serve = append(serve, "--tls-dir", w.tlsDir, "--name", senderName)
+		fetchTLS = []string{"--tls-dir", w.tlsDir, "--name", receiverName}
+	}
+	srv, err := w.startServer(ctx, name, serve, rawReadyAddr, false)
 	if err != nil {
 		return streamSample{}, err
 	}
 	defer srv.stop()
-	return w.rawReceive(ctx, srv, name, "raw TCP fetch", []string{"bench", "tcp-raw-fetch", "--peer", srv.addr})
+	return w.rawReceive(ctx, srv, name, "raw TCP fetch", append([]string{"bench", "tcp-raw-fetch", "--peer", srv.addr}, fetchTLS...))
 }
 
 // RawTCPServe listens on the TCP address addr, calls ready with the bound address, and
 // serves until ctx ends: each connection writes the length it wants (8 bytes, big endian)
 // and gets that many bytes of file from offset 0, sent with one sendfile loop
 // (fsx.Sendfile), then the server closes its side. No TLS: this is the TCP data plane's
-// unencrypted bulk path without its framing or checks.
-func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)) error {
+// unencrypted bulk path without its framing or checks. With tlsConf every connection is
+// TLS (tlsConf must ask for client certificates as a node's does) and the file is read and
+// written through one 1 MiB buffer: the TLS data plane's limit.
+func RawTCPServe(ctx context.Context, file, addr string, tlsConf *tls.Config, ready func(addr string)) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -985,6 +1016,9 @@ func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
 	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -1012,7 +1046,11 @@ func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)
 			if n < 0 || n > fi.Size() {
 				return
 			}
-			if _, err := fsx.Sendfile(ctx, c.(*net.TCPConn), f, 0, n); err != nil {
+			if tlsConf != nil {
+				if _, err := io.CopyBuffer(c, io.NewSectionReader(f, 0, n), make([]byte, rawTLSBuffer)); err != nil {
+					return
+				}
+			} else if _, err := fsx.Sendfile(ctx, c.(*net.TCPConn), f, 0, n); err != nil {
 				return
 			}
 			// Wait for the client to close once its file is synced.
@@ -1021,13 +1059,25 @@ func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)
 	}
 }
 
+// rawTLSBuffer is the raw TLS transfer's read and write size: the data plane's frame payload.
+const rawTLSBuffer = 1 << 20
+
 // RawTCPFetch dials peer, asks for length bytes and splices them into out (created or
-// truncated) with fsx.SpliceToFile, then fsyncs it. Wall runs from dial to fsync done.
-func RawTCPFetch(ctx context.Context, peer string, length int64, out string) (RawFetchResult, error) {
+// truncated) with fsx.SpliceToFile, then fsyncs it; with tlsConf, over TLS, read through
+// one 1 MiB buffer and written to out. Wall runs from dial to fsync done, the TLS handshake
+// included.
+func RawTCPFetch(ctx context.Context, peer string, length int64, out string, tlsConf *tls.Config) (RawFetchResult, error) {
 	start := time.Now()
 	var res RawFetchResult
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", peer)
+	var c net.Conn
+	var err error
+	if tlsConf != nil {
+		d := tls.Dialer{Config: tlsConf}
+		c, err = d.DialContext(ctx, "tcp", peer)
+	} else {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", peer)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -1042,7 +1092,14 @@ func RawTCPFetch(ctx context.Context, peer string, length int64, out string) (Ra
 		return res, err
 	}
 	defer f.Close()
-	res.Bytes, err = fsx.SpliceToFile(ctx, f, 0, c.(*net.TCPConn), length)
+	if tlsConf != nil {
+		res.Bytes, err = io.CopyBuffer(struct{ io.Writer }{f}, io.LimitReader(c, length), make([]byte, rawTLSBuffer))
+		if err == nil && res.Bytes < length {
+			err = io.ErrUnexpectedEOF
+		}
+	} else {
+		res.Bytes, err = fsx.SpliceToFile(ctx, f, 0, c.(*net.TCPConn), length)
+	}
 	if err != nil {
 		return res, err
 	}
