@@ -84,6 +84,29 @@
 // fails one whose peer vanished without a word (a crashed process, a cut network). The
 // wire Keepalive message is accepted and ignored.
 //
+// # TLS data plane
+//
+// Config.Transport tls moves the bulk bytes over one TLS 1.3 connection on TCP per session:
+// the recommended fast path where QUIC's user-space crypto and 1452-byte packets bound
+// streaming (Go's TLS seals 16 KiB records with AES-GCM in hardware and TCP segments are
+// offloaded). It is the TCP data plane below with a TLS session over the connection: the
+// sender's data listener runs the server side with the same certificate, cluster CA and
+// required client certificate as the QUIC listener (ALPN "sluice-data/1", TLS 1.3 only);
+// the receiver verifies the server's certificate as for QUIC and, inside TLS, presents the
+// one-time token. Both ends then check that the data connection's peer certificate is
+// byte for byte the one the QUIC connection's peer presented, so the data connection is
+// bound to the authenticated session twice: by the token and by the identity. The Hello
+// feature is "tls-data"; a sender offers TCPDataPlane only to a receiver that asked for
+// the plane it runs, so a receiver asking for TLS never dials plaintext, and mismatched
+// ends stream over QUIC. Frames are as on the TCP plane; what differs is that payloads
+// pass through user space (no sendfile or splice through TLS; Go has no kernel TLS): the
+// sender reads each frame into the session's buffer behind its header and writes it in one
+// call, as on QUIC; the receiver reads each payload whole (one frame, at most FrameSize)
+// into memory, puts Data.db bytes through the chunk checker, the digest and the CRC.db
+// writer there, and writes them, as on QUIC. Config.TCPCongestion selects the TCP
+// congestion control of both ends' data sockets (setsockopt TCP_CONGESTION; the listener's
+// is inherited by accepted connections), e.g. "bbr" where the kernel offers it.
+//
 // # TCP data plane
 //
 // Config.Transport tcp moves the bulk bytes over plain TCP, for trusted networks only: the
