@@ -165,7 +165,7 @@ func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Part
 		if len(pt.Promoted) == 0 {
 			pt.Promoted = nil
 		}
-		pt.Token = p.Token(pt.Key)
+		pt.Token, pt.Hash, pt.HasHash = token.TokenAndHash(p, pt.Key)
 		if err := fn(&pt); err != nil {
 			return err
 		}
