@@ -32,7 +32,7 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 		// At least two samples per range, so that every cut interval holds one.
 		limit = max(maxCutSamples, 2*n)
 	)
-	err := parent.ScanPartitions(func(p *sstable.Partition) error {
+	err := parent.ScanKeys(func(p *sstable.Partition) error {
 		count++
 		if p.Ordinal%stride != 0 {
 			return nil
@@ -52,6 +52,9 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 			}
 		}
 		t := p.Token
+		if t.Kind == 0 { // ScanKeys left it to us
+			t = parent.Partitioner.Token(p.Key)
+		}
 		if t.Bytes != nil {
 			t.Bytes = append([]byte(nil), t.Bytes...)
 		}
