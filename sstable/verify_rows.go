@@ -49,9 +49,10 @@ func newRowChecker(v *verifier) *rowChecker {
 
 // partition checks the partition at the head of b, which starts at uncompressed Data.db
 // position start and runs at most to the end of b (the next index position), and, extended,
-// its rows, its BIG promoted index or BTI row index entry (rowIndexAt >= 0) when it has one.
-// It returns the partition's length; what follows it in b is a dead region.
-func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt int64) int64 {
+// its rows, its BIG promoted index (from the Index.db entry at indexAt) or BTI row index entry
+// (rowIndexAt >= 0) when it has one. It returns the partition's length; what follows it in b
+// is a dead region.
+func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt, indexAt int64) int64 {
 	dataPath := rc.v.t.Path(descriptor.Data)
 	err := rc.cur.ResetTrailing(rc.table, rc.v.t.Version(), b)
 	c := rc.collect
@@ -107,7 +108,7 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	}
 	end := start + size
 	if rc.extended {
-		rc.extendedChecks(err, st, regular, size, start, end, promoted, key, rowIndexAt)
+		rc.extendedChecks(err, st, regular, size, start, end, promoted, key, rowIndexAt, indexAt)
 	}
 	if err != nil {
 		var ce *rows.CorruptError
@@ -123,7 +124,7 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 
 // extendedChecks finishes the extended checks of a partition of size bytes read with err:
 // its statistics, its BTI row index entry and its BIG promoted index.
-func (rc *rowChecker) extendedChecks(err error, st *rows.Row, regular, size, start, end int64, promoted, key []byte, rowIndexAt int64) {
+func (rc *rowChecker) extendedChecks(err error, st *rows.Row, regular, size, start, end int64, promoted, key []byte, rowIndexAt, indexAt int64) {
 	if err != nil {
 		rc.incomplete = true
 		return
@@ -139,7 +140,7 @@ func (rc *rowChecker) extendedChecks(err error, st *rows.Row, regular, size, sta
 	}
 	if promoted != nil {
 		if perr := rc.checkPromoted(promoted, rc.spans, rc.cur.HeaderSize(), end-start); perr != nil {
-			rc.v.add(rc.v.t.Path(descriptor.Index), -1, "promoted index of the partition at uncompressed position %d: %v", start, perr)
+			rc.v.add(rc.v.t.Path(descriptor.Index), indexAt, "promoted index of the partition at uncompressed position %d: %v", start, perr)
 		}
 	}
 }

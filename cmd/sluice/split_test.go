@@ -63,3 +63,28 @@ func TestSplitExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// Finding 7 of issue 10: an explicit --mode reflink where the file system cannot clone exits
+// 1 with the reason and writes nothing; auto copies and says why in "reason".
+func TestSplitExplicitReflinkExitCode(t *testing.T) {
+	f := fixture(t, tenK)
+	out := filepath.Join(t.TempDir(), "kids")
+	code, _, errs := sluice(t, "sstable", "split", f.Prefix+"-Data.db", "--out", out, "--ways", "2", "--mode", "reflink")
+	if code == 0 {
+		t.Skip("the temporary directory's file system clones")
+	}
+	if code != 1 || !strings.Contains(errs, "reflink") || strings.Contains(errs, "--help") {
+		t.Fatalf("explicit reflink: exit %d, %q; want 1 with the reason", code, errs)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("refused reflink left %d files", len(ents))
+	}
+	code, stdout, errs := sluice(t, "sstable", "split", f.Prefix+"-Data.db", "--out", out, "--ways", "2", "--json")
+	var rep splitReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil {
+		t.Fatalf("auto: exit %d: %s", code, errs)
+	}
+	if rep.Mode != "copy" || !strings.Contains(rep.Reason, "reflink unavailable") {
+		t.Errorf("auto: mode %q, reason %q", rep.Mode, rep.Reason)
+	}
+}
