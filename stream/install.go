@@ -196,10 +196,7 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 		}
-		if err := slice.ForEachIndexRecord(j.index, spec.Partitioner, func(p *sstable.Partition) error {
-			partitions++
-			return nil
-		}); err != nil {
+		if partitions, err = slice.CountIndexRecords(j.index); err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 		}
 		if uint64(partitions) != m.Partitions {
@@ -215,7 +212,7 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if j.crcw != nil {
 			data.CRC, data.Digest = j.crcw.Result()
 		}
-		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data); err != nil {
+		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions); err != nil {
 			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 		}
 	}

@@ -149,6 +149,19 @@ func AppendIndexRecord(dst, key []byte, position, indexPos int64, promoted []byt
 // with p). The Partition is reused between calls. A malformed slice is an error with its
 // offset: it comes from a peer.
 func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Partition) error) error {
+	return decodeIndexRecords(slice, p, fn)
+}
+
+// CountIndexRecords checks an index slice's framing as ForEachIndexRecord does and counts its
+// records, without hashing a key.
+func CountIndexRecords(slice []byte) (int64, error) {
+	var n int64
+	err := decodeIndexRecords(slice, nil, func(*sstable.Partition) error { n++; return nil })
+	return n, err
+}
+
+// decodeIndexRecords is ForEachIndexRecord; a nil p leaves the tokens unset.
+func decodeIndexRecords(slice []byte, p token.Partitioner, fn func(*sstable.Partition) error) error {
 	r := encoding.NewReader(slice)
 	var pt sstable.Partition
 	for r.Len() > 0 {
@@ -165,7 +178,9 @@ func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Part
 		if len(pt.Promoted) == 0 {
 			pt.Promoted = nil
 		}
-		pt.Token, pt.Hash, pt.HasHash = token.TokenAndHash(p, pt.Key)
+		if p != nil {
+			pt.Token, pt.Hash, pt.HasHash = token.TokenAndHash(p, pt.Key)
+		}
 		if err := fn(&pt); err != nil {
 			return err
 		}
@@ -178,9 +193,16 @@ func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Part
 // be complete in inst under desc: spec carries the parent's metadata (ParentRows is the shipped
 // rows slice), lay comes from the sender's segments (ReceivedLayout), index is the shipped
 // index slice. It checks the records' order and that their positions fall inside a segment.
-func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult) ([]descriptor.Component, error) {
+//
+// partitions, when positive, is the number of records index holds (the Manifest's, checked):
+// the filter is then sized up front and filled record by record instead of from a list of
+// every key's hash.
+func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult, partitions int64) ([]descriptor.Component, error) {
 	b, err := NewBuilder(spec, inst, desc, lay, 0)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.Expect(partitions); err != nil {
 		return nil, err
 	}
 	var prev token.Token

@@ -135,7 +135,7 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		t.Errorf("LayoutDigest %08x (%v), the received Data.db's CRC32 %08x", want, err, data.Digest)
 	}
 	data.DataLength, data.FileLength, data.HasDigest = lay.DataLength, lay.FileLength, true
-	if _, err := RebuildPartial(spec, inst, d, lay, pt.Index, data); err != nil {
+	if _, err := RebuildPartial(spec, inst, d, lay, pt.Index, data, pt.Plan.Partitions); err != nil {
 		t.Fatal(fmt.Errorf("rebuild: %w", err))
 	}
 	if err := inst.Commit(); err != nil {
