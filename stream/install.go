@@ -129,6 +129,11 @@ func (j *installJob) write(d *wire.Data) error {
 		_, err := j.data.WriteAt(d.Payload, int64(d.Offset))
 		return err
 	case wire.StreamIndex:
+		if j.index == nil {
+			// Its length is announced (and bounded by MaxIndexSlice): one allocation, not a
+			// doubling series whose garbage peaks at twice the slice.
+			j.index = make([]byte, 0, j.in.Manifest.IndexSliceLength)
+		}
 		j.index = append(j.index, d.Payload...)
 		return nil
 	case wire.StreamComponent:
