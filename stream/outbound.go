@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 
 	"github.com/quic-go/quic-go"
@@ -111,10 +112,17 @@ func (q *quicOut) write(_ context.Context, d *wire.Data, src *source, done, n in
 func (ss *sendSession) frameInBuf(d *wire.Data, src *source, done, n int64) ([]byte, error) {
 	buf := ss.buf
 	payload := buf[hdrRoom : hdrRoom+n]
-	if src.mem != nil {
+	switch {
+	case src.mem != nil:
 		copy(payload, src.mem[done:done+n])
-	} else if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
-		return nil, fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
+	case src.seq != nil: // read in order, frame after frame
+		if _, err := io.ReadFull(src.seq, payload); err != nil {
+			return nil, fmt.Errorf("producing the index slice at %d: %w", done, err)
+		}
+	default:
+		if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
+			return nil, fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
+		}
 	}
 	hl := wire.DataHeaderLength(d, int(n))
 	wire.AppendDataHeader(buf[hdrRoom-hl:hdrRoom-hl], d, int(n))
@@ -166,11 +174,12 @@ func (t *tcpOut) stop(ctx context.Context, id string) (bool, error) {
 	return acked, nil
 }
 
-// write sends the header from memory and a file payload with sendfile; under TLS, the
-// frame leaves in one Write from the session's buffer, as on QUIC.
+// write sends a file payload over plain TCP as the header from memory and the bytes with
+// sendfile; any other frame (TLS, or a payload from memory) leaves in one Write from the
+// session's buffer, as on QUIC.
 func (t *tcpOut) write(ctx context.Context, d *wire.Data, src *source, done, n int64) error {
 	plain := t.dc.plain()
-	if plain == nil {
+	if plain == nil || src.f == nil {
 		frame, err := t.ss.frameInBuf(d, src, done, n)
 		if err != nil {
 			return err
@@ -178,11 +187,7 @@ func (t *tcpOut) write(ctx context.Context, d *wire.Data, src *source, done, n i
 		_, err = t.c.Write(frame)
 		return err
 	}
-	frame := wire.AppendDataHeader(t.ss.buf[:0], d, int(n))
-	if src.mem != nil {
-		frame = append(frame, src.mem[done:done+n]...)
-	}
-	if _, err := t.c.Write(frame); err != nil || src.mem != nil {
+	if _, err := t.c.Write(wire.AppendDataHeader(t.ss.buf[:0], d, int(n))); err != nil {
 		return err
 	}
 	_, err := fsx.Sendfile(ctx, plain, src.f, src.off+done, n)

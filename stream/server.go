@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -492,7 +493,8 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds})
+		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds,
+			IndexLater: true}) // each index slice is produced as it is sent (manifestFor)
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
 				return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -511,7 +513,7 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		for i := range partials {
 			p := &partials[i]
 			f := ChildFacts{FirstOrdinal: p.Plan.FirstOrdinal, Partitions: p.Plan.Partitions, Lo: p.Plan.Lo, Hi: p.Plan.Hi,
-				Runs: len(p.Plan.Runs), Bytes: p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))}
+				Runs: len(p.Plan.Runs), Bytes: p.Layout.FileLength + p.IndexLength + int64(len(p.Rows))}
 			c.Partitions = p.ParentPartitions
 			c.Children = append(c.Children, f)
 			byChild[ChildID(c.ID, f)] = p
@@ -538,6 +540,8 @@ type source struct {
 	off, n    int64
 	start     int64
 	mem       []byte
+	// seq, when set, produces the n bytes in order (an index slice made as it is sent).
+	seq io.ReadCloser
 }
 
 // resumeSources moves the Data.db source of o past the chunks the receiver already holds
@@ -564,6 +568,9 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 		for _, s := range sources {
 			if s.close {
 				s.f.Close()
+			}
+			if s.seq != nil {
+				s.seq.Close()
 			}
 		}
 	}
@@ -631,8 +638,18 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 				FileOffset: uint64(s.DstOff), Length: uint64(s.Length())})
 			srcs = append(srcs, source{stream: wire.StreamRuns, f: t.DataFile(), off: s.SrcOff, n: s.Length(), start: s.DstOff})
 		}
-		m.IndexSliceLength = uint64(len(p.Index))
-		srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
+		// The index slice is made by a pass over the parent's index while it is sent, in
+		// pieces: the sender holds no slice for the session, whatever its partition count.
+		m.IndexSliceLength = uint64(p.IndexLength)
+		if p.Index != nil || p.IndexLength == 0 {
+			srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
+		} else {
+			r, err := slice.IndexReader(t, *p)
+			if err != nil {
+				return nil, nil, err
+			}
+			srcs = append(srcs, source{stream: wire.StreamIndex, seq: r, n: p.IndexLength})
+		}
 		if v.Format == version.BTI {
 			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}
 			srcs = append(srcs, source{stream: wire.StreamComponent, component: 0, mem: p.Rows})

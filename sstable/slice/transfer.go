@@ -1,7 +1,10 @@
 package slice
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"iter"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -24,8 +27,10 @@ type Partial struct {
 	Plan   ChildPlan
 	Layout Layout
 	Info   *compress.Info // the child's CompressionInfo.db; nil for an uncompressed parent
-	Index  []byte         // index records (AppendIndexRecord)
-	Rows   []byte         // BTI only
+	Index  []byte         // index records (AppendIndexRecord); nil with PartialOptions.IndexLater
+	// IndexLength is the index slice's length in bytes, also when it is not held.
+	IndexLength int64
+	Rows        []byte // BTI only
 	// ParentPartitions is the parent's partition count, from the same index pass.
 	ParentPartitions int64
 }
@@ -36,6 +41,10 @@ type PartialOptions struct {
 	// the ranges is its own child.
 	OnePerParent bool
 	Bounds       Bounds
+	// IndexLater gathers only the index slices' lengths; IndexReader produces each slice when
+	// it is sent, so that a sender holds no index slice for the session (memory independent
+	// of the partition count), at the cost of one more index pass per child.
+	IndexLater bool
 }
 
 // Partials plans the children of parent for ranges and gathers, in one index pass, what each
@@ -65,11 +74,87 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 			out[i].Info = out[i].Layout.Info(parent.Compression)
 		}
 	}
-	return out, reason, gatherIndex(parent, spec, out)
+	keep := func(k int, rec []byte) error { out[k].Index = append(out[k].Index, rec...); return nil }
+	if opts.IndexLater {
+		keep = nil
+	}
+	return out, reason, gatherIndex(parent, spec, out, keep)
 }
 
-// gatherIndex fills the index (and BTI rows) slices of out in one index pass.
-func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
+// indexPiece is the size of the pieces in which IndexReader produces an index slice.
+var indexPiece = 256 << 10 // a variable for the tests
+
+// IndexReader produces p's index slice (p from Partials of parent, IndexLater or not) with
+// one pass over parent's index, in pieces of about 256 KiB as it is read: its memory does not
+// grow with the partition count. Close ends the pass early. A slice that comes out of another
+// length than p.IndexLength (the index changed under it) fails the read.
+func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
+	spec, err := SpecOf(parent)
+	if err != nil {
+		return nil, err
+	}
+	r := &indexReader{want: p.IndexLength}
+	one := []Partial{{Plan: p.Plan, Layout: p.Layout}}
+	next, stop := iter.Pull(func(yield func([]byte) bool) {
+		var buf []byte
+		stopped := errors.New("stopped")
+		err := gatherIndex(parent, spec, one, func(_ int, rec []byte) error {
+			buf = append(buf, rec...)
+			if len(buf) >= indexPiece {
+				if !yield(buf) {
+					return stopped
+				}
+				buf = buf[:0] // the reader copied it out before asking for more
+			}
+			return nil
+		})
+		if err == nil && len(buf) > 0 {
+			yield(buf)
+		}
+		if err != stopped {
+			r.err = err
+		}
+	})
+	r.next, r.stop = next, stop
+	return r, nil
+}
+
+type indexReader struct {
+	next      func() ([]byte, bool)
+	stop      func()
+	cur       []byte
+	err       error
+	got, want int64
+}
+
+func (r *indexReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		b, ok := r.next()
+		if !ok {
+			if r.err != nil {
+				return 0, r.err
+			}
+			if r.got != r.want {
+				return 0, fmt.Errorf("slice: index slice of %d bytes, planned %d", r.got, r.want)
+			}
+			return 0, io.EOF
+		}
+		r.cur = b
+		r.got += int64(len(b))
+		if r.got > r.want {
+			return 0, fmt.Errorf("slice: index slice longer than the planned %d bytes", r.want)
+		}
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+func (r *indexReader) Close() error { r.stop(); return nil }
+
+// gatherIndex measures the index (and fills the BTI rows) slices of out in one index pass,
+// handing each child's records to keep (k is the child), when keep is set.
+func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k int, rec []byte) error) error {
 	var (
 		k, run  int
 		begun   int // the run whose rows the slice is taking
@@ -78,6 +163,7 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 		rows    rowsSlice
 		isBTI   = spec.ParentRows != nil
 		n       int64
+		rec     []byte
 	)
 	finish := func() {
 		if isBTI {
@@ -120,7 +206,11 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 			}
 		}
 		if member {
-			out[k].Index = AppendIndexRecord(out[k].Index, pt.Key, pt.Position, indexPos, pt.Promoted)
+			rec = AppendIndexRecord(rec[:0], pt.Key, pt.Position, indexPos, pt.Promoted)
+			out[k].IndexLength += int64(len(rec))
+			if keep != nil {
+				return keep(k, rec)
+			}
 		}
 		return nil
 	})
