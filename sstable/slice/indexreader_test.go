@@ -77,3 +77,15 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 		}
 	}
 }
+
+// A slice that ends inside a record fails the rebuild at Finish, naming the record.
+func TestPartialRebuildTruncatedSlice(t *testing.T) {
+	rec := AppendIndexRecord(nil, []byte("key"), 100, -1, nil)
+	r := &PartialRebuild{prevPos: -1, p: token.Murmur3}
+	if err := r.Write(rec[:len(rec)-1]); err != nil {
+		t.Fatal(err) // its end may yet come
+	}
+	if _, err := r.Finish(DataResult{}); err == nil || !strings.Contains(err.Error(), "record 0") {
+		t.Errorf("truncated slice: %v", err)
+	}
+}

@@ -288,6 +288,31 @@ func decodeIndexRecords(slice []byte, p token.Partitioner, fn func(*sstable.Part
 // the filter is then sized up front and filled record by record instead of from a list of
 // every key's hash.
 func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult, partitions int64) ([]descriptor.Component, error) {
+	r, err := NewPartialRebuild(spec, inst, desc, lay, partitions)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Write(index); err != nil {
+		return nil, err
+	}
+	return r.Finish(data)
+}
+
+// PartialRebuild is RebuildPartial taking the index slice as it arrives: each record goes to
+// the builder once its last byte is in, so a receiver holds at most one record of the slice
+// (and the filter, sized from the announced partition count), not the whole slice.
+type PartialRebuild struct {
+	b       *Builder
+	p       token.Partitioner
+	carry   []byte // the start of a record whose end has not arrived
+	ordinal int64
+	prev    token.Token
+	prevKey []byte
+	prevPos int64
+}
+
+// NewPartialRebuild starts the rebuild RebuildPartial does; partitions as there.
+func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, partitions int64) (*PartialRebuild, error) {
 	b, err := NewBuilder(spec, inst, desc, lay, 0)
 	if err != nil {
 		return nil, err
@@ -295,28 +320,86 @@ func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, l
 	if err := b.Expect(partitions); err != nil {
 		return nil, err
 	}
-	var prev token.Token
-	var prevKey []byte
-	prevPos := int64(-1)
-	err = ForEachIndexRecord(index, spec.Partitioner, func(p *sstable.Partition) error {
-		if p.Position <= prevPos {
-			return fmt.Errorf("index slice record %d: position %d out of order", p.Ordinal, p.Position)
-		}
-		if prevPos >= 0 && token.CompareKeys(prev, prevKey, p.Token, p.Key) >= 0 {
-			return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
-		}
-		prevKey = append(prevKey[:0], p.Key...)
-		prev = p.Token
-		if prev.Bytes != nil {
-			prev.Bytes = prevKey
-		}
-		prevPos = p.Position
-		return b.Add(p)
-	})
-	if err != nil {
-		return nil, err
+	return &PartialRebuild{b: b, p: spec.Partitioner, prevPos: -1}, nil
+}
+
+// Write takes the next bytes of the index slice, cut anywhere.
+func (r *PartialRebuild) Write(b []byte) error {
+	buf := b
+	if len(r.carry) > 0 {
+		r.carry = append(r.carry, b...)
+		buf = r.carry
 	}
-	return b.Finish(data)
+	n, err := r.records(buf, false)
+	if err != nil {
+		return err
+	}
+	r.carry = append(r.carry[:0], buf[n:]...)
+	return nil
+}
+
+// Records is the number of complete records taken so far.
+func (r *PartialRebuild) Records() int64 { return r.ordinal }
+
+// Finish checks that the slice ended on a record's end and writes the components.
+func (r *PartialRebuild) Finish(data DataResult) ([]descriptor.Component, error) {
+	if len(r.carry) > 0 {
+		if _, err := r.records(r.carry, true); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("index slice record %d: %d bytes without their end", r.ordinal, len(r.carry))
+	}
+	return r.b.Finish(data)
+}
+
+// records adds the complete records at the start of buf and returns the bytes they took. A
+// record cut short ends the scan without an error unless last (no more bytes will come).
+func (r *PartialRebuild) records(buf []byte, last bool) (int, error) {
+	var pt sstable.Partition
+	off := 0
+	for off < len(buf) {
+		rd := encoding.NewReader(buf[off:])
+		pt.Key = rd.VintBytes()
+		pt.Position = int64(rd.UVint())
+		pt.IndexPos = rd.Vint()
+		pt.Promoted = rd.VintBytes()
+		if err := rd.Err(); err != nil {
+			if last {
+				return off, fmt.Errorf("index slice record %d: %w", r.ordinal, err)
+			}
+			return off, nil // its end is still to come
+		}
+		pt.Ordinal = r.ordinal
+		if err := r.add(&pt); err != nil {
+			return off, err
+		}
+		off = len(buf) - rd.Len()
+		r.ordinal++
+	}
+	return off, nil
+}
+
+func (r *PartialRebuild) add(p *sstable.Partition) error {
+	if p.Position < 0 || p.IndexPos < -1 {
+		return fmt.Errorf("index slice record %d: position %d, index position %d", p.Ordinal, p.Position, p.IndexPos)
+	}
+	if len(p.Promoted) == 0 {
+		p.Promoted = nil
+	}
+	p.Token, p.Hash, p.HasHash = token.TokenAndHash(r.p, p.Key)
+	if p.Position <= r.prevPos {
+		return fmt.Errorf("index slice record %d: position %d out of order", p.Ordinal, p.Position)
+	}
+	if r.prevPos >= 0 && token.CompareKeys(r.prev, r.prevKey, p.Token, p.Key) >= 0 {
+		return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
+	}
+	r.prevKey = append(r.prevKey[:0], p.Key...)
+	r.prev = p.Token
+	if r.prev.Bytes != nil {
+		r.prev.Bytes = r.prevKey
+	}
+	r.prevPos = p.Position
+	return r.b.Add(p)
 }
 
 // SpecFromStatistics is the Spec of a parent known only by its version, its Statistics.db
