@@ -30,7 +30,8 @@
 //     resume, one ResumePoint{ID, ResumeInstalled} per sstable it already installed and
 //     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
 //  3. The sender holds the table's sstables (Catalog.Hold, released at session end), runs
-//     one index pass per sstable (slice.Partials) and decides each before promising
+//     two index passes per sstable (slice.Partials: the plan, and the index slices'
+//     lengths, which it keeps rather than the slices) and decides each before promising
 //     anything: entire when the ranges take every one of its partitions (the files go as
 //     they are), rows when slice.Refusal refuses zero-copy, otherwise one multi-run partial
 //     holding its chunk runs for every range (one partial per run past the slice bounds,
@@ -43,7 +44,8 @@
 //     Config.FrameSize, read straight into the buffer behind the frame header), then closes
 //     that stream (FIN). Partial and rows: the Data.db segments in order (StreamRuns, each
 //     announced as a wire.Run with its parent chunks and child offset), the index slice
-//     (StreamIndex) and, BTI, the Rows.db slice as component 0, with the child's rebased
+//     (StreamIndex; made while it is sent by one more pass over the parent's index,
+//     slice.IndexReader, in 256 KiB pieces) and, BTI, the Rows.db slice as component 0, with the child's rebased
 //     CompressionInfo in the Manifest. Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
 //     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the
@@ -56,7 +58,8 @@
 //     exists, so concurrent Fetches into one directory never collide; a final name another
 //     process published meanwhile moves on to the next generation), writes each frame at
 //     its offset through an fsx.Install, checks chunks and digest as bytes arrive, then
-//     rebuilds the other components (slice.RebuildPartial) or, entire, writes the
+//     rebuilds the other components (BIG: as the index slice arrives, slice.PartialRebuild;
+//     BTI: once the rows slice is in, slice.RebuildPartial) or, entire, writes the
 //     manifest's components and TOC and runs sstable.Verify on the uncommitted files
 //     (through a scratch directory of symbolic links) before Commit. A rows sstable is
 //     received and rebuilt like a partial one but in a private scratch directory inside
@@ -203,9 +206,10 @@
 // wakes waiters at once. A bucket holds a quarter second of tokens (at least 64 KiB) and
 // may go one request into debt, so over any window the bytes passed are at most rate ×
 // window + burst + one request (tested on a fake clock). Config.MaxSessions bounds concurrent sessions (more are closed with
-// code refused). Receiver memory is the frame buffer (about one frame) plus the index and
-// BTI rows slices of the sstable in progress, bounded by Config.MaxIndexSlice; the sender
-// holds the index slices of its whole plan.
+// code refused). Receiver memory is the frame buffer (about one frame), the bloom filter of
+// the sstable in progress (sized from the Manifest's partition count) and, BTI only, its index
+// and rows slices, bounded by Config.MaxIndexSlice; a BIG child's index slice is rebuilt as it
+// arrives and never held. The sender holds no index slice: each is made while it is sent.
 //
 // # Throughput
 //
