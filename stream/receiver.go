@@ -535,8 +535,11 @@ func partialLayout(info *compress.Info, m *wire.Manifest) (*slice.Layout, error)
 			run.Length > m.DataFileLength || run.FileOffset > m.DataFileLength {
 			return nil, bad("run %d: chunks %d+%d, %d bytes at %d", i, run.FirstChunk, run.ChunkCount, run.Length, run.FileOffset)
 		}
+		if run.ParentOffset > 1<<62 {
+			return nil, bad("run %d at parent offset %d", i, run.ParentOffset)
+		}
 		segs[i] = slice.Segment{FirstChunk: int(run.FirstChunk), LastChunk: int(run.FirstChunk + run.ChunkCount - 1),
-			DstOff: int64(run.FileOffset), SrcEnd: int64(run.Length)}
+			PLo: int64(run.ParentOffset), DstOff: int64(run.FileOffset), SrcEnd: int64(run.Length)}
 		if info != nil && (chunks >= uint64(len(info.Offsets)) || info.Offsets[chunks] != int64(run.FileOffset)) {
 			return nil, bad("run %d at %d does not start at a chunk of CompressionInfo", i, run.FileOffset)
 		}

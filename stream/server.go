@@ -635,7 +635,7 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		var srcs []source
 		for _, s := range l.Segments {
 			m.Runs = append(m.Runs, wire.Run{FirstChunk: uint64(s.FirstChunk), ChunkCount: uint64(s.Chunks()),
-				FileOffset: uint64(s.DstOff), Length: uint64(s.Length())})
+				FileOffset: uint64(s.DstOff), Length: uint64(s.Length()), ParentOffset: uint64(s.PLo)})
 			srcs = append(srcs, source{stream: wire.StreamRuns, f: t.DataFile(), off: s.SrcOff, n: s.Length(), start: s.DstOff})
 		}
 		// The index slice is made by a pass over the parent's index while it is sent, in

@@ -238,7 +238,7 @@ func TestReceiverRejectsHostileManifests(t *testing.T) {
 		}},
 		{"no runs", partial, func(m *wire.Manifest) { m.Runs = nil }},
 		{"empty run", partial, func(m *wire.Manifest) { m.Runs[0].ChunkCount = 0 }},
-		{"uncompressed run of a ragged length", plain, func(m *wire.Manifest) {
+		{"uncompressed runs overlapping in the parent", plain, func(m *wire.Manifest) {
 			r := m.Runs[0]
 			m.Runs = []wire.Run{{FirstChunk: r.FirstChunk, ChunkCount: 1, Length: 100}, {FirstChunk: r.FirstChunk + 5, ChunkCount: 1, FileOffset: 100, Length: r.Length - 100}}
 		}},

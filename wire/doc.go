@@ -86,6 +86,7 @@
 //	                     2   ChunkCount        uint
 //	                     3   FileOffset        uint
 //	                     4   Length            uint
+//	                     5   ParentOffset      uint
 //	      ComponentSpec  1   Name              string
 //	                     2   Length            uint
 //	6     Data           1   SSTableID         string

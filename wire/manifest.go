@@ -1,13 +1,16 @@
 package wire
 
-// Run is one contiguous run of compressed chunks copied from the source Data.db: chunks
-// FirstChunk..FirstChunk+ChunkCount-1 of the source, occupying Length bytes at FileOffset
-// in the child Data.db.
+// Run is one contiguous piece of the source Data.db copied into a child: chunks
+// FirstChunk..FirstChunk+ChunkCount-1 of the source (compressed; for an uncompressed source
+// the CRC.db chunks it touches), occupying Length bytes at FileOffset in the child Data.db;
+// ParentOffset is where those bytes start in the source's uncompressed data (what an
+// uncompressed child needs to map positions; a compressed one derives it from FirstChunk).
 type Run struct {
-	FirstChunk uint64
-	ChunkCount uint64
-	FileOffset uint64
-	Length     uint64
+	FirstChunk   uint64
+	ChunkCount   uint64
+	FileOffset   uint64
+	Length       uint64
+	ParentOffset uint64
 }
 
 // ComponentSpec names a component sent whole (Data.Stream == StreamComponent addresses it
@@ -62,6 +65,7 @@ const (
 	runChunkCount = 2
 	runFileOffset = 3
 	runLength     = 4
+	runParent     = 5
 
 	componentName   = 1
 	componentLength = 2
@@ -96,6 +100,7 @@ var runSchema = schema{
 		runChunkCount: "ChunkCount",
 		runFileOffset: "FileOffset",
 		runLength:     "Length",
+		runParent:     "ParentOffset",
 	},
 }
 
@@ -190,6 +195,7 @@ func (r *Run) encode(w *writer) {
 	w.uint(runChunkCount, r.ChunkCount)
 	w.uint(runFileOffset, r.FileOffset)
 	w.uint(runLength, r.Length)
+	w.uint(runParent, r.ParentOffset)
 }
 
 func (r *Run) decode(d *decoder) {
@@ -203,6 +209,8 @@ func (r *Run) decode(d *decoder) {
 			r.FileOffset = d.u64()
 		case runLength:
 			r.Length = d.u64()
+		case runParent:
+			r.ParentOffset = d.u64()
 		}
 	}
 }

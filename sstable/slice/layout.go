@@ -8,11 +8,12 @@ import (
 )
 
 // Segment is one contiguous piece of a child's Data.db copied verbatim from its parent: whole
-// parent chunks [FirstChunk, LastChunk] (compressed), or whole CRC.db chunks of an uncompressed
-// parent, the last segment's last one possibly cut. Runs less than a chunk apart share a
-// segment: the partitions between them become dead bytes that no index entry addresses.
+// parent chunks [FirstChunk, LastChunk] (compressed; runs less than a chunk apart share a
+// segment, and the partitions between them become dead bytes that no index entry addresses),
+// or exactly one run of an uncompressed parent (FirstChunk..LastChunk then name the CRC.db
+// chunks it touches, for information).
 type Segment struct {
-	FirstChunk, LastChunk int   // parent chunks (CRC grid chunks for an uncompressed parent)
+	FirstChunk, LastChunk int   // parent chunks (the CRC.db chunks touched, uncompressed)
 	SrcOff, SrcEnd        int64 // parent Data.db file bytes copied
 	DstOff                int64 // where they land in the child's Data.db
 	PLo, PHi              int64 // parent uncompressed span the segment holds
@@ -41,9 +42,6 @@ type Layout struct {
 	// of each segment's last chunk but the child's last (its data ends with its last
 	// partition). It is what verify counts as dead bytes.
 	Dead int64
-	// CutLast: the last CRC chunk of an uncompressed child ends before the parent's does, so
-	// its CRC must be computed (after the parent's CRC for it checked out).
-	CutLast bool
 }
 
 // Chunks is the child's chunk count.
@@ -63,20 +61,22 @@ type Geometry struct {
 	CRCChunkLength int64          // uncompressed parents: the CRC.db grid
 }
 
-// NewLayout maps a child's runs (in parent order, non-overlapping) onto whole parent chunks.
-// align > 1 adds a head pad so that the first segment sits at the same offset modulo align as
-// in the parent, which lets FICLONERANGE share its blocks (compressed parents only: a segment
-// of an uncompressed parent starts on the CRC grid, already aligned for any block size that
-// divides it).
+// NewLayout maps a child's runs (in parent order, non-overlapping) onto the parent's Data.db.
+//
+// Compressed parents: whole chunks, runs whose chunks touch or share one merged into one
+// segment, consecutive chunk ordinals in the child. align > 1 adds a head pad so that the
+// first segment sits at the same offset modulo align as in the parent, which lets FICLONERANGE
+// share its blocks.
+//
+// Uncompressed parents have no chunk structure to keep: every run is copied exactly, back to
+// back, so the child has no dead bytes (but a head pad when align > 1) and its CRC.db is
+// computed over the proven bytes.
 func NewLayout(g Geometry, runs []RunPlan, align int64) Layout {
-	l := Layout{Compressed: g.Info != nil}
-	if l.Compressed {
-		l.ChunkLength = int64(g.Info.ChunkLength)
-	} else {
-		l.ChunkLength = g.CRCChunkLength
+	if g.Info == nil {
+		return uncompressedLayout(g, runs, align)
 	}
+	l := Layout{Compressed: true, ChunkLength: int64(g.Info.ChunkLength)}
 	L := l.ChunkLength
-	var dst int64
 	chunkBase := 0
 	var live int64
 	for _, r := range runs {
@@ -95,41 +95,51 @@ func NewLayout(g Geometry, runs []RunPlan, align int64) Layout {
 		l.Segments = append(l.Segments, Segment{FirstChunk: i, LastChunk: j, Runs: 1, Shift: int64(i-chunkBase) * L})
 		chunkBase += j - i + 1
 	}
+	var dst int64
 	for k := range l.Segments {
 		s := &l.Segments[k]
 		s.PLo = int64(s.FirstChunk) * L
 		s.PHi = min(int64(s.LastChunk+1)*L, g.DataLength)
-		if l.Compressed {
-			s.SrcOff = g.Info.Offsets[s.FirstChunk]
-			// The end of the last chunk comes from the next offset: the file length only when it
-			// is the parent's last entry (a trailing empty chunk must not be taken in).
-			if s.LastChunk+1 < len(g.Info.Offsets) {
-				s.SrcEnd = g.Info.Offsets[s.LastChunk+1]
-			} else {
-				s.SrcEnd = g.FileLength
-			}
+		s.SrcOff = g.Info.Offsets[s.FirstChunk]
+		// The end of the last chunk comes from the next offset: the file length only when it
+		// is the parent's last entry (a trailing empty chunk must not be taken in).
+		if s.LastChunk+1 < len(g.Info.Offsets) {
+			s.SrcEnd = g.Info.Offsets[s.LastChunk+1]
 		} else {
-			s.SrcOff, s.SrcEnd = s.PLo, s.PHi
+			s.SrcEnd = g.FileLength
 		}
-		if k == 0 && l.Compressed && align > 1 {
+		if k == 0 && align > 1 {
 			l.Pad = s.SrcOff % align
-		}
-		if k == 0 {
 			dst = l.Pad
 		}
 		s.DstOff = dst
 		dst += s.Length()
 	}
 	last := &l.Segments[len(l.Segments)-1]
-	hi := runs[len(runs)-1].Hi
-	if !l.Compressed && hi < last.PHi {
-		// An uncompressed child ends at its last partition: its last CRC chunk is cut.
-		last.SrcEnd, last.PHi, l.CutLast = hi, hi, true
-	}
 	l.FileLength = last.DstOff + last.Length()
-	// The child's data ends with its last partition (an uncompressed child's file does too).
-	l.DataLength = hi - last.Shift
+	// The child's data ends with its last partition.
+	l.DataLength = runs[len(runs)-1].Hi - last.Shift
 	l.Dead = l.DataLength - live
+	return l
+}
+
+// uncompressedLayout copies each run exactly; a head pad keeps the first block-congruent.
+func uncompressedLayout(g Geometry, runs []RunPlan, align int64) Layout {
+	l := Layout{ChunkLength: g.CRCChunkLength}
+	if align > 1 {
+		l.Pad = runs[0].Lo % align
+	}
+	dst := l.Pad
+	for _, r := range runs {
+		s := Segment{PLo: r.Lo, PHi: r.Hi, SrcOff: r.Lo, SrcEnd: r.Hi, DstOff: dst, Shift: r.Lo - dst, Runs: 1}
+		if C := g.CRCChunkLength; C > 0 {
+			s.FirstChunk, s.LastChunk = int(r.Lo/C), int((r.Hi-1)/C)
+		}
+		l.Segments = append(l.Segments, s)
+		dst += r.Hi - r.Lo
+	}
+	// The pad is data too (Cassandra reads an uncompressed Data.db as it is): dead bytes.
+	l.FileLength, l.DataLength, l.Dead = dst, dst, l.Pad
 	return l
 }
 

@@ -501,23 +501,29 @@ func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layo
 	return crc, nil
 }
 
-// copyUncompressed moves the CRC-grid-aligned segments of an uncompressed parent and proves
-// their bytes against the parent's CRC.db (provenUncompressed: a damaged slice fails the
-// child, never laundered into a fresh checksum) while checksumming them for the child's
-// CRC.db and digest, as Cassandra's ChecksummedSequentialWriter would. Every segment starts
-// on the parent's CRC grid and all but the last are whole chunks, so the child's CRCs are the
-// parent's but for a cut last chunk. A parent without CRC.db was proven whole against its
-// Digest.crc32 (checkProvable).
+// copyUncompressed copies the runs of an uncompressed parent back to back (behind a head pad
+// in reflink mode) and proves their bytes against the parent's CRC.db (provenUncompressed: a
+// damaged slice fails the child, never laundered into a fresh checksum) while checksumming
+// them for the child's CRC.db and digest, as Cassandra's ChecksummedSequentialWriter would. A
+// parent without CRC.db was proven whole against its Digest.crc32 (checkProvable).
 func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
-	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, 1)
+	align := int64(1)
+	if sp.mode == ModeReflink || sp.mode == ModeAuto {
+		align = sp.align
+	}
+	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, align)
 	l := &oc.layout
 	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy && sp.mode != ModeRechunk)
 	if err != nil {
 		return err
 	}
 	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
-	for _, s := range l.Segments {
-		if err := provenUncompressed(sp.parent, s.SrcOff, s.SrcEnd, cw); err != nil {
+	for k, s := range l.Segments {
+		lo := s.SrcOff
+		if k == 0 {
+			lo -= l.Pad
+		}
+		if err := provenUncompressed(sp.parent, lo, s.SrcEnd, cw); err != nil {
 			return err
 		}
 	}
@@ -540,6 +546,9 @@ func LayoutDigest(parent *sstable.Table, l *Layout) (uint32, error) {
 		return 0, fmt.Errorf("%w: %s has no CRC.db", ErrUnverifiable, parent.Desc)
 	}
 	var crc uint32
+	if l.Pad > 0 {
+		return 0, fmt.Errorf("slice: LayoutDigest of a padded layout")
+	}
 	for k, s := range l.Segments {
 		d, err := compress.RangeDigest(parent.DataFile(), parent.CRC, parent.DataFileLength, s.SrcOff, s.SrcEnd)
 		if err != nil {

@@ -423,39 +423,36 @@ func SpecFromStatistics(v version.Version, statistics, rows []byte) (*Spec, erro
 }
 
 // ReceivedLayout rebuilds a child's Layout from what a sender announced: its segments in order
-// (FirstChunk, LastChunk, DstOff and a length in SrcEnd-SrcOff), the chunk length (compression
-// or CRC grid) and the child's uncompressed length. Everything comes from a peer, so every
-// relation NewLayout guarantees is checked.
+// (compressed: FirstChunk, LastChunk; uncompressed: the parent offset PLo; both: DstOff and a
+// length in SrcEnd-SrcOff), the chunk length (compression or CRC grid) and the child's
+// uncompressed length. Everything comes from a peer, so every relation NewLayout guarantees is
+// checked.
 func ReceivedLayout(compressed bool, chunkLength, dataLength int64, segs []Segment) (*Layout, error) {
 	if len(segs) == 0 || chunkLength <= 0 {
 		return nil, fmt.Errorf("a child needs at least one segment and a chunk length (got %d, %d)", len(segs), chunkLength)
 	}
 	l := &Layout{Compressed: compressed, ChunkLength: chunkLength, DataLength: dataLength}
-	base, dst := 0, segs[0].DstOff
+	base, dst := 0, int64(0)
 	for i, s := range segs {
-		if s.FirstChunk < 0 || s.LastChunk < s.FirstChunk || s.LastChunk > 1<<40 || s.Length() <= 0 {
-			return nil, fmt.Errorf("segment %d: chunks %d..%d of %d bytes", i, s.FirstChunk, s.LastChunk, s.Length())
+		if s.Length() <= 0 || s.DstOff != dst {
+			return nil, fmt.Errorf("segment %d: %d bytes at offset %d, want a non-empty segment at %d", i, s.Length(), s.DstOff, dst)
 		}
-		if i > 0 && s.FirstChunk <= segs[i-1].LastChunk+1 {
-			return nil, fmt.Errorf("segment %d: chunk %d does not follow the previous segment's %d with a gap", i, s.FirstChunk, segs[i-1].LastChunk)
-		}
-		if s.DstOff != dst || (i == 0 && s.DstOff != 0) {
-			return nil, fmt.Errorf("segment %d at offset %d, want %d", i, s.DstOff, dst)
-		}
-		s.PLo = int64(s.FirstChunk) * chunkLength
-		s.Shift = int64(s.FirstChunk-base) * chunkLength
 		if compressed {
-			s.PHi = int64(s.LastChunk+1) * chunkLength
+			if s.FirstChunk < 0 || s.LastChunk < s.FirstChunk || s.LastChunk > 1<<40 {
+				return nil, fmt.Errorf("segment %d: chunks %d..%d", i, s.FirstChunk, s.LastChunk)
+			}
+			if i > 0 && s.FirstChunk <= segs[i-1].LastChunk+1 {
+				return nil, fmt.Errorf("segment %d: chunk %d does not follow the previous segment's %d with a gap", i, s.FirstChunk, segs[i-1].LastChunk)
+			}
+			s.PLo, s.PHi = int64(s.FirstChunk)*chunkLength, int64(s.LastChunk+1)*chunkLength
+			s.Shift = int64(s.FirstChunk-base) * chunkLength
+			base += s.Chunks()
 		} else {
-			if i < len(segs)-1 && s.Length() != int64(s.Chunks())*chunkLength {
-				return nil, fmt.Errorf("segment %d: %d bytes, not %d whole chunks", i, s.Length(), s.Chunks())
+			if s.PLo < 0 || s.PLo > 1<<62 || (i > 0 && s.PLo < l.Segments[i-1].PHi) {
+				return nil, fmt.Errorf("segment %d at parent offset %d: negative or before the previous segment's end", i, s.PLo)
 			}
-			if s.Length() > int64(s.Chunks())*chunkLength || s.Length() <= int64(s.Chunks()-1)*chunkLength {
-				return nil, fmt.Errorf("segment %d: %d bytes do not fit %d chunks", i, s.Length(), s.Chunks())
-			}
-			s.PHi = s.PLo + s.Length()
+			s.PHi, s.Shift = s.PLo+s.Length(), s.PLo-s.DstOff
 		}
-		base += s.Chunks()
 		dst += s.Length()
 		l.Segments = append(l.Segments, s)
 	}

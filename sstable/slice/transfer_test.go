@@ -108,7 +108,7 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 	shipped := make([]Segment, len(pt.Layout.Segments))
 	var readers []io.Reader
 	for i, s := range pt.Layout.Segments {
-		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, DstOff: s.DstOff, SrcEnd: s.Length()}
+		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
 		readers = append(readers, io.NewSectionReader(parent.DataFile(), s.SrcOff, s.Length()))
 	}
 	lay, err := ReceivedLayout(pt.Info != nil, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
