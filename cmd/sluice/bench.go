@@ -150,7 +150,7 @@ configurations (rewrite, copy, reflink, reflink-nodigest, rechunk) beside rewrit
 }
 
 func newBenchStreamCmd() *cobra.Command {
-	var size, dir, transport, congestion, profiles string
+	var size, dir, transport, congestion, profiles, partSize string
 	var runs int
 	var timeout time.Duration
 	var asJSON bool
@@ -188,11 +188,17 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if transport != "quic" && transport != "tcp" && transport != "tls" {
 				return usagef("bench stream: --transport %q: want quic, tls or tcp", transport)
 			}
+			var ps int64
+			if partSize != "" {
+				if ps, err = parseSize(partSize); err != nil || ps <= 0 || ps > 1<<30 {
+					return usagef("bench stream: --partition-size %q: want a size up to 1GiB", partSize)
+				}
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, Transport: transport, TCPCongestion: congestion, Exe: exe,
+			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), Transport: transport, TCPCongestion: congestion, Exe: exe,
 				Runs: runs, Timeout: timeout, CPUProfileDir: profiles,
 				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
 			if err != nil {
@@ -209,14 +215,14 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
 			fmt.Fprintf(w, "partial ranges: %s\n", rep.PartialRanges)
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS")
+			fmt.Fprintln(tw, "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS\tsender peak RSS")
 			for _, r := range rep.Rows {
 				if !r.OK() {
-					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", r.Config, r.Status)
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", r.Config, r.Status)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\n", r.Config, r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
-					r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\t%s\n", r.Config, r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
+					r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS), human(r.SenderPeakRSS))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -252,6 +258,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
+	f.StringVar(&partSize, "partition-size", "", "partition size of the generated parent (default 64KiB; e.g. 512 for many partitions)")
 	f.StringVar(&transport, "transport", "quic", "data plane: quic; tcp to add (e) raw TCP and (f) partial over the TCP data plane; tls to add (g) raw Go TLS and (h) partial over the TLS data plane")
 	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of (f)/(h)'s data connection, e.g. bbr (default: the kernel's)")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")

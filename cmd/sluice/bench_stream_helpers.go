@@ -58,8 +58,9 @@ func newBenchMeasureCmd() *cobra.Command {
 			}
 			var ru syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			rss, _ := bench.PeakRSS(os.Getpid())
 			b, err := json.Marshal(bench.MeasureReport{HeapBytes: after.TotalAlloc - before.TotalAlloc, Mallocs: after.Mallocs - before.Mallocs,
-				CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), Wall: wall.Seconds(), ExitCode: code})
+				CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), Wall: wall.Seconds(), ExitCode: code, PeakRSS: rss})
 			if err != nil {
 				return err
 			}

@@ -41,9 +41,12 @@ import (
 // `bench quic-raw-serve`, `bench quic-raw-fetch`, `bench tcp-raw-serve` and `bench
 // tcp-raw-fetch` (both with --tls-dir for the raw TLS transfer).
 type StreamOptions struct {
-	Dir       string // where the parent lives (reused, as bench split does) and the run's temporary directory
-	Size      int64  // parent's uncompressed size
-	Transport string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
+	Dir  string // where the parent lives (reused, as bench split does) and the run's temporary directory
+	Size int64  // parent's uncompressed size
+	// PartitionSize is the parent's partition size (default 64 KiB); small ones make a
+	// many-partition parent, for memory against partition count.
+	PartitionSize int
+	Transport     string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
 	// TCPCongestion, for tcp and tls, is the node's tcp_congestion and fetch's
 	// --tcp-congestion ("" = the kernel's default); the raw rows use the kernel's default.
 	TCPCongestion string
@@ -73,6 +76,8 @@ type StreamRow struct {
 	ReceiverCPUPerGiB  float64 `json:"receiver_cpu_seconds_per_gib"`
 	ReceiverHeapPerGiB float64 `json:"receiver_heap_bytes_per_gib"`
 	ReceiverPeakRSS    int64   `json:"receiver_peak_rss_bytes"`
+	// SenderPeakRSS is the sending process's VmHWM after the transfer (the node, for fetches).
+	SenderPeakRSS int64 `json:"sender_peak_rss_bytes"`
 }
 
 // OK reports whether the configuration ran.
@@ -147,7 +152,7 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, Logf: o.Logf})
+	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, PartitionSize: o.PartitionSize, Logf: o.Logf})
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +278,7 @@ type streamSample struct {
 	receiverCPU time.Duration
 	heap        uint64
 	peakRSS     int64
+	senderRSS   int64
 	fetched     fetchOutput // what `stream fetch --json` printed (fetch configurations)
 }
 
@@ -298,6 +304,7 @@ func streamMedians(name string, ss []streamSample) StreamRow {
 	row.ReceiverCPUPerGiB = med(func(s streamSample) float64 { return s.receiverCPU.Seconds() }) / g
 	row.ReceiverHeapPerGiB = med(func(s streamSample) float64 { return float64(s.heap) }) / g
 	row.ReceiverPeakRSS = int64(med(func(s streamSample) float64 { return float64(s.peakRSS) }))
+	row.SenderPeakRSS = int64(med(func(s streamSample) float64 { return float64(s.senderRSS) }))
 	return row
 }
 
@@ -587,6 +594,7 @@ func (w *streamWorld) receive(ctx context.Context, srv *server, name string, arg
 		return s, nil, fmt.Errorf("sender: %w (its output: %s)", err, srv.output.String())
 	}
 	s.senderCPU = cpu1 - cpu0
+	s.senderRSS, _ = procPeakRSS(srv.cmd.Process.Pid)
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			s.receiverCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -605,6 +613,9 @@ func (w *streamWorld) receive(ctx context.Context, srv *server, name string, arg
 		return s, stdout.Bytes(), fmt.Errorf("receiver's measure report: %w", err)
 	}
 	s.heap = m.HeapBytes
+	if m.PeakRSS > 0 {
+		s.peakRSS = m.PeakRSS
+	}
 	return s, stdout.Bytes(), nil
 }
 
@@ -616,6 +627,9 @@ type MeasureReport struct {
 	CPU       float64 `json:"cpu_seconds"` // the process's, start-up included
 	Wall      float64 `json:"wall_seconds"`
 	ExitCode  int     `json:"exit_code"`
+	// PeakRSS is the process's VmHWM, which exec resets: the child's own, unlike the rusage
+	// maxrss a parent sees, which keeps the forking process's high-water mark.
+	PeakRSS int64 `json:"peak_rss_bytes"`
 }
 
 // server is a long-running child process: the raw sender or a node.
@@ -782,6 +796,24 @@ func parseProcStatCPU(b []byte) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// PeakRSS is process pid's peak resident set (VmHWM) in bytes.
+func PeakRSS(pid int) (int64, error) { return procPeakRSS(pid) }
+
+// procPeakRSS is process pid's peak resident set (VmHWM) in bytes.
+func procPeakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kib << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // RawQUICConfig is the quic-go configuration of the raw transfer: stream's own flow-control
