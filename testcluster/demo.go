@@ -168,7 +168,9 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 	say("   (entire: an sstable all of whose partitions were wanted, sent as it is; partial: a cut of an")
 	say("   sstable made of whole compressed chunks, rebuilt index on arrival; rows: partitions re-serialised)")
-	limit := co.Nodes * co.SSTables
+	// Every node that took part may have sent a node its S sstables.
+	nodes := len(c.Names())
+	limit := nodes * co.SSTables
 	var line []string
 	for _, name := range rest {
 		cnt := counts[name]
@@ -177,10 +179,10 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		}
 		line = append(line, fmt.Sprintf("%s %d->%d", name, cnt.Before, cnt.After))
 		if cnt.After > limit {
-			failed = append(failed, fmt.Sprintf("%s ends with %d sstables, more than nodes x sstables = %d", name, cnt.After, limit))
+			failed = append(failed, fmt.Sprintf("%s ends with %d sstables, more than nodes x sstables = %d x %d", name, cnt.After, nodes, co.SSTables))
 		}
 	}
-	say("sstables per node, start -> end: %s (an operator expects at most %d x %d = %d)", strings.Join(line, ", "), co.Nodes, co.SSTables, limit)
+	say("sstables per node, start -> end: %s (an operator expects at most nodes x sstables = %d x %d = %d)", strings.Join(line, ", "), nodes, co.SSTables, limit)
 	say("partitions checked: %d on %d members (%d sstables); lost %d, misplaced %d, diverged %d, duplicated %d, temp files %d, bad sstables %d",
 		rep.PartitionsChecked, len(rep.Members), rep.SSTables, rep.Lost, rep.Misplaced, rep.Diverged, rep.Duplicated, rep.TempFiles, rep.BadSSTables)
 	say("total %v", time.Since(t0).Round(time.Millisecond))

@@ -291,13 +291,15 @@ func (d *drill) measure(ctx context.Context, rep *CheckReport) error {
 	for name, n := range d.before.SSTables {
 		d.res.SSTablesPerNode[name] = SSTableCounts{Before: n}
 	}
-	limit := c.opts.Nodes * c.opts.SSTables
+	// Every node that took part (joined, left or replaced) may have sent a node its S.
+	nodes := len(c.Names())
+	limit := nodes * c.opts.SSTables
 	for name, n := range after.SSTables {
 		sc := d.res.SSTablesPerNode[name]
 		sc.After = n
 		d.res.SSTablesPerNode[name] = sc
 		if n > limit {
-			d.bound("%s ends with %d sstables, more than nodes x S = %d x %d", name, n, c.opts.Nodes, c.opts.SSTables)
+			d.bound("%s ends with %d sstables, more than nodes x S = %d x %d", name, n, nodes, c.opts.SSTables)
 		}
 	}
 	// The bytes of an up-to-date copy of each partition before the operation: all its
