@@ -263,7 +263,8 @@ func TestTCPRogueConnectionGetsNothing(t *testing.T) {
 
 func TestDataAddr(t *testing.T) {
 	for _, tc := range []struct{ offered, peer, want string }{
-		{"10.0.0.7:7400", "10.0.0.1:7400", "10.0.0.7:7400"},
+		{"10.0.0.1:7400", "10.0.0.1:9", "10.0.0.1:7400"},
+		{"[::ffff:10.0.0.1]:7400", "10.0.0.1:9", "[::ffff:10.0.0.1]:7400"},
 		{"0.0.0.0:7400", "10.0.0.1:9", "10.0.0.1:7400"},
 		{"[::]:7400", "[fe80::1]:9", "[fe80::1]:7400"},
 		{":7400", "node1:9", "node1:7400"},
@@ -274,6 +275,13 @@ func TestDataAddr(t *testing.T) {
 	}
 	if _, err := dataAddr("no port", "10.0.0.1:9"); !errors.Is(err, ErrProtocol) {
 		t.Errorf("an address without a port: %v", err)
+	}
+	// A sender may not point the receiver at another host: it would make the receiver dial
+	// (and write a token to) any address it can reach.
+	for _, offered := range []string{"10.0.0.7:7400", "127.0.0.1:22", "node2:7400"} {
+		if got, err := dataAddr(offered, "10.0.0.1:9"); !errors.Is(err, ErrProtocol) {
+			t.Errorf("dataAddr(%q) off the peer's host = %q, %v; want ErrProtocol", offered, got, err)
+		}
 	}
 }
 

@@ -1,0 +1,95 @@
+package stream
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/wire"
+)
+
+// Authorizer decides whether a verified peer may stream keyspace.table from this server; a
+// non-nil error refuses the session with CodeUnauthorized and says why.
+type Authorizer func(peer tlsx.PeerIdentity, keyspace, table string) error
+
+// ProtocolHandler serves a connection that negotiated another ALPN protocol than wire.ALPN
+// (the node's peer operations). It owns conn and returns when done with it. Only peers with a
+// node certificate reach it.
+type ProtocolHandler func(ctx context.Context, conn *quic.Conn, peer tlsx.PeerIdentity)
+
+// Bounds on what one receiver may hold of a server.
+const (
+	// maxRequestFrame bounds a control frame until the StreamRequest has arrived: a Hello
+	// and a request with MaxRanges ranges and a long resume list fit.
+	maxRequestFrame = 8 << 20
+	// maxSessionFrame bounds every later control frame a receiver sends (Received,
+	// Installed, Failure, Complete), all small, so a session pins little memory.
+	maxSessionFrame = 256 << 10
+	// sessionQueue is how many decoded control messages wait for the sending goroutine.
+	sessionQueue = 16
+)
+
+// perPeerDefault is the default of Config.MaxSessionsPerPeer: a quarter of the node-wide cap,
+// at least one, so that one certificate holder leaves room for others.
+func perPeerDefault(total int) int { return max(1, total/4) }
+
+// identify reads the verified peer certificate of conn.
+func identify(conn *quic.Conn) (tlsx.PeerIdentity, *x509.Certificate, error) {
+	st := conn.ConnectionState().TLS
+	id, err := tlsx.IdentifyPeer(st.VerifiedChains)
+	if err != nil {
+		return tlsx.PeerIdentity{}, nil, err
+	}
+	return id, st.VerifiedChains[0][0], nil
+}
+
+// admit takes a session slot for peer: one of MaxSessions node-wide and one of
+// MaxSessionsPerPeer for the certificate name. The returned function gives both back.
+func (s *Server) admit(peer string) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perPeer[peer] >= s.cfg.MaxSessionsPerPeer {
+		return nil, fmt.Errorf("%w: %s already holds %d sessions (the per-peer limit)", ErrBusy, peer, s.perPeer[peer])
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return nil, fmt.Errorf("%w: %d sessions running", ErrBusy, s.cfg.MaxSessions)
+	}
+	s.perPeer[peer]++
+	return func() {
+		<-s.sem
+		s.mu.Lock()
+		if s.perPeer[peer]--; s.perPeer[peer] == 0 {
+			delete(s.perPeer, peer)
+		}
+		s.mu.Unlock()
+	}, nil
+}
+
+// protocols are the ALPN names the server negotiates: the stream protocol first.
+func (s *Server) protocols() []string {
+	out := []string{wire.ALPN}
+	for p := range s.cfg.Protocols {
+		out = append(out, p)
+	}
+	return out
+}
+
+// checkPeer refuses a session whose Hello names another node than the certificate, or that
+// the Authorizer refuses.
+func (ss *sendSession) checkPeer(req *wire.StreamRequest) error {
+	if hello := ss.sm.PeerNode(); hello != ss.id.Name {
+		return &wire.Failure{Code: wire.CodeUnauthorized,
+			Reason: fmt.Sprintf("Hello names node %q but the certificate is %q", hello, ss.id.Name)}
+	}
+	if a := ss.srv.cfg.Authorize; a != nil {
+		if err := a(ss.id, req.Keyspace, req.Table); err != nil {
+			return &wire.Failure{Code: wire.CodeUnauthorized, Reason: err.Error()}
+		}
+	}
+	return nil
+}
