@@ -137,8 +137,8 @@ const (
 	DefaultDC               = "dc1"
 	DefaultRack             = "rack1"
 	DefaultClusterLabel     = "sluice"
-	// maxNumTokens is the most tokens gossip carries for one node.
-	maxNumTokens = 65536
+	// maxNumTokens is the most tokens a member may hold: peers refuse larger sets.
+	maxNumTokens = gossip.MaxTokensPerNode
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)

@@ -196,6 +196,9 @@ func (d *eventDelegate) record(n *memberlist.Node, l Liveness, kind EventKind) {
 		}
 	}
 	e.addr, e.meta, e.liveness = n.Address(), meta, l
+	if l == StateAlive {
+		g.proveLocked(n.Name, meta)
+	}
 	if kind != Update {
 		e.leaving = false // a new life, or the intent has been used
 	}
