@@ -27,7 +27,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SLUICE_BE_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// Nodes keep their admin token files under the user's configuration directory; the
+	// tests' nodes (and child processes) keep theirs in a directory of their own.
+	dir, err := os.MkdirTemp("", "sluice-test-config")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // freePort returns a loopback port that was free a moment ago (for a child process's flags).

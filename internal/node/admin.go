@@ -1,14 +1,12 @@
 package node
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -36,7 +34,7 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 }
 
-// handler routes the admin API:
+// handler routes the admin API, behind guard (adminauth.go):
 //
 //	GET  /metrics         Prometheus text exposition of the node's registry
 //	GET  /v1/status       Status
@@ -46,90 +44,89 @@ type ErrorResponse struct {
 //	GET  /v1/load         LoadResponse: this node's live sstable bytes
 //	GET  /v1/ring         RingView (?load=false skips asking every member for its load)
 //	GET  /v1/ops          OpsResponse
-//	POST /v1/ops/bootstrap     (no body) → OpStatus: retry the bootstrap of a JOINING node
-//	POST /v1/ops/decommission  (no body) → OpStatus
+//	POST /v1/ops/bootstrap     {} → OpStatus: retry the bootstrap of a JOINING node
+//	POST /v1/ops/decommission  {} → OpStatus
 //	POST /v1/ops/move          MoveRequest → OpStatus
 //	POST /v1/ops/cleanup       CleanupRequest (may be {}) → OpStatus
 //	POST /v1/ops/import        ImportRequest → OpStatus
 //	POST /v1/ops/repair        RepairRequest → OpStatus
-//	POST /v1/ops/fetch         FetchOpRequest → FetchOpResponse, synchronously
-//	GET|POST /v1/repair/tree   TreeRequest → TreeResponse: this node's Merkle trees, synchronously
 //
 // The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;
 // poll GET /v1/ops for its progress and outcome. Operations run one at a time (409 otherwise);
 // those that need the ring answer 409 on a node without membership or in the wrong state.
+// What nodes ask of each other (load, tables, fetches, repair trees) is not here: it rides
+// the peer protocol (peerapi.go) with mutual TLS.
 //
 // Unknown paths answer 404 and other methods 405, both with an ErrorResponse.
-func (n *Node) handler() http.Handler {
-	metrics := promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{})
-	routes := map[string]map[string]http.HandlerFunc{
-		"/metrics":       {http.MethodGet: metrics.ServeHTTP},
-		"/v1/status":     {http.MethodGet: n.getStatus},
-		"/v1/streams":    {http.MethodGet: n.getStreams},
-		"/v1/throughput": {http.MethodGet: n.getThroughput, http.MethodPost: n.postThroughput},
-		"/v1/load":       {http.MethodGet: n.getLoad},
-		"/v1/ring":       {http.MethodGet: n.getRing},
-		"/v1/ops":        {http.MethodGet: n.getOps},
-		"/v1/ops/bootstrap": {http.MethodPost: n.postOp(func(*http.Request) (OpStatus, error) {
-			return n.StartBootstrap()
-		})},
-		"/v1/ops/decommission": {http.MethodPost: n.postOp(func(*http.Request) (OpStatus, error) {
-			return n.StartDecommission()
-		})},
-		"/v1/ops/move": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
-			var req MoveRequest
-			if err := decodeStrict(r.Body, &req); err != nil {
-				return OpStatus{}, badRequest{err}
-			}
-			t, err := strconv.ParseInt(req.Token, 10, 64)
-			if err != nil || t == math.MinInt64 {
-				return OpStatus{}, badRequest{fmt.Errorf("token %q: want a Murmur3 token (a signed 64-bit integer above the minimum)", req.Token)}
-			}
-			return n.StartMove(t)
-		})},
-		"/v1/ops/cleanup": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
-			var req CleanupRequest
-			if err := decodeStrict(r.Body, &req); err != nil {
-				return OpStatus{}, badRequest{err}
-			}
-			return n.StartCleanup(req)
-		})},
-		"/v1/ops/import": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
-			var req ImportRequest
-			if err := decodeStrict(r.Body, &req); err != nil {
-				return OpStatus{}, badRequest{err}
-			}
-			return n.StartImport(req)
-		})},
-		"/v1/ops/repair": {http.MethodPost: n.postOp(func(r *http.Request) (OpStatus, error) {
-			var req RepairRequest
-			if err := decodeStrict(r.Body, &req); err != nil {
-				return OpStatus{}, badRequest{err}
-			}
-			return n.StartRepair(req)
-		})},
-		"/v1/ops/fetch":   {http.MethodPost: n.postFetch},
-		"/v1/repair/tree": {http.MethodGet: n.postTree, http.MethodPost: n.postTree},
+func (n *Node) handler() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/status", n.getStatus)
+	mux.HandleFunc("GET /v1/streams", n.getStreams)
+	mux.HandleFunc("GET /v1/throughput", n.getThroughput)
+	mux.HandleFunc("POST /v1/throughput", n.postThroughput)
+	mux.HandleFunc("GET /v1/load", n.getLoad)
+	mux.HandleFunc("GET /v1/ring", n.getRing)
+	mux.HandleFunc("GET /v1/ops", n.getOps)
+	mux.HandleFunc("POST /v1/ops/bootstrap", n.postOp(func(*http.Request) (OpStatus, error) {
+		return n.StartBootstrap()
+	}))
+	mux.HandleFunc("POST /v1/ops/decommission", n.postOp(func(*http.Request) (OpStatus, error) {
+		return n.StartDecommission()
+	}))
+	mux.HandleFunc("POST /v1/ops/move", n.postOp(func(r *http.Request) (OpStatus, error) {
+		var req MoveRequest
+		if err := decodeStrict(r.Body, &req); err != nil {
+			return OpStatus{}, badRequest{err}
+		}
+		t, err := strconv.ParseInt(req.Token, 10, 64)
+		if err != nil || t == math.MinInt64 {
+			return OpStatus{}, badRequest{fmt.Errorf("token %q: want a Murmur3 token (a signed 64-bit integer above the minimum)", req.Token)}
+		}
+		return n.StartMove(t)
+	}))
+	mux.HandleFunc("POST /v1/ops/cleanup", n.postOp(func(r *http.Request) (OpStatus, error) {
+		var req CleanupRequest
+		if err := decodeStrict(r.Body, &req); err != nil {
+			return OpStatus{}, badRequest{err}
+		}
+		return n.StartCleanup(req)
+	}))
+	mux.HandleFunc("POST /v1/ops/import", n.postOp(func(r *http.Request) (OpStatus, error) {
+		var req ImportRequest
+		if err := decodeStrict(r.Body, &req); err != nil {
+			return OpStatus{}, badRequest{err}
+		}
+		return n.StartImport(req)
+	}))
+	mux.HandleFunc("POST /v1/ops/repair", n.postOp(func(r *http.Request) (OpStatus, error) {
+		var req RepairRequest
+		if err := decodeStrict(r.Body, &req); err != nil {
+			return OpStatus{}, badRequest{err}
+		}
+		return n.StartRepair(req)
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })
+	return mux
+}
+
+// noRoute answers what no pattern took: 405 with Allow when the path exists under other
+// methods, else 404, both as JSON (the mux's own answers are plain text).
+func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		methods, ok := routes[r.URL.Path]
-		if !ok {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %s", r.URL.Path))
-			return
-		}
-		h, ok := methods[r.Method]
-		if !ok {
-			allowed := make([]string, 0, len(methods))
-			for m := range methods {
-				allowed = append(allowed, m)
-			}
-			sort.Strings(allowed)
-			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: want %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
-			return
-		}
-		h(w, r)
-	})
+	if len(allowed) == 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %s", r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: want %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
 }
 
 func (n *Node) getStatus(w http.ResponseWriter, r *http.Request) {
@@ -241,26 +238,6 @@ func (n *Node) getRing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
-}
-
-// postFetch runs a fetch for another node's operation; it answers when the fetch is done. The
-// fetch stops when the caller goes away or the node stops.
-func (n *Node) postFetch(w http.ResponseWriter, r *http.Request) {
-	var req FetchOpRequest
-	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad fetch request: "+err.Error())
-		return
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(n.runCtx, cancel)
-	defer stop()
-	res, err := n.Fetch(ctx, req)
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }
 
 // decodeStrict decodes exactly one JSON value with no unknown fields and nothing after it.

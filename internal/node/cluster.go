@@ -116,6 +116,11 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	}
 	gcfg := gossip.Config{Name: n.cfg.Name, BindAddr: n.cfg.GossipAddr, Seeds: n.cfg.Seeds, ClusterKey: key,
 		Label: n.cfg.ClusterLabel, Meta: meta, Log: n.log}
+	if n.peerClient != nil {
+		// The gossip key only lets a node talk; its state and tokens count once it proved
+		// its name with the cluster CA at its stream address.
+		gcfg.Verify = n.verifyMember
+	}
 	if n.tuneGossip != nil {
 		gcfg = n.tuneGossip(gcfg)
 	}
@@ -371,17 +376,20 @@ func (p *peerRegistry) cancel(peer string) int {
 
 // RingMember is one member in the ring view (GET /v1/ring, GET /v1/status).
 type RingMember struct {
-	Name       string  `json:"name"`
-	State      string  `json:"state"` // JOINING, NORMAL, LEAVING, MOVING, LEFT, or "" before it announced one
-	Up         bool    `json:"up"`
-	Liveness   string  `json:"liveness"`   // alive, dead or left (gossip's view)
-	LoadBytes  int64   `json:"load_bytes"` // live sstable bytes; -1 when unknown
-	Ownership  float64 `json:"ownership"`  // fraction of the ring replicated, for OwnershipKeyspace
-	Tokens     int     `json:"tokens"`
-	DC         string  `json:"dc"`
-	Rack       string  `json:"rack"`
-	StreamAddr string  `json:"stream_addr"`
-	AdminAddr  string  `json:"admin_addr"`
+	Name      string  `json:"name"`
+	State     string  `json:"state"` // JOINING, NORMAL, LEAVING, MOVING, LEFT, or "" before it announced one
+	Up        bool    `json:"up"`
+	Liveness  string  `json:"liveness"`   // alive, dead or left (gossip's view)
+	LoadBytes int64   `json:"load_bytes"` // live sstable bytes; -1 when unknown
+	Ownership float64 `json:"ownership"`  // fraction of the ring replicated, for OwnershipKeyspace
+	Tokens    int     `json:"tokens"`
+	// Identity is proven, pending or refused: only proven members are in the ring.
+	Identity      string `json:"identity"`
+	IdentityError string `json:"identity_error,omitempty"`
+	DC            string `json:"dc"`
+	Rack          string `json:"rack"`
+	StreamAddr    string `json:"stream_addr"`
+	AdminAddr     string `json:"admin_addr"`
 }
 
 // RingToken is one token of the ring view.
@@ -433,8 +441,9 @@ func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 		up := m.Liveness == gossip.StateAlive
 		v.Members = append(v.Members, RingMember{Name: m.Name, State: stateName(m.Meta.State), Up: up,
 			Liveness: m.Liveness.String(), LoadBytes: loads[i], Ownership: own[m.Name], Tokens: len(m.Tokens),
+			Identity: m.Identity.String(), IdentityError: m.IdentityError,
 			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr})
-		if m.Meta.State == ring.Left || m.Meta.State == 0 {
+		if m.Meta.State == ring.Left || m.Meta.State == 0 || m.Identity != gossip.IdentityProven {
 			continue
 		}
 		for _, t := range m.Tokens {

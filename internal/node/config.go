@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 )
 
@@ -92,6 +93,14 @@ type Config struct {
 	ClusterKeyFile string                 `yaml:"cluster_key_file"`
 	ClusterLabel   string                 `yaml:"cluster_label"`
 	Keyspaces      map[string]Replication `yaml:"keyspaces"`
+
+	// ClientFetchKeyspaces are the keyspaces a client certificate (sluice cert client) may
+	// fetch from this node; node certificates fetch everything.
+	ClientFetchKeyspaces []string `yaml:"client_fetch_keyspaces"`
+	// AdminTokenFile holds the admin API's bearer token, created (mode 0600) on first start.
+	// Default: admin-<port>.token in the user's configuration directory (sluice/ under
+	// $XDG_CONFIG_HOME or ~/.config), where the CLI on the same host finds it.
+	AdminTokenFile string `yaml:"admin_token_file"`
 }
 
 // Membership reports whether the configuration turns membership on (gossip_addr is set).

@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/peerrpc"
+	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/stream"
@@ -37,7 +39,7 @@ type StreamServer interface {
 }
 
 // StreamConfig is the part of the configuration the stream server uses, with defaults
-// applied, plus the collectors it feeds.
+// applied, plus the collectors it feeds and the node's hooks into it.
 type StreamConfig struct {
 	Name       string    // node name; the certificate is TLSDir/Name.crt and Name.key
 	Addr       string    // host:port to bind
@@ -47,6 +49,10 @@ type StreamConfig struct {
 	Timeouts   Timeouts
 	Memory     Memory
 	Metrics    *Metrics
+	// Authorize decides per session what a peer certificate may fetch (roles).
+	Authorize stream.Authorizer
+	// Protocols are the node's other protocols on the stream socket (peer operations).
+	Protocols map[string]stream.ProtocolHandler
 }
 
 // NewStreamServerFunc constructs the stream server. It should bind cfg.Addr (so a taken port
@@ -86,14 +92,18 @@ type Node struct {
 	ready           chan struct{}
 
 	// Set by Run before ready is closed, read-only after.
-	started   time.Time
-	adminAddr net.Addr
-	stream    StreamServer
+	started        time.Time
+	adminAddr      net.Addr
+	adminTokenFile string
+	stream         StreamServer
 
 	mu         sync.Mutex // orders throughput changes
 	throughput Throughput
 
 	tuneGossip func(gossip.Config) gossip.Config
+	id         *tlsx.Identity          // this node's certificate, loaded by Run (nil without streaming)
+	peerClient *peerrpc.Client         // calls other members' peer operations
+	peerSrv    *peerrpc.Server         // answers theirs
 	runCtx     context.Context         // Run's context, for operations; set before ready
 	cluster    atomic.Pointer[cluster] // nil until membership has joined, or standalone
 	peers      peerRegistry
@@ -113,7 +123,7 @@ func New(opts Options) (*Node, error) {
 		timeout = defaultShutdownTimeout
 	}
 	log := opts.Logger.With().Str("node", cfg.Name).Logger()
-	return &Node{
+	n := &Node{
 		cfg:             cfg,
 		log:             log,
 		newStream:       opts.NewStreamServer,
@@ -123,7 +133,9 @@ func New(opts Options) (*Node, error) {
 		ready:           make(chan struct{}),
 		throughput:      cfg.Throughput,
 		tuneGossip:      opts.TuneGossip,
-	}, nil
+	}
+	n.peerSrv = &peerrpc.Server{Handler: n.peerCall, Log: log.With().Str("component", "peer").Logger()}
+	return n, nil
 }
 
 // Config is the node's configuration with defaults applied.
@@ -155,6 +167,14 @@ func (n *Node) AdminAddr() net.Addr {
 	return n.adminAddr
 }
 
+// AdminTokenFile is the file holding the admin API's token, "" before Ready.
+func (n *Node) AdminTokenFile() string {
+	if !n.isReady() {
+		return ""
+	}
+	return n.adminTokenFile
+}
+
 // StreamAddr is the bound stream address, nil before Ready or when the node runs without a
 // stream server.
 func (n *Node) StreamAddr() net.Addr {
@@ -177,12 +197,25 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	if !isLoopback(n.cfg.AdminAddr) {
-		n.log.Warn().Str("addr", n.cfg.AdminAddr).Msg("admin API is not on loopback; it has no authentication")
+		n.log.Warn().Str("addr", n.cfg.AdminAddr).Msg("admin API is not on loopback: its token is its only protection, and it travels in clear text")
 	}
 	ln, err := net.Listen("tcp", n.cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("admin_addr: %w", err)
 	}
+	tokenFile := n.cfg.AdminTokenFile
+	if tokenFile == "" {
+		if tokenFile, err = DefaultAdminTokenFile(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	token, err := loadOrCreateAdminToken(tokenFile)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n.adminTokenFile = tokenFile
 	// n.mu is held from reading the limits until ready is closed, so a SetThroughput either
 	// lands before the stream server is built (and is in its config) or after (and reaches it).
 	n.mu.Lock()
@@ -196,13 +229,21 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("stream server: %w", err)
 		}
 		n.stream = ss
+		// The real stream server loaded the same identity; a stand-in (tests) may have none,
+		// and then the node neither calls nor proves peers.
+		if n.id, err = tlsx.Load(n.cfg.TLSDir, n.cfg.Name); err != nil {
+			n.log.Warn().Err(err).Msg("no node certificate: peer operations disabled")
+		} else {
+			n.peerClient = &peerrpc.Client{ID: n.id, HandshakeTimeout: n.cfg.Timeouts.Handshake,
+				IdleTimeout: n.cfg.Timeouts.Idle, KeepAlive: n.cfg.Timeouts.Keepalive}
+		}
 	}
 	n.adminAddr = ln.Addr()
 	n.started = time.Now()
 	n.metrics.setThroughput(n.throughput)
 
 	srv := &http.Server{
-		Handler:           n.handler(),
+		Handler:           guard(token, adminHosts(ln.Addr(), n.cfg.AdminAddr), n.handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          stdlog.New(n.log.With().Str("component", "admin").Logger(), "", 0),
 	}
@@ -304,6 +345,8 @@ func (n *Node) streamConfig() StreamConfig {
 		Timeouts:   n.cfg.Timeouts,
 		Memory:     n.cfg.Memory,
 		Metrics:    n.metrics,
+		Authorize:  n.authorizeStream,
+		Protocols:  map[string]stream.ProtocolHandler{peerrpc.ALPN: n.servePeer},
 	}
 }
 
@@ -446,13 +489,13 @@ func (n *Node) RingView(ctx context.Context, withLoad bool) (RingView, error) {
 		switch {
 		case m.Name == n.cfg.Name:
 			return own
-		case !withLoad || m.Liveness != gossip.StateAlive || m.Meta.AdminAddr == "":
+		case !withLoad || m.Liveness != gossip.StateAlive || m.Identity != gossip.IdentityProven:
 			return -1
 		}
 		lctx, cancel := context.WithTimeout(ctx, loadTimeout)
 		defer cancel()
 		var l LoadResponse
-		if err := peerCall(lctx, m.Meta.AdminAddr, http.MethodGet, "/v1/load", nil, &l); err != nil {
+		if err := c.call(lctx, m, peerLoad, nil, &l); err != nil {
 			return -1
 		}
 		return l.LoadBytes

@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -189,11 +188,14 @@ func (n *Node) ownSessions() []stream.SessionStatus {
 	return out
 }
 
-// FetchOpRequest is the body of POST /v1/ops/fetch: pull keyspace.table's ranges from the
-// stream server at Peer into this node's table directory (the existing one, or
-// <first data dir>/<keyspace>/<table>-<table_id>).
+// FetchOpRequest is the peer operation fetch: pull keyspace.table's ranges from member
+// Source into this node's table directory (the existing one, or
+// <first data dir>/<keyspace>/<table>-<table_id>). Between members the source is named and
+// the fetching node looks its address up; Peer (its stream address) is set only by the node
+// itself.
 type FetchOpRequest struct {
-	Peer     string `json:"peer"`
+	Source   string `json:"source"`
+	Peer     string `json:"peer,omitempty"`
 	Keyspace string `json:"keyspace"`
 	Table    string `json:"table"`
 	TableID  string `json:"table_id"`
@@ -219,21 +221,25 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 	if err != nil || len(rs) == 0 {
 		return FetchOpResponse{}, fmt.Errorf("ranges %q: %v", req.Ranges, cmp.Or(err, errors.New("empty")))
 	}
-	if req.Peer == "" || req.Keyspace == "" || req.Table == "" {
-		return FetchOpResponse{}, errors.New("peer, keyspace and table are required")
+	if req.Peer == "" || req.Source == "" {
+		return FetchOpResponse{}, badRequest{errors.New("fetch: the source node and its address are required")}
+	}
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return FetchOpResponse{}, badRequest{err}
 	}
 	dir, err := n.tableDirFor(req.Keyspace, req.Table, req.TableID)
 	if err != nil {
 		return FetchOpResponse{}, err
 	}
-	id, err := tlsx.Load(n.cfg.TLSDir, n.cfg.Name)
-	if err != nil {
-		return FetchOpResponse{}, err
+	if n.id == nil {
+		return FetchOpResponse{}, errors.New("node: fetching needs the stream server's identity")
 	}
-	host, _, err := net.SplitHostPort(req.Peer)
+	// The source proves it is the member named: its certificate, for the node role.
+	tc, err := peerrpc.TLSConfig(n.id, req.Peer, req.Source)
 	if err != nil {
-		return FetchOpResponse{}, fmt.Errorf("peer %q: %w", req.Peer, err)
+		return FetchOpResponse{}, badRequest{err}
 	}
+	tc.NextProtos = nil // the stream protocol (stream.Fetch sets its ALPN)
 	cfg := StreamSettings(n.streamConfig())
 	if q, ok := n.stream.(*quicServer); ok {
 		cfg.Inbound = q.Inbound()
@@ -243,7 +249,7 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 	defer l.RUnlock()
 	fctx, release := n.peers.register(ctx, req.Peer)
 	defer release()
-	res, err := stream.Fetch(fctx, cfg, id.ClientConfig(host),
+	res, err := stream.Fetch(fctx, cfg, tc,
 		stream.FetchRequest{Peer: req.Peer, Keyspace: req.Keyspace, Table: req.Table, Ranges: rs, Dir: dir, Resume: true},
 		n.recordSession)
 	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
@@ -342,21 +348,21 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 }
 
 func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.Member, j pairJob, journal *opJournal) error {
-	src, ok := members[j.from]
-	if !ok || src.Meta.AdminAddr == "" || src.Meta.StreamAddr == "" {
-		return fmt.Errorf("source %s: addresses unknown", j.from)
+	src, err := proven(members, j.from)
+	if err != nil && j.from != c.n.cfg.Name {
+		return fmt.Errorf("source: %w", err)
 	}
-	dst, ok := members[j.to]
-	if !ok || dst.Meta.AdminAddr == "" {
-		return fmt.Errorf("target %s: address unknown", j.to)
+	dst, err := proven(members, j.to)
+	if err != nil && j.to != c.n.cfg.Name {
+		return fmt.Errorf("target: %w", err)
 	}
-	tables, err := peerTables(ctx, src.Meta.AdminAddr, j.keyspace)
+	tables, err := c.tables(ctx, j.from, j.keyspace)
 	if err != nil {
 		return fmt.Errorf("listing %s's tables: %w", j.from, err)
 	}
 	var errs []error
 	for _, t := range tables {
-		req := FetchOpRequest{Peer: src.Meta.StreamAddr, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
+		req := FetchOpRequest{Source: j.from, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
 		key := strings.Join([]string{t.Keyspace, t.Table, t.ID, j.from, j.to, req.Ranges}, "|")
 		var idx int
 		o.update(func(s *OpStatus) {
@@ -372,9 +378,10 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 		}
 		var res FetchOpResponse
 		if j.to == c.n.cfg.Name {
+			req.Peer = src.Meta.StreamAddr
 			res, err = c.n.Fetch(ctx, req)
 		} else {
-			err = peerCall(ctx, dst.Meta.AdminAddr, http.MethodPost, "/v1/ops/fetch", req, &res)
+			err = c.call(ctx, dst, peerFetch, req, &res)
 		}
 		o.update(func(s *OpStatus) {
 			ts := &s.Transfers[idx]
@@ -394,32 +401,25 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 	return errors.Join(errs...)
 }
 
-// peerTables lists the tables of keyspace on the node whose admin API is at addr.
-func peerTables(ctx context.Context, addr, keyspace string) ([]TableStatus, error) {
-	var st Status
-	if err := peerCall(ctx, addr, http.MethodGet, "/v1/status", nil, &st); err != nil {
+// tables lists the tables of keyspace on member name (this node answers for itself).
+func (c *cluster) tables(ctx context.Context, name, keyspace string) ([]TableStatus, error) {
+	if name == c.n.cfg.Name {
+		all, err := c.n.catalog.Tables()
+		var out []TableStatus
+		for _, t := range all {
+			if t.Keyspace == keyspace {
+				out = append(out, t)
+			}
+		}
+		return out, err
+	}
+	m, err := proven(c.members(), name)
+	if err != nil {
 		return nil, err
 	}
-	var out []TableStatus
-	for _, t := range st.Tables {
-		if t.Keyspace == keyspace {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-// peerClient has no timeout of its own: a fetch may take hours; callers bound it by context.
-var peerClient = &http.Client{}
-
-// peerCall sends a JSON request to another node's admin API and decodes its JSON answer.
-func peerCall(ctx context.Context, addr, method, path string, body, out any) error {
-	err := CallAdmin(ctx, peerClient, "http://"+addr, method, path, body, out)
-	var ae *AdminError
-	if err != nil && !errors.As(err, &ae) {
-		err = fmt.Errorf("admin API of %s: %w", addr, err)
-	}
-	return err
+	var res TablesResponse
+	err = c.call(ctx, m, peerTables, TablesRequest{Keyspace: keyspace}, &res)
+	return res.Tables, err
 }
 
 // plans computes the change's stream plan for every configured keyspace.
@@ -531,12 +531,12 @@ func (c *cluster) awaitSeenLeft(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, leftConfirmTimeout)
 	defer cancel()
 	for _, m := range c.g.Members() {
-		if m.Name == c.n.cfg.Name || m.Liveness != gossip.StateAlive || m.Meta.AdminAddr == "" {
+		if m.Name == c.n.cfg.Name || m.Liveness != gossip.StateAlive || m.Identity != gossip.IdentityProven {
 			continue
 		}
 		for {
 			var v RingView
-			if err := peerCall(ctx, m.Meta.AdminAddr, http.MethodGet, "/v1/ring?load=false", nil, &v); err == nil && sawLeft(v, c.n.cfg.Name) {
+			if err := c.call(ctx, m, peerRing, nil, &v); err == nil && sawLeft(v, c.n.cfg.Name) {
 				break
 			}
 			select {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/sluicedb/sluice/internal/repair"
+	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -119,7 +119,7 @@ func (c *cluster) repair(ctx context.Context, o *op, req RepairRequest, want tok
 			st.Repair = append(st.Repair, RepairResult{Peer: peer, Keyspace: req.Keyspace, Table: req.Table,
 				Ranges: common.String(), State: OpRunning})
 		})
-		res, err := c.repairPeer(ctx, o, req, peer, common, members[peer].Meta.AdminAddr, members[peer].Meta.StreamAddr, me.Meta.StreamAddr)
+		res, err := c.repairPeer(ctx, o, req, members[peer], common)
 		o.update(func(st *OpStatus) {
 			rr := &st.Repair[idx]
 			rr.Trees, rr.Partitions, rr.Mismatched = res.Trees, res.Partitions, res.Mismatched
@@ -137,11 +137,11 @@ func (c *cluster) repair(ctx context.Context, o *op, req RepairRequest, want tok
 }
 
 // repairPeer compares the common ranges with one peer and streams the differences both ways.
-func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer string, common token.RangeSet,
-	adminAddr, streamAddr, selfStream string) (RepairResult, error) {
+func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m gossip.Member, common token.RangeSet) (RepairResult, error) {
 	var res RepairResult
-	if adminAddr == "" || streamAddr == "" {
-		return res, fmt.Errorf("%s: addresses unknown", peer)
+	peer := m.Name
+	if _, err := proven(map[string]gossip.Member{peer: m}, peer); err != nil {
+		return res, err
 	}
 	specs, err := c.n.repairSpecs(req.Keyspace, req.Table, common)
 	if err != nil {
@@ -164,7 +164,7 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer
 			}
 		}
 		var tr TreeResponse
-		if err := peerCall(ctx, adminAddr, http.MethodPost, "/v1/repair/tree",
+		if err := c.call(ctx, m, peerRepairTree,
 			TreeRequest{Keyspace: req.Keyspace, Table: req.Table, Ranges: rs.String(), Depth: depth}, &tr); err != nil {
 			return res, err
 		}
@@ -195,12 +195,13 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer
 		return res, nil
 	}
 	res.Mismatched = ring.Normalize(mismatched).String()
-	id, err := c.n.tableID(ctx, req.Keyspace, req.Table, adminAddr)
+	id, err := c.tableID(ctx, req.Keyspace, req.Table, peer)
 	if err != nil {
 		return res, err
 	}
-	in := FetchOpRequest{Peer: streamAddr, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(fromPeer).String()}
-	out := FetchOpRequest{Peer: selfStream, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(toPeer).String()}
+	in := FetchOpRequest{Source: peer, Peer: m.Meta.StreamAddr, Keyspace: req.Keyspace, Table: req.Table, TableID: id,
+		Ranges: ring.Normalize(fromPeer).String()}
+	out := FetchOpRequest{Source: c.n.cfg.Name, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(toPeer).String()}
 	var got, sent FetchOpResponse
 	var errIn, errOut error
 	if len(fromPeer) > 0 {
@@ -209,7 +210,7 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer
 	if len(toPeer) > 0 {
 		sent, errOut = c.n.repairTransfer(ctx, o, c.n.cfg.Name, peer, out, func() (FetchOpResponse, error) {
 			var r FetchOpResponse
-			err := peerCall(ctx, adminAddr, http.MethodPost, "/v1/ops/fetch", out, &r)
+			err := c.call(ctx, m, peerFetch, out, &r)
 			return r, err
 		})
 	}
@@ -251,8 +252,8 @@ func depths(specs []repair.Spec) []int {
 
 // tableID is the table's id on this node, or else on the peer, so that whichever side lacks
 // the table can create its directory.
-func (n *Node) tableID(ctx context.Context, keyspace, table, peerAdmin string) (string, error) {
-	dirs, err := n.catalog.tableDirs()
+func (c *cluster) tableID(ctx context.Context, keyspace, table, peer string) (string, error) {
+	dirs, err := c.n.catalog.tableDirs()
 	if err != nil {
 		return "", err
 	}
@@ -261,7 +262,7 @@ func (n *Node) tableID(ctx context.Context, keyspace, table, peerAdmin string) (
 			return td.id, nil
 		}
 	}
-	ts, err := peerTables(ctx, peerAdmin, keyspace)
+	ts, err := c.tables(ctx, peer, keyspace)
 	if err != nil {
 		return "", err
 	}
@@ -341,36 +342,4 @@ func (n *Node) openTable(keyspace, table string) (tables []*sstable.Table, relea
 		}
 	}
 	return tables, release, nil
-}
-
-// postTree answers a peer's repair with this node's trees.
-func (n *Node) postTree(w http.ResponseWriter, r *http.Request) {
-	var req TreeRequest
-	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad tree request: "+err.Error())
-		return
-	}
-	if req.Keyspace == "" || req.Table == "" {
-		writeError(w, http.StatusBadRequest, "bad tree request: keyspace and table are required")
-		return
-	}
-	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad tree request: "+err.Error())
-		return
-	}
-	specs := make([]repair.Spec, len(rs))
-	for i, rg := range rs {
-		specs[i] = repair.Spec{Range: rg, Depth: req.Depth}
-	}
-	trees, err := n.RepairTrees(r.Context(), req.Keyspace, req.Table, specs)
-	if err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, repair.ErrBadTree) {
-			code = http.StatusBadRequest
-		}
-		writeError(w, code, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, TreeResponse{Trees: trees})
 }

@@ -151,7 +151,7 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	wantMismatch := map[string]map[string]bool{"r2": {"r1": true, "r3": true}, "r1": {"r2": false, "r3": true}}
 	for _, n := range []*Node{r2, r1} {
 		var st OpStatus
-		if err := peerCall(context.Background(), n.AdminAddr().String(), http.MethodPost, "/v1/ops/repair",
+		if err := NewAdminClient(n.AdminAddr().String(), "", nil).Call(context.Background(), http.MethodPost, "/v1/ops/repair",
 			RepairRequest{Keyspace: testKS, Table: testTable}, &st); err != nil {
 			t.Fatal(err)
 		}
