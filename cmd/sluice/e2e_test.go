@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	nodepkg "github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -109,12 +110,8 @@ func TestNodeProcessServesFetch(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "the node's admin API", func() bool {
-		r, err := http.Get("http://" + adminAddr + "/v1/status")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
+		var st struct{}
+		return nodepkg.NewAdminClient(adminAddr, "", nil).Call(context.Background(), http.MethodGet, "/v1/status", nil, &st) == nil
 	})
 
 	spec := "(-9223372036854775808,-3000000000000000000],(4000000000000000000,7000000000000000000]"
@@ -172,8 +169,22 @@ func TestNodeProcessServesFetch(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "complete") {
 		t.Errorf("netstats table: exit %d: %s", code, stdout)
 	}
+	// Without the token even the metrics are refused; Prometheus scrapes with the token file.
 	resp, err := http.Get("http://" + adminAddr + "/metrics")
 	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("metrics without the token: %d", resp.StatusCode)
+	}
+	tok, err := nodepkg.AdminToken(adminAddr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+adminAddr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
 	}
 	var metrics bytes.Buffer

@@ -28,10 +28,11 @@ const maxAdminAnswer = 64 << 20
 // AdminClient is the one typed client of the admin API, used by the CLI and the test
 // cluster. It sends the node's admin token with every request.
 type AdminClient struct {
-	Addr  string // host:port
-	Base  string // http://host:port
-	HTTP  *http.Client
-	Token string
+	Addr      string // host:port
+	Base      string // http://host:port
+	HTTP      *http.Client
+	Token     string
+	tokenFile string
 	// TokenErr is why no token could be read; requests go without one, and the node's 401
 	// answer names this error.
 	TokenErr error
@@ -46,7 +47,7 @@ func NewAdminClient(addr, tokenFile string, hc *http.Client) *AdminClient {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &AdminClient{Addr: addr, Base: "http://" + addr, HTTP: hc, Token: tok, TokenErr: err}
+	return &AdminClient{Addr: addr, Base: "http://" + addr, HTTP: hc, Token: tok, tokenFile: tokenFile, TokenErr: err}
 }
 
 // AdminToken reads the admin token for the node at addr (see NewAdminClient).
@@ -89,6 +90,10 @@ func (c *AdminClient) Call(ctx context.Context, method, path string, body, out a
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token == "" {
+		// The node may have created its token file since (a client waiting for it to start).
+		c.Token, c.TokenErr = AdminToken(c.Addr, c.tokenFile)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
