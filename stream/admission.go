@@ -7,6 +7,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/wire"
 )
@@ -79,9 +80,13 @@ func (s *Server) protocols() []string {
 	return out
 }
 
-// checkPeer refuses a session whose Hello names another node than the certificate, or that
-// the Authorizer refuses.
+// checkPeer refuses a request for a name that is not a Cassandra identifier, a session whose
+// Hello names another node than the certificate, and what the Authorizer refuses.
 func (ss *sendSession) checkPeer(req *wire.StreamRequest) error {
+	// Names become paths in the catalog: only Cassandra's identifiers get that far.
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return &wire.Failure{Code: wire.CodeProtocol, Reason: err.Error()}
+	}
 	if hello := ss.sm.PeerNode(); hello != ss.id.Name {
 		return &wire.Failure{Code: wire.CodeUnauthorized,
 			Reason: fmt.Sprintf("Hello names node %q but the certificate is %q", hello, ss.id.Name)}

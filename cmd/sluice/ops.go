@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/node"
 )
 
@@ -158,6 +159,9 @@ every configured keyspace is cleaned.`,
 				if req.Keyspace == "" {
 					return usagef("cleanup: %q: want KEYSPACE or KEYSPACE.TABLE", args[0])
 				}
+				if err := checkNames("cleanup", req.Keyspace, req.Table, strings.Contains(args[0], ".")); err != nil {
+					return err
+				}
 			}
 			return runOp(cmd, admin, node.OpCleanup, req, asJSON)
 		},
@@ -182,6 +186,9 @@ When the node does not have the table yet, DIR must be named <table>-<32 hex tab
 			if !ok || ks == "" || table == "" {
 				return usagef("import: %q: want KEYSPACE.TABLE", args[0])
 			}
+			if err := checkNames("import", ks, table, true); err != nil {
+				return err
+			}
 			dir, err := filepath.Abs(args[1])
 			if err != nil {
 				return err
@@ -200,4 +207,17 @@ func adminGet(ctx context.Context, admin, path string, out any) error {
 		return err
 	}
 	return c.call(ctx, http.MethodGet, path, nil, out)
+}
+
+// checkNames makes a keyspace (and, when withTable, table) name outside Cassandra's rule a
+// usage error, before anything is sent or created.
+func checkNames(cmd, keyspace, table string, withTable bool) error {
+	err := cqlname.Check("keyspace", keyspace)
+	if err == nil && withTable {
+		err = cqlname.Check("table", table)
+	}
+	if err != nil {
+		return usagef("%s: %v", cmd, err)
+	}
+	return nil
 }

@@ -31,6 +31,9 @@ rows). Afterwards both replicas hold the union; duplicates reconcile on read and
 			if !ok || ks == "" || table == "" {
 				return usagef("repair: %q: want KEYSPACE.TABLE", args[0])
 			}
+			if err := checkNames("repair", ks, table, true); err != nil {
+				return err
+			}
 			if ranges != "" {
 				if _, err := token.ParseRanges(token.Murmur3, ranges); err != nil {
 					return usagef("repair: --ranges: %v", err)

@@ -59,6 +59,9 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 					return usagef("stream fetch: %s is required", flag)
 				}
 			}
+			if err := checkNames("stream fetch", ks, table, true); err != nil {
+				return err
+			}
 			if transport != stream.TransportQUIC && transport != stream.TransportTCP {
 				return usagef("stream fetch: --transport %q: want quic or tcp", transport)
 			}

@@ -317,6 +317,16 @@ func linkSSTable(s liveSSTable, snap string) (bool, error) {
 		err := os.Link(src, dst)
 		if err == nil {
 			made = append(made, dst)
+			// The link is the inode that src named when it was made (link(2) does not follow
+			// a symlink), so checking it is free of races: a symlinked or special component
+			// would let a data directory serve files from anywhere, and is never served.
+			if fi, lerr := os.Lstat(dst); lerr != nil || !fi.Mode().IsRegular() {
+				undo()
+				if lerr != nil {
+					return false, lerr
+				}
+				return false, fmt.Errorf("%w: %s is a %v, not a regular file", ErrNotRegular, src, fi.Mode().Type())
+			}
 			continue
 		}
 		undo()

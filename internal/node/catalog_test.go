@@ -192,3 +192,33 @@ func TestHoldOfAnUnknownOrAmbiguousTableFails(t *testing.T) {
 		t.Fatalf("ambiguous table: %v", err)
 	}
 }
+
+// A component that is a symlink (to a secret elsewhere on the host) is never served: Hold
+// refuses the table rather than hand the link's target to a peer, and leaves no snapshot.
+func TestHoldRefusesASymlinkedComponent(t *testing.T) {
+	root := t.TempDir()
+	a := generate(t, root, "ks", "t", 1)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not an sstable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	comp := a.Desc.Path(descriptor.Filter)
+	if err := os.Remove(comp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, comp); err != nil {
+		t.Fatal(err)
+	}
+	cat := NewCatalog([]string{root}, zerolog.Nop())
+	_, _, err := cat.Hold("ks", "t")
+	if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), comp) {
+		t.Fatalf("Hold with a symlinked %s: %v, want ErrNotRegular naming it", comp, err)
+	}
+	snaps, _ := os.ReadDir(filepath.Join(a.Desc.Dir, snapshotsDir))
+	for _, s := range snaps {
+		left, _ := os.ReadDir(filepath.Join(a.Desc.Dir, snapshotsDir, s.Name()))
+		if len(left) > 0 {
+			t.Errorf("snapshot %s keeps %d files", s.Name(), len(left))
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
@@ -77,7 +78,17 @@ func (n *Node) StartCleanup(req CleanupRequest) (OpStatus, error) {
 		return OpStatus{}, err
 	}
 	if req.Table != "" && req.Keyspace == "" {
-		return OpStatus{}, errors.New("cleanup: a table needs its keyspace")
+		return OpStatus{}, badRequest{errors.New("cleanup: a table needs its keyspace")}
+	}
+	if req.Keyspace != "" {
+		if err := cqlname.Check("keyspace", req.Keyspace); err != nil {
+			return OpStatus{}, badRequest{fmt.Errorf("cleanup: %w", err)}
+		}
+	}
+	if req.Table != "" {
+		if err := cqlname.Check("table", req.Table); err != nil {
+			return OpStatus{}, badRequest{fmt.Errorf("cleanup: %w", err)}
+		}
 	}
 	if req.Keyspace != "" {
 		if _, ok := n.cfg.Keyspaces[req.Keyspace]; !ok {
@@ -225,7 +236,10 @@ const maxListedProblems = 10
 // generations, each atomically (fsx.Install, TOC last). The source directory is left as is.
 func (n *Node) StartImport(req ImportRequest) (OpStatus, error) {
 	if req.Keyspace == "" || req.Table == "" || req.Dir == "" {
-		return OpStatus{}, errors.New("import: keyspace, table and dir are required")
+		return OpStatus{}, badRequest{errors.New("import: keyspace, table and dir are required")}
+	}
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return OpStatus{}, badRequest{fmt.Errorf("import: %w", err)}
 	}
 	fi, err := os.Stat(req.Dir)
 	if err != nil {

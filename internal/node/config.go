@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 )
@@ -290,8 +291,16 @@ func (c Config) validate() error {
 		return configErrorf("transport", "%q: want quic or tcp", c.Transport)
 	}
 	for _, ks := range sortedKeys(c.Keyspaces) {
+		if err := cqlname.Check("keyspace", ks); err != nil {
+			return configErrorf("keyspaces", "%v", err)
+		}
 		if _, err := c.Keyspaces[ks].Strategy(); err != nil {
 			return configErrorf("keyspaces."+ks, "%v", err)
+		}
+	}
+	for _, ks := range c.ClientFetchKeyspaces {
+		if err := cqlname.Check("keyspace", ks); err != nil {
+			return configErrorf("client_fetch_keyspaces", "%v", err)
 		}
 	}
 	if !c.Membership() {

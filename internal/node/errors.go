@@ -58,3 +58,7 @@ var ErrBadState = errors.New("node: operation not allowed in this state")
 
 // ErrImportRefused reports an import whose sstables did not all verify.
 var ErrImportRefused = errors.New("node: import refused")
+
+// ErrNotRegular reports an sstable component that is a symlink or another non-regular file;
+// such an sstable is never served.
+var ErrNotRegular = errors.New("node: component is not a regular file")

@@ -268,6 +268,10 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 // tableDirFor is the directory of keyspace.table on this node: the one that exists, or a new
 // one named with id under the first data directory.
 func (n *Node) tableDirFor(keyspace, table, id string) (string, error) {
+	// Every caller checked the names; this is the last line before they become a path.
+	if err := cqlname.CheckTable(keyspace, table); err != nil {
+		return "", badRequest{err}
+	}
 	dirs, err := n.catalog.tableDirs()
 	if err != nil {
 		return "", err

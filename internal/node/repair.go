@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -65,8 +66,8 @@ func (n *Node) StartRepair(req RepairRequest) (OpStatus, error) {
 	if err != nil {
 		return OpStatus{}, err
 	}
-	if req.Keyspace == "" || req.Table == "" {
-		return OpStatus{}, badRequest{errors.New("repair: keyspace and table are required")}
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return OpStatus{}, badRequest{fmt.Errorf("repair: %w", err)}
 	}
 	if _, ok := n.cfg.Keyspaces[req.Keyspace]; !ok {
 		return OpStatus{}, badRequest{fmt.Errorf("repair: keyspace %q has no replication in the configuration", req.Keyspace)}
