@@ -100,7 +100,7 @@ func TestStatusAndRingShowTheClusterAsTheNodeSeesIt(t *testing.T) {
 	}
 	load, _ := n.Load()
 	want := map[string]any{"name": "solo", "state": "NORMAL", "up": true, "load_bytes": float64(load),
-		"tokens": 3.0, "dc": "dc1", "rack": "rack1", "stream_addr": n.StreamAddr().String()}
+		"tokens": 3.0, "dc": "dc1", "rack": "rack1", "stream_addr": n.StreamAddr().String(), "identity": "proven"}
 	if len(entries) != 1 {
 		t.Fatalf("status --json: %v", entries)
 	}
