@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -69,6 +70,15 @@ func (s *Server) admit(peer string) (func(), error) {
 		}
 		s.mu.Unlock()
 	}, nil
+}
+
+// writeDeadline gives the next write to w (a QUIC stream or TCP connection) d to finish: a
+// receiver that stops reading (flow control never opens) fails the session after d instead
+// of holding its slot forever.
+func writeDeadline(w any, d time.Duration) {
+	if dw, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		dw.SetWriteDeadline(time.Now().Add(d))
+	}
 }
 
 // protocols are the ALPN names the server negotiates: the stream protocol first.

@@ -730,6 +730,7 @@ func (ss *sendSession) sendSource(ctx context.Context, w io.Writer, id string, s
 		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
 			return err
 		}
+		writeDeadline(w, ss.srv.cfg.IdleTimeout)
 		if _, err := w.Write(ss.buf[hdrRoom-hl : hdrRoom+n]); err != nil {
 			return err
 		}

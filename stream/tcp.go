@@ -470,6 +470,7 @@ func (ss *sendSession) sendSourceTCP(ctx context.Context, c *net.TCPConn, id str
 		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
 			return false, err
 		}
+		writeDeadline(c, ss.srv.cfg.IdleTimeout)
 		if src.mem != nil {
 			frame = append(frame, src.mem[done:done+n]...)
 			if _, err := c.Write(frame); err != nil {
