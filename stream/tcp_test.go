@@ -378,3 +378,47 @@ func FuzzParseDataHeader(f *testing.F) {
 		}
 	})
 }
+
+// flakyListener fails its first accepts as a listener out of descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures > 0 {
+		l.failures--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errEMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+var errEMFILE = errors.New("too many open files")
+
+// A connection flood that exhausts descriptors makes Accept fail for a while; the data
+// plane backs off and goes on serving instead of stopping for good.
+func TestTheTCPPlaneKeepsAcceptingAfterAcceptErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpPlane{ln: &flakyListener{Listener: ln, failures: 5}, timeout: 2 * time.Second, log: zerolog.Nop(),
+		pending: map[net.Conn]struct{}{}}
+	done := make(chan struct{})
+	go func() { p.serve(); close(done) }()
+	defer func() { p.close(); <-done }()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var tok [32]byte
+	rand.Read(tok[:])
+	c.Write(tok[:])
+	// An unknown token is answered by closing: proof the plane accepted the connection.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || (err != io.EOF && !isReset(err)) {
+		t.Fatalf("after accept errors the plane did not serve: read %d, %v", n, err)
+	}
+}

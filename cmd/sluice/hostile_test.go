@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	nodepkg "github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/peerrpc"
@@ -46,9 +48,11 @@ type victim struct {
 	stream, admin        string
 	gossip               string
 	key                  []byte
+	proc                 *exec.Cmd
 }
 
-func startVictim(t *testing.T) *victim {
+// startVictim starts the node; extra is appended to its YAML configuration.
+func startVictim(t *testing.T, extra ...string) *victim {
 	t.Helper()
 	dir := t.TempDir()
 	v := &victim{dir: dir, tlsDir: filepath.Join(dir, "tls"), evilDir: filepath.Join(dir, "evil"), data: filepath.Join(dir, "data")}
@@ -89,7 +93,8 @@ num_tokens: 4
 keyspaces:
   sluice: {class: SimpleStrategy, replication_factor: 1}
 timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
-`, v.data, v.stream, v.admin, v.tlsDir, v.gossip, keyFile)
+%s
+`, v.data, v.stream, v.admin, v.tlsDir, v.gossip, keyFile, strings.Join(extra, "\n"))
 	cfgFile := filepath.Join(dir, "sluice.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -101,6 +106,7 @@ timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
+	v.proc = proc
 	exited := make(chan error, 1)
 	go func() { exited <- proc.Wait() }()
 	t.Cleanup(func() {
@@ -111,7 +117,7 @@ timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
 			proc.Process.Kill()
 			<-exited
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("SLUICE_TEST_LOGS") != "" {
 			t.Logf("node logs:\n%s", logs.String())
 		}
 	})
@@ -392,11 +398,11 @@ func (v *victim) holdSession(t *testing.T, name string) *quic.Conn {
 
 // fetchAs runs `sluice stream fetch` with certificate name; it returns the exit code and
 // stderr.
-func (v *victim) fetchAs(t *testing.T, name string) (int, string) {
+func (v *victim) fetchAs(t *testing.T, name string, flags ...string) (int, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "sluice", filepath.Base(v.tableDir))
-	code, _, errs := sluice(t, "stream", "fetch", "--peer", v.stream, "--keyspace", "sluice", "--table", "stress",
-		"--ranges", "(0,1000000000000000000]", "--out", out, "--tls-dir", v.tlsDir, "--name", name)
+	code, _, errs := sluice(t, append([]string{"stream", "fetch", "--peer", v.stream, "--keyspace", "sluice", "--table", "stress",
+		"--ranges", "(0,1000000000000000000]", "--out", out, "--tls-dir", v.tlsDir, "--name", name}, flags...)...)
 	return code, errs
 }
 
@@ -508,4 +514,42 @@ func mustRanges(t *testing.T, s string) token.RangeSet {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// Finding 5: a connection flood on the TCP data plane while the node is out of descriptors
+// makes its accepts fail; the accept loop backs off and serves the next fetch once the flood
+// is gone (it used to stop at the first error, for good).
+func TestHostileConnectionFloodDoesNotStopTheTCPDataPlane(t *testing.T) {
+	v := startVictim(t, "transport: tcp")
+	pid := v.proc.Process.Pid
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var old unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &old); err != nil {
+		t.Skipf("prlimit: %v", err)
+	}
+	tight := unix.Rlimit{Cur: uint64(len(fds) + 8), Max: old.Max}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &tight, nil); err != nil {
+		t.Skipf("prlimit: %v", err)
+	}
+	var flood []net.Conn
+	for i := 0; i < 64; i++ {
+		c, err := net.DialTimeout("tcp", v.stream, time.Second)
+		if err != nil {
+			break
+		}
+		flood = append(flood, c)
+	}
+	time.Sleep(500 * time.Millisecond) // the node's accepts hit the limit
+	for _, c := range flood {
+		c.Close()
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, errs := v.fetchAs(t, "peer", "--transport", "tcp"); code != 0 {
+		t.Fatalf("fetch over the TCP data plane after a flood: exit %d: %s", code, errs)
+	}
 }
