@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 )
 
@@ -19,7 +20,7 @@ import (
 // node's token file on this host, or $SLUICE_ADMIN_TOKEN_FILE).
 type adminClient struct {
 	addr string // as the user gave it, for messages
-	ac   *node.AdminClient
+	ac   *adminapi.Client
 }
 
 // newAdminClient accepts HOST:PORT or an http(s):// base URL.
@@ -37,7 +38,7 @@ func newAdminClient(addr string) (*adminClient, error) {
 		}
 		base = "http://" + addr
 	}
-	ac := node.NewAdminClient(strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), "", &http.Client{Timeout: 10 * time.Second})
+	ac := adminapi.NewClient(strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), "", &http.Client{Timeout: 10 * time.Second})
 	ac.Base = base
 	return &adminClient{addr: addr, ac: ac}, nil
 }
@@ -46,7 +47,7 @@ func newAdminClient(addr string) (*adminClient, error) {
 // name the admin address.
 func (c *adminClient) call(ctx context.Context, method, path string, body, out any) error {
 	err := c.ac.Call(ctx, method, path, body, out)
-	var ae *node.AdminError
+	var ae *adminapi.StatusError
 	switch {
 	case err == nil:
 		return nil
@@ -79,7 +80,7 @@ them (after a change, the new ones) as {"outbound_bytes_per_second": N, "inbound
 			if err != nil {
 				return err
 			}
-			var req node.ThroughputRequest
+			var req adminapi.ThroughputRequest
 			for _, f := range []struct {
 				name, val string
 				dst       **int64
@@ -93,7 +94,7 @@ them (after a change, the new ones) as {"outbound_bytes_per_second": N, "inbound
 				}
 				*f.dst = &n
 			}
-			var now node.Throughput
+			var now adminapi.Throughput
 			if req.OutboundBytesPerSecond == nil && req.InboundBytesPerSecond == nil {
 				err = c.call(cmd.Context(), http.MethodGet, "/v1/throughput", nil, &now)
 			} else {

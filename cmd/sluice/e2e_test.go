@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	nodepkg "github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -111,7 +111,7 @@ func TestNodeProcessServesFetch(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the node's admin API", func() bool {
 		var st struct{}
-		return nodepkg.NewAdminClient(adminAddr, "", nil).Call(context.Background(), http.MethodGet, "/v1/status", nil, &st) == nil
+		return adminapi.NewClient(adminAddr, "", nil).Call(context.Background(), http.MethodGet, "/v1/status", nil, &st) == nil
 	})
 
 	spec := "(-9223372036854775808,-3000000000000000000],(4000000000000000000,7000000000000000000]"
@@ -178,7 +178,7 @@ func TestNodeProcessServesFetch(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("metrics without the token: %d", resp.StatusCode)
 	}
-	tok, err := nodepkg.AdminToken(adminAddr, "")
+	tok, err := adminapi.Token(adminAddr, "")
 	if err != nil {
 		t.Fatal(err)
 	}

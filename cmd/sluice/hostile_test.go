@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	nodepkg "github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/tlsx"
@@ -122,8 +123,8 @@ timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
 		}
 	})
 	waitFor(t, 15*time.Second, "the node's ring", func() bool {
-		var r nodepkg.RingView
-		err := nodepkg.NewAdminClient(v.admin, "", nil).Call(context.Background(), http.MethodGet, "/v1/ring?load=false", nil, &r)
+		var r adminapi.RingView
+		err := adminapi.NewClient(v.admin, "", nil).Call(context.Background(), http.MethodGet, "/v1/ring?load=false", nil, &r)
 		return err == nil && r.State == "NORMAL" && len(r.Tokens) == 4
 	})
 	return v
@@ -131,7 +132,7 @@ timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
 
 func (v *victim) admin_(t *testing.T, method, path string, body, out any) error {
 	t.Helper()
-	return nodepkg.NewAdminClient(v.admin, "", nil).Call(context.Background(), method, path, body, out)
+	return adminapi.NewClient(v.admin, "", nil).Call(context.Background(), method, path, body, out)
 }
 
 func (v *victim) liveSSTables(t *testing.T) []string {
@@ -197,7 +198,7 @@ func TestHostileGossipMemberNeverOwnsTokens(t *testing.T) {
 	}
 	join("mallory", 1500, ln.Addr().String())
 
-	var view nodepkg.RingView
+	var view adminapi.RingView
 	waitFor(t, 20*time.Second, "the node to judge mallory", func() bool {
 		if v.admin_(t, http.MethodGet, "/v1/ring?load=false", nil, &view) != nil {
 			return false
@@ -232,28 +233,28 @@ func TestHostileGossipMemberNeverOwnsTokens(t *testing.T) {
 	}
 
 	// A cleanup now has nothing to drop.
-	var st nodepkg.OpStatus
-	if err := v.admin_(t, http.MethodPost, "/v1/ops/cleanup", nodepkg.CleanupRequest{}, &st); err != nil {
+	var st adminapi.OpStatus
+	if err := v.admin_(t, http.MethodPost, "/v1/ops/cleanup", adminapi.CleanupRequest{}, &st); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the cleanup", func() bool {
-		var ops nodepkg.OpsResponse
+		var ops adminapi.OpsResponse
 		if v.admin_(t, http.MethodGet, "/v1/ops", nil, &ops) != nil {
 			return false
 		}
 		for _, o := range ops.Ops {
-			if o.ID == st.ID && o.State != nodepkg.OpRunning {
+			if o.ID == st.ID && o.State != adminapi.OpRunning {
 				st = o
 				return true
 			}
 		}
 		return false
 	})
-	if st.State != nodepkg.OpComplete {
+	if st.State != adminapi.OpComplete {
 		t.Fatalf("cleanup: %+v", st)
 	}
 	for _, c := range st.Cleanup {
-		if c.Action != nodepkg.CleanupKept {
+		if c.Action != adminapi.CleanupKept {
 			t.Errorf("cleanup %s: %s (kept %d of %d)", c.SSTable, c.Action, c.Kept, c.Partitions)
 		}
 	}
@@ -277,7 +278,7 @@ func TestHostileGossipMemberNeverOwnsTokens(t *testing.T) {
 // climbs out of the data directory are all refused, and nothing is created.
 func TestHostileAdminRequestsAreRefused(t *testing.T) {
 	v := startVictim(t)
-	tok, err := nodepkg.AdminToken(v.admin, "")
+	tok, err := adminapi.Token(v.admin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,14 +353,14 @@ func TestHostileAdminRequestsAreRefused(t *testing.T) {
 		t.Errorf("setstreamthroughput: exit %d: %s %s", code, out, errs)
 	}
 	code, out, _ = sluice(t, "setstreamthroughput", "--admin", v.admin, "--json")
-	var th nodepkg.Throughput
+	var th adminapi.Throughput
 	if code != 0 || json.Unmarshal([]byte(out), &th) != nil {
 		t.Errorf("setstreamthroughput --json: exit %d: %s", code, out)
 	}
 }
 
 func mustTokenFile(t *testing.T, addr string) string {
-	p, err := nodepkg.DefaultAdminTokenFile(addr)
+	p, err := adminapi.DefaultTokenFile(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/printable"
 	"github.com/sluicedb/sluice/stream"
@@ -31,7 +32,7 @@ answer (GET /v1/streams) unchanged.`,
 			if err != nil {
 				return err
 			}
-			var resp node.StreamsResponse
+			var resp adminapi.StreamsResponse
 			if err := c.call(cmd.Context(), http.MethodGet, "/v1/streams", nil, &resp); err != nil {
 				return err
 			}

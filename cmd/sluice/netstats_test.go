@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/stream"
 )
 
@@ -19,7 +19,7 @@ func adminStub(t *testing.T, routes map[string]http.HandlerFunc) string {
 		h, ok := routes[r.Method+" "+r.URL.Path]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
-			json.NewEncoder(w).Encode(node.ErrorResponse{Error: "no such endpoint " + r.URL.Path})
+			json.NewEncoder(w).Encode(adminapi.ErrorResponse{Error: "no such endpoint " + r.URL.Path})
 			return
 		}
 		h(w, r)
@@ -52,7 +52,7 @@ var netstatsSessions = []stream.SessionStatus{
 func TestNetstatsPrintsSessionsRatesETAsAndTotals(t *testing.T) {
 	addr := adminStub(t, map[string]http.HandlerFunc{
 		"GET /v1/streams": func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(node.StreamsResponse{Sessions: netstatsSessions})
+			json.NewEncoder(w).Encode(adminapi.StreamsResponse{Sessions: netstatsSessions})
 		},
 	})
 	code, out, errs := sluice(t, "netstats", "--admin", addr)
@@ -98,14 +98,14 @@ func TestNetstatsPrintsSessionsRatesETAsAndTotals(t *testing.T) {
 func TestNetstatsJSONIsTheAdminAnswer(t *testing.T) {
 	addr := adminStub(t, map[string]http.HandlerFunc{
 		"GET /v1/streams": func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(node.StreamsResponse{Sessions: netstatsSessions})
+			json.NewEncoder(w).Encode(adminapi.StreamsResponse{Sessions: netstatsSessions})
 		},
 	})
 	code, out, errs := sluice(t, "netstats", "--json", "--admin", "http://"+addr+"/")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var got node.StreamsResponse
+	var got adminapi.StreamsResponse
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}

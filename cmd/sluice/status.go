@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/printable"
 )
@@ -42,7 +43,7 @@ whose identity is not proven (its certificate checked against the cluster CA at 
 address) owns nothing and is listed under the table with the reason.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var v node.RingView
+			var v adminapi.RingView
 			if err := adminGet(cmd.Context(), admin, "/v1/ring", &v); err != nil {
 				return err
 			}
@@ -65,7 +66,7 @@ address) owns nothing and is listed under the table with the reason.`,
 
 var stateLetters = map[string]string{"NORMAL": "N", "JOINING": "J", "LEAVING": "L", "MOVING": "M", "LEFT": "X", "": "?"}
 
-func printStatus(w io.Writer, v node.RingView, entries []statusEntry) error {
+func printStatus(w io.Writer, v adminapi.RingView, entries []statusEntry) error {
 	p := printable.String // names, addresses and racks are what members announced
 	if v.Error != "" {
 		fmt.Fprintf(w, "warning: %s\n", p(v.Error))

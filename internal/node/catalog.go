@@ -43,17 +43,6 @@ func NewCatalog(dataDirs []string, log zerolog.Logger) *Catalog {
 	return &Catalog{dirs: append([]string(nil), dataDirs...), log: log}
 }
 
-// TableStatus summarises one table for GET /v1/status: its live sstables (those with a
-// TOC.txt) across every data directory, and the bytes of their components.
-type TableStatus struct {
-	Keyspace string   `json:"keyspace"`
-	Table    string   `json:"table"`
-	ID       string   `json:"id"`
-	Dirs     []string `json:"dirs"`
-	SSTables int      `json:"sstables"`
-	Bytes    int64    `json:"bytes"`
-}
-
 // tableDir is one <keyspace>/<table>-<id> directory.
 type tableDir struct {
 	keyspace, table, id, path string

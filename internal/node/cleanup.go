@@ -44,29 +44,6 @@ func (d *dirLocks) get(dir string) *sync.RWMutex {
 	return l
 }
 
-// CleanupRequest is the body of POST /v1/ops/cleanup; empty fields select every table of every
-// configured keyspace (Keyspace alone: its tables).
-type CleanupRequest struct {
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-}
-
-// CleanupResult is what cleanup did to one sstable.
-type CleanupResult struct {
-	SSTable    string   `json:"sstable"`
-	Action     string   `json:"action"` // kept, dropped or split
-	Children   []string `json:"children,omitempty"`
-	Partitions int64    `json:"partitions"`
-	Kept       int64    `json:"kept_partitions"`
-}
-
-// Cleanup actions.
-const (
-	CleanupKept    = "kept"
-	CleanupDropped = "dropped"
-	CleanupSplit   = "split"
-)
-
 // StartCleanup removes from this node's tables every partition outside the ranges it must
 // keep (ring.CleanupRanges: replicated now or once in-flight changes settle). Each sstable
 // with partitions outside is split into the kept ranges (slice.Split, mode auto) in its own
@@ -210,22 +187,6 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// ImportRequest is the body of POST /v1/ops/import: adopt the sstables of Dir into
-// keyspace.table. Dir should be a Cassandra table directory (<table>-<id>) when the table does
-// not exist on this node yet, so that its id is known.
-type ImportRequest struct {
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-	Dir      string `json:"dir"`
-}
-
-// ImportedSSTable is one sstable an import installed.
-type ImportedSSTable struct {
-	Source     string `json:"source"`
-	SSTable    string `json:"sstable"`
-	Partitions int64  `json:"partitions"`
 }
 
 // maxListedProblems bounds the verification problems an import refusal names.

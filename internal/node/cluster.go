@@ -374,47 +374,6 @@ func (p *peerRegistry) cancel(peer string) int {
 	return len(fs)
 }
 
-// RingMember is one member in the ring view (GET /v1/ring, GET /v1/status).
-type RingMember struct {
-	Name      string  `json:"name"`
-	State     string  `json:"state"` // JOINING, NORMAL, LEAVING, MOVING, LEFT, or "" before it announced one
-	Up        bool    `json:"up"`
-	Liveness  string  `json:"liveness"`   // alive, dead or left (gossip's view)
-	LoadBytes int64   `json:"load_bytes"` // live sstable bytes; -1 when unknown
-	Ownership float64 `json:"ownership"`  // fraction of the ring replicated, for OwnershipKeyspace
-	Tokens    int     `json:"tokens"`
-	// Identity is proven, pending or refused: only proven members are in the ring.
-	Identity      string `json:"identity"`
-	IdentityError string `json:"identity_error,omitempty"`
-	DC            string `json:"dc"`
-	Rack          string `json:"rack"`
-	StreamAddr    string `json:"stream_addr"`
-	AdminAddr     string `json:"admin_addr"`
-}
-
-// RingToken is one token of the ring view.
-type RingToken struct {
-	Token int64  `json:"token"`
-	Node  string `json:"node"`
-	State string `json:"state"`
-	Up    bool   `json:"up"`
-	DC    string `json:"dc"`
-	Rack  string `json:"rack"`
-}
-
-// RingView is this node's view of the cluster.
-type RingView struct {
-	Self  string `json:"self"`
-	State string `json:"state"` // this node's ring state
-	// OwnershipKeyspace is the keyspace whose strategy Ownership is computed for: the first
-	// configured one, or "" for SimpleStrategy with RF 1.
-	OwnershipKeyspace string       `json:"ownership_keyspace"`
-	Members           []RingMember `json:"members"`
-	Tokens            []RingToken  `json:"tokens"`
-	// Error is why the ring could not be built (token sets still in flight), when it could not.
-	Error string `json:"error,omitempty"`
-}
-
 // view builds the ring view; load is asked of each member (this node answers for itself).
 func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 	ks, s := c.n.defaultStrategy()

@@ -107,13 +107,6 @@ type Config struct {
 // Membership reports whether the configuration turns membership on (gossip_addr is set).
 func (c Config) Membership() bool { return c.GossipAddr != "" }
 
-// Throughput holds streaming rate limits in bytes per second; 0 = unlimited. The JSON form is
-// the body of POST /v1/throughput.
-type Throughput struct {
-	OutboundBytesPerSecond int64 `yaml:"outbound_bytes_per_second" json:"outbound_bytes_per_second"`
-	InboundBytesPerSecond  int64 `yaml:"inbound_bytes_per_second" json:"inbound_bytes_per_second"`
-}
-
 // Timeouts of stream connections; 0 = default (see Config).
 type Timeouts struct {
 	Idle      time.Duration `yaml:"idle"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/tlsx"
@@ -210,7 +211,7 @@ func (n *Node) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	token, err := loadOrCreateAdminToken(tokenFile)
+	token, err := adminapi.LoadOrCreateToken(tokenFile)
 	if err != nil {
 		ln.Close()
 		return err
@@ -243,7 +244,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.metrics.setThroughput(n.throughput)
 
 	srv := &http.Server{
-		Handler:           guard(token, adminHosts(ln.Addr(), n.cfg.AdminAddr), n.handler()),
+		Handler:           adminapi.NewServer(adminBackend{n}, token, ln.Addr(), n.cfg.AdminAddr),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          stdlog.New(n.log.With().Str("component", "admin").Logger(), "", 0),
 	}
@@ -383,23 +384,6 @@ func (n *Node) prepareDirs() error {
 	return nil
 }
 
-// Status is GET /v1/status.
-type Status struct {
-	Name          string        `json:"name"`
-	StreamAddr    string        `json:"stream_addr"`
-	AdminAddr     string        `json:"admin_addr"`
-	Transport     Transport     `json:"transport"`
-	Streaming     bool          `json:"streaming"` // false when running without a stream server
-	DataDirs      []string      `json:"data_dirs"`
-	Started       time.Time     `json:"started"`
-	UptimeSeconds float64       `json:"uptime_seconds"`
-	Throughput    Throughput    `json:"throughput"`
-	Tables        []TableStatus `json:"tables"`
-	// Ring is this node's view of the cluster, absent without membership or before it joined.
-	// Other members' load_bytes are -1 here: GET /v1/ring asks each of them.
-	Ring *RingView `json:"ring,omitempty"`
-}
-
 // Status reports the node and the tables in its data directories.
 func (n *Node) Status() (Status, error) {
 	tables, err := n.catalog.Tables()
@@ -410,7 +394,7 @@ func (n *Node) Status() (Status, error) {
 		Name:       n.cfg.Name,
 		StreamAddr: n.cfg.StreamAddr,
 		AdminAddr:  n.cfg.AdminAddr,
-		Transport:  n.cfg.Transport,
+		Transport:  string(n.cfg.Transport),
 		DataDirs:   n.cfg.DataDirs,
 		Throughput: n.Throughput(),
 		Tables:     tables,
@@ -504,11 +488,6 @@ func (n *Node) RingView(ctx context.Context, withLoad bool) (RingView, error) {
 
 // loadTimeout bounds the question of one peer's load.
 const loadTimeout = 2 * time.Second
-
-// LoadResponse is GET /v1/load.
-type LoadResponse struct {
-	LoadBytes int64 `json:"load_bytes"`
-}
 
 // Load is the bytes of this node's live sstables.
 func (n *Node) Load() (int64, error) {

@@ -227,7 +227,7 @@ func TestStatusListsTheTablesOfEveryDataDirectory(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	if s.Name != "n1" || s.AdminAddr != r.node.AdminAddr().String() || s.StreamAddr != fs.Addr().String() ||
-		!s.Streaming || s.Transport != TransportQUIC || len(s.DataDirs) != 2 || s.UptimeSeconds < 0 || s.Started.IsZero() {
+		!s.Streaming || s.Transport != string(TransportQUIC) || len(s.DataDirs) != 2 || s.UptimeSeconds < 0 || s.Started.IsZero() {
 		t.Fatalf("status %+v", s)
 	}
 	_, _, usersID, _ := descriptor.TableDir(a.Desc.Dir)
@@ -358,7 +358,7 @@ func TestThroughputReachesTheServerAndTheGauges(t *testing.T) {
 	for _, body := range []string{
 		``, `{}`, `nonsense`, `{"outbound_bytes_per_second": -1}`, `{"inbound_bytes_per_second": "fast"}`,
 		`{"outbound": 1}`, `{"outbound_bytes_per_second": 1} {}`, `[1]`,
-		`{"outbound_bytes_per_second": ` + strings.Repeat("1", maxRequestBody) + `}`,
+		`{"outbound_bytes_per_second": ` + strings.Repeat("1", 64<<10) + `}`,
 	} {
 		var e ErrorResponse
 		if code := call(t, "POST", r.url("/v1/throughput"), body, &e); code != http.StatusBadRequest || e.Error == "" {

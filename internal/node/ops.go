@@ -20,57 +20,6 @@ import (
 	"github.com/sluicedb/sluice/stream"
 )
 
-// Operation kinds, as in OpStatus.Kind and the POST /v1/ops/{kind} paths.
-const (
-	OpBootstrap    = "bootstrap"
-	OpDecommission = "decommission"
-	OpMove         = "move"
-	OpCleanup      = "cleanup"
-	OpImport       = "import"
-	OpRepair       = "repair"
-)
-
-// Operation states.
-const (
-	OpRunning  = "running"
-	OpComplete = "complete"
-	OpFailed   = "failed"
-)
-
-// OpStatus is one operation's progress and outcome (GET /v1/ops).
-type OpStatus struct {
-	ID        int               `json:"id"`
-	Kind      string            `json:"kind"`
-	Detail    string            `json:"detail,omitempty"` // arguments: the move's token, the table, the directory
-	State     string            `json:"state"`
-	Error     string            `json:"error,omitempty"`
-	Started   time.Time         `json:"started"`
-	Finished  time.Time         `json:"finished,omitzero"`
-	Transfers []TransferStatus  `json:"transfers,omitempty"`
-	Cleanup   []CleanupResult   `json:"cleanup,omitempty"`
-	Imported  []ImportedSSTable `json:"imported,omitempty"`
-	Repair    []RepairResult    `json:"repair,omitempty"`
-}
-
-// TransferStatus is one table's share of one (From, To) transfer of a stream plan.
-type TransferStatus struct {
-	From          string `json:"from"`
-	To            string `json:"to"`
-	Keyspace      string `json:"keyspace"`
-	Table         string `json:"table"`
-	Ranges        string `json:"ranges"`
-	State         string `json:"state"`
-	Error         string `json:"error,omitempty"`
-	SSTables      int    `json:"sstables"`
-	Skipped       int    `json:"skipped"` // already installed by an interrupted earlier run
-	BytesReceived int64  `json:"bytes_received"`
-}
-
-// OpsResponse is GET /v1/ops: the running operation and the recent finished ones, oldest first.
-type OpsResponse struct {
-	Ops []OpStatus `json:"ops"`
-}
-
 // maxOps bounds the operations GET /v1/ops remembers.
 const maxOps = 32
 

@@ -14,34 +14,6 @@ import (
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
-// RepairRequest is the body of POST /v1/ops/repair: compare keyspace.table with every other
-// replica over Ranges (token.RangeSet text; empty: every range this node replicates) and
-// stream the differing ranges both ways.
-type RepairRequest struct {
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-	Ranges   string `json:"ranges,omitempty"`
-}
-
-// RepairResult is one peer's share of a repair.
-type RepairResult struct {
-	Peer     string `json:"peer"`
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-	// Ranges are the ranges both replicate, within the request: what was compared.
-	Ranges string `json:"ranges"`
-	Trees  int    `json:"trees"`
-	// Partitions is how many partitions this node's trees covered.
-	Partitions uint64 `json:"partitions"`
-	// Mismatched are the leaf ranges whose hashes differed, streamed both ways.
-	Mismatched string `json:"mismatched,omitempty"`
-	// BytesFetched came from the peer; BytesSent is what the peer fetched from this node.
-	BytesFetched int64  `json:"bytes_fetched"`
-	BytesSent    int64  `json:"bytes_sent"`
-	State        string `json:"state"`
-	Error        string `json:"error,omitempty"`
-}
-
 // TreeRequest is the body of GET or POST /v1/repair/tree: one tree of the given depth per
 // range of Ranges, which must be normalized (no range wraps except to the end of the ring).
 type TreeRequest struct {

@@ -1,4 +1,4 @@
-package node
+package adminapi
 
 import (
 	"bytes"
@@ -11,23 +11,23 @@ import (
 	"strings"
 )
 
-// AdminError is a non-200 answer of a node's admin API, with the server's message.
-type AdminError struct {
+// StatusError is a non-200 answer of a node's admin API, with the server's message.
+type StatusError struct {
 	Method, Path, Addr string
 	Status             int
 	Msg                string
 }
 
-func (e *AdminError) Error() string {
+func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s on %s: %d %s: %s", e.Method, e.Path, e.Addr, e.Status, http.StatusText(e.Status), e.Msg)
 }
 
 // maxAdminAnswer bounds what a client reads of an admin answer.
 const maxAdminAnswer = 64 << 20
 
-// AdminClient is the one typed client of the admin API, used by the CLI and the test
+// Client is the one typed client of the admin API, used by the CLI and the test
 // cluster. It sends the node's admin token with every request.
-type AdminClient struct {
+type Client struct {
 	Addr      string // host:port
 	Base      string // http://host:port
 	HTTP      *http.Client
@@ -38,41 +38,41 @@ type AdminClient struct {
 	TokenErr error
 }
 
-// NewAdminClient is a client of the admin API at addr (host:port) with the token of
-// tokenFile: "" means $SLUICE_ADMIN_TOKEN_FILE, else DefaultAdminTokenFile(addr), where the
+// NewClient is a client of the admin API at addr (host:port) with the token of
+// tokenFile: "" means $SLUICE_ADMIN_TOKEN_FILE, else DefaultTokenFile(addr), where the
 // node on this host keeps it. A token that cannot be read is kept as TokenErr, so that an
 // unreachable node is still reported as such.
-func NewAdminClient(addr, tokenFile string, hc *http.Client) *AdminClient {
-	tok, err := AdminToken(addr, tokenFile)
+func NewClient(addr, tokenFile string, hc *http.Client) *Client {
+	tok, err := Token(addr, tokenFile)
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &AdminClient{Addr: addr, Base: "http://" + addr, HTTP: hc, Token: tok, tokenFile: tokenFile, TokenErr: err}
+	return &Client{Addr: addr, Base: "http://" + addr, HTTP: hc, Token: tok, tokenFile: tokenFile, TokenErr: err}
 }
 
-// AdminToken reads the admin token for the node at addr (see NewAdminClient).
-func AdminToken(addr, tokenFile string) (string, error) {
+// AdminToken reads the admin token for the node at addr (see NewClient).
+func Token(addr, tokenFile string) (string, error) {
 	if tokenFile == "" {
-		tokenFile = os.Getenv(AdminTokenEnv)
+		tokenFile = os.Getenv(TokenEnv)
 	}
 	if tokenFile == "" {
 		var err error
-		if tokenFile, err = DefaultAdminTokenFile(addr); err != nil {
+		if tokenFile, err = DefaultTokenFile(addr); err != nil {
 			return "", err
 		}
 	}
-	tok, err := readAdminToken(tokenFile)
+	tok, err := readToken(tokenFile)
 	if err != nil {
-		return "", fmt.Errorf("%w (the node at %s writes it on start; run sluice as the node's user on its host, or set %s)", err, addr, AdminTokenEnv)
+		return "", fmt.Errorf("%w (the node at %s writes it on start; run sluice as the node's user on its host, or set %s)", err, addr, TokenEnv)
 	}
 	return tok, nil
 }
 
 // Call sends a JSON request (body may be nil; a POST always carries a JSON body, {} when
 // nil) and decodes the JSON answer into out (which may be nil). A non-200 answer is an
-// *AdminError naming the address; a transport failure is returned as the client gave it (its
+// *StatusError naming the address; a transport failure is returned as the client gave it (its
 // URL names the address); an unreadable answer names the request.
-func (c *AdminClient) Call(ctx context.Context, method, path string, body, out any) error {
+func (c *Client) Call(ctx context.Context, method, path string, body, out any) error {
 	if body == nil && method == http.MethodPost {
 		body = struct{}{}
 	}
@@ -93,7 +93,7 @@ func (c *AdminClient) Call(ctx context.Context, method, path string, body, out a
 	}
 	if c.Token == "" {
 		// The node may have created its token file since (a client waiting for it to start).
-		c.Token, c.TokenErr = AdminToken(c.Addr, c.tokenFile)
+		c.Token, c.TokenErr = Token(c.Addr, c.tokenFile)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -115,7 +115,7 @@ func (c *AdminClient) Call(ctx context.Context, method, path string, body, out a
 		if resp.StatusCode == http.StatusUnauthorized && c.TokenErr != nil {
 			e.Error += ": " + c.TokenErr.Error()
 		}
-		return &AdminError{Method: method, Path: path, Addr: c.Addr, Status: resp.StatusCode, Msg: e.Error}
+		return &StatusError{Method: method, Path: path, Addr: c.Addr, Status: resp.StatusCode, Msg: e.Error}
 	}
 	if out == nil {
 		return nil
@@ -126,8 +126,8 @@ func (c *AdminClient) Call(ctx context.Context, method, path string, body, out a
 	return nil
 }
 
-// CallAdmin is AdminClient.Call for the node at base (http://host:port), with the token
-// found as NewAdminClient finds it.
-func CallAdmin(ctx context.Context, hc *http.Client, base, method, path string, body, out any) error {
-	return NewAdminClient(strings.TrimPrefix(base, "http://"), "", hc).Call(ctx, method, path, body, out)
+// Call is Client.Call for the node at base (http://host:port), with the token
+// found as NewClient finds it.
+func Call(ctx context.Context, hc *http.Client, base, method, path string, body, out any) error {
+	return NewClient(strings.TrimPrefix(base, "http://"), "", hc).Call(ctx, method, path, body, out)
 }

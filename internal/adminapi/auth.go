@@ -1,4 +1,4 @@
-package node
+package adminapi
 
 import (
 	"crypto/rand"
@@ -27,15 +27,15 @@ import (
 //   - for a POST (every change is a POST), have Content-Type application/json, which a page
 //     cannot send cross-origin without a preflight that is refused.
 
-// AdminTokenEnv names an environment variable that overrides the admin token file the CLI
+// TokenEnv names an environment variable that overrides the admin token file the CLI
 // and the typed client read (the node reads admin_token_file).
-const AdminTokenEnv = "SLUICE_ADMIN_TOKEN_FILE"
+const TokenEnv = "SLUICE_ADMIN_TOKEN_FILE"
 
-// DefaultAdminTokenFile is where a node whose admin API listens on addr keeps its token
+// DefaultTokenFile is where a node whose admin API listens on addr keeps its token
 // unless admin_token_file says otherwise: sluice/admin-PORT.token in the user's configuration
 // directory ($XDG_CONFIG_HOME or ~/.config), so that the CLI run by the same user on the same
 // host finds it from the admin address alone.
-func DefaultAdminTokenFile(addr string) (string, error) {
+func DefaultTokenFile(addr string) (string, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("admin address %q: %w", addr, err)
@@ -47,28 +47,28 @@ func DefaultAdminTokenFile(addr string) (string, error) {
 	return filepath.Join(dir, "sluice", "admin-"+port+".token"), nil
 }
 
-// adminTokenBytes is the token's entropy.
-const adminTokenBytes = 32
+// tokenBytes is the token's entropy.
+const tokenBytes = 32
 
-// loadOrCreateAdminToken reads the token file, creating it (and its directory, mode 0700)
+// LoadOrCreateToken reads the token file, creating it (and its directory, mode 0700)
 // with a fresh random token when it does not exist. A file that others may read or write is
 // refused: its token would not identify the operator.
-func loadOrCreateAdminToken(path string) (string, error) {
-	tok, err := readAdminToken(path)
+func LoadOrCreateToken(path string) (string, error) {
+	tok, err := readToken(path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return tok, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("admin token file: %w", err)
 	}
-	var b [adminTokenBytes]byte
+	var b [tokenBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
 	tok = hex.EncodeToString(b[:])
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return readAdminToken(path) // another process created it meanwhile
+		return readToken(path) // another process created it meanwhile
 	}
 	if err != nil {
 		return "", fmt.Errorf("admin token file: %w", err)
@@ -82,9 +82,9 @@ func loadOrCreateAdminToken(path string) (string, error) {
 	return tok, nil
 }
 
-// readAdminToken reads a token file, checking its mode. Errors wrap fs.ErrNotExist when
+// readToken reads a token file, checking its mode. Errors wrap fs.ErrNotExist when
 // there is none.
-func readAdminToken(path string) (string, error) {
+func readToken(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("admin token file: %w", err)
