@@ -93,6 +93,8 @@ type cluster struct {
 
 	mu   sync.Mutex // orders meta changes
 	meta gossip.NodeMeta
+
+	peers peers // the other members, for stream plans (netPeers)
 }
 
 // startCluster starts gossip, joins the seeds (retrying until ctx ends), settles the node's
@@ -132,6 +134,7 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{n: n, g: g, log: n.log.With().Str("component", "membership").Logger(), meta: meta}
+	c.peers = netPeers{c}
 	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
 
 	bootstrap := false

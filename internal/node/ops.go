@@ -275,7 +275,6 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 	if err != nil {
 		return fmt.Errorf("operation journal: %w", err)
 	}
-	members := c.members()
 	sem := make(chan struct{}, maxParallelTransfers)
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -290,7 +289,7 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 				return
 			}
 			defer func() { <-sem }()
-			errs[i] = c.runPair(ctx, o, members, job, j)
+			errs[i] = c.runPair(ctx, o, job, j)
 		}()
 	}
 	wg.Wait()
@@ -300,16 +299,8 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 	return j.clear()
 }
 
-func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.Member, j pairJob, journal *opJournal) error {
-	src, err := proven(members, j.from)
-	if err != nil && j.from != c.n.cfg.Name {
-		return fmt.Errorf("source: %w", err)
-	}
-	dst, err := proven(members, j.to)
-	if err != nil && j.to != c.n.cfg.Name {
-		return fmt.Errorf("target: %w", err)
-	}
-	tables, err := c.tables(ctx, j.from, j.keyspace)
+func (c *cluster) runPair(ctx context.Context, o *op, j pairJob, journal *opJournal) error {
+	tables, err := c.peers.tables(ctx, j.from, j.keyspace)
 	if err != nil {
 		return fmt.Errorf("listing %s's tables: %w", j.from, err)
 	}
@@ -330,12 +321,7 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 			continue
 		}
 		var res FetchOpResponse
-		if j.to == c.n.cfg.Name {
-			req.Peer = src.Meta.StreamAddr
-			res, err = c.n.Fetch(ctx, req)
-		} else {
-			err = c.call(ctx, dst, peerFetch, req, &res)
-		}
+		res, err = c.peers.fetch(ctx, j.to, req)
 		o.update(func(s *OpStatus) {
 			ts := &s.Transfers[idx]
 			ts.SSTables, ts.Skipped, ts.BytesReceived = len(res.SSTables), res.Skipped, res.BytesReceived
@@ -354,26 +340,6 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 	return errors.Join(errs...)
 }
 
-// tables lists the tables of keyspace on member name (this node answers for itself).
-func (c *cluster) tables(ctx context.Context, name, keyspace string) ([]TableStatus, error) {
-	if name == c.n.cfg.Name {
-		all, err := c.n.catalog.Tables()
-		var out []TableStatus
-		for _, t := range all {
-			if t.Keyspace == keyspace {
-				out = append(out, t)
-			}
-		}
-		return out, err
-	}
-	m, err := proven(c.members(), name)
-	if err != nil {
-		return nil, err
-	}
-	var res TablesResponse
-	err = c.call(ctx, m, peerTables, TablesRequest{Keyspace: keyspace}, &res)
-	return res.Tables, err
-}
 
 // plans computes the change's stream plan for every configured keyspace.
 func (c *cluster) plans(r ring.Ring, ch ring.Change) ([]ksPlan, error) {

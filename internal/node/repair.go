@@ -172,19 +172,18 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m go
 	if err != nil {
 		return res, err
 	}
-	in := FetchOpRequest{Source: peer, Peer: m.Meta.StreamAddr, Keyspace: req.Keyspace, Table: req.Table, TableID: id,
-		Ranges: ring.Normalize(fromPeer).String()}
+	in := FetchOpRequest{Source: peer, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(fromPeer).String()}
 	out := FetchOpRequest{Source: c.n.cfg.Name, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(toPeer).String()}
 	var got, sent FetchOpResponse
 	var errIn, errOut error
 	if len(fromPeer) > 0 {
-		got, errIn = c.n.repairTransfer(ctx, o, peer, c.n.cfg.Name, in, func() (FetchOpResponse, error) { return c.n.Fetch(ctx, in) })
+		got, errIn = c.n.repairTransfer(ctx, o, peer, c.n.cfg.Name, in, func() (FetchOpResponse, error) {
+			return c.peers.fetch(ctx, c.n.cfg.Name, in)
+		})
 	}
 	if len(toPeer) > 0 {
 		sent, errOut = c.n.repairTransfer(ctx, o, c.n.cfg.Name, peer, out, func() (FetchOpResponse, error) {
-			var r FetchOpResponse
-			err := c.call(ctx, m, peerFetch, out, &r)
-			return r, err
+			return c.peers.fetch(ctx, peer, out)
 		})
 	}
 	res.BytesFetched, res.BytesSent = got.BytesReceived, sent.BytesReceived
@@ -235,7 +234,7 @@ func (c *cluster) tableID(ctx context.Context, keyspace, table, peer string) (st
 			return td.id, nil
 		}
 	}
-	ts, err := c.tables(ctx, peer, keyspace)
+	ts, err := c.peers.tables(ctx, peer, keyspace)
 	if err != nil {
 		return "", err
 	}
