@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -88,7 +89,7 @@ func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error 
 		// Without this node on the ring every range would look foreign.
 		return fmt.Errorf("%w: this node is not NORMAL on its own ring view", ErrBadState)
 	}
-	dirs, err := c.n.catalog.tableDirs()
+	dirs, err := c.n.catalog.TableDirs()
 	if err != nil {
 		return err
 	}
@@ -97,14 +98,14 @@ func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error 
 		return err
 	}
 	for _, td := range dirs {
-		repl, ok := c.n.cfg.Keyspaces[td.keyspace]
-		if !ok || (req.Keyspace != "" && td.keyspace != req.Keyspace) || (req.Table != "" && td.table != req.Table) {
+		repl, ok := c.n.cfg.Keyspaces[td.Keyspace]
+		if !ok || (req.Keyspace != "" && td.Keyspace != req.Keyspace) || (req.Table != "" && td.Table != req.Table) {
 			continue
 		}
 		s, _ := repl.Strategy()
 		keep := ring.CleanupRanges(r, s, c.n.cfg.Name)
-		if err := c.n.cleanupDir(ctx, o, td.path, keep, mover); err != nil {
-			return fmt.Errorf("%s: %w", td.path, err)
+		if err := c.n.cleanupDir(ctx, o, td.Path, keep, mover); err != nil {
+			return fmt.Errorf("%s: %w", td.Path, err)
 		}
 	}
 	return nil
@@ -114,7 +115,7 @@ func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.Ran
 	l := n.dirLocks.get(dir)
 	l.Lock()
 	defer l.Unlock()
-	live, err := listLive(dir)
+	live, err := catalog.ListLive(dir)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.Ran
 		}
 		res, err := cleanupSSTable(ctx, s, keep, mover)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.desc.Prefix(), err)
+			return fmt.Errorf("%s: %w", s.Desc.Prefix(), err)
 		}
 		o.update(func(st *OpStatus) { st.Cleanup = append(st.Cleanup, res) })
 	}
@@ -132,9 +133,9 @@ func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.Ran
 }
 
 // cleanupSSTable keeps, drops or splits one sstable.
-func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mover *fsx.Mover) (CleanupResult, error) {
-	res := CleanupResult{SSTable: s.desc.Prefix()}
-	t, err := sstable.Open(s.desc.Prefix())
+func cleanupSSTable(ctx context.Context, s catalog.LiveSSTable, keep token.RangeSet, mover *fsx.Mover) (CleanupResult, error) {
+	res := CleanupResult{SSTable: s.Desc.Prefix()}
+	t, err := sstable.Open(s.Desc.Prefix())
 	if err != nil {
 		return res, err
 	}
@@ -157,7 +158,7 @@ func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mov
 		res.Action = CleanupDropped
 	default:
 		res.Action = CleanupSplit
-		sr, err := slice.Split(ctx, t, keep, s.desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover})
+		sr, err := slice.Split(ctx, t, keep, s.Desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover})
 		if err != nil {
 			return res, err
 		}
@@ -171,13 +172,13 @@ func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mov
 
 // removeSSTable deletes an sstable, TOC first so that it stops being live before any other
 // component goes, then syncs the directory.
-func removeSSTable(s liveSSTable) error {
-	for i := len(s.comps) - 1; i >= 0; i-- { // comps end with the TOC
-		if err := os.Remove(s.desc.Path(s.comps[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func removeSSTable(s catalog.LiveSSTable) error {
+	for i := len(s.Comps) - 1; i >= 0; i-- { // comps end with the TOC
+		if err := os.Remove(s.Desc.Path(s.Comps[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	return syncDir(s.desc.Dir)
+	return syncDir(s.Desc.Dir)
 }
 
 func syncDir(dir string) error {
@@ -215,7 +216,7 @@ func (n *Node) StartImport(req ImportRequest) (OpStatus, error) {
 }
 
 func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
-	live, err := listLive(req.Dir)
+	live, err := catalog.ListLive(req.Dir)
 	if err != nil {
 		return err
 	}
@@ -228,13 +229,13 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rep, err := sstable.Verify(s.desc.Prefix(), sstable.VerifyOptions{Extended: true})
+		rep, err := sstable.Verify(s.Desc.Prefix(), sstable.VerifyOptions{Extended: true})
 		if err != nil {
 			return err
 		}
 		parts[i] = rep.Partitions
 		for _, p := range rep.Problems {
-			problems = append(problems, s.desc.Prefix()+": "+p.String())
+			problems = append(problems, s.Desc.Prefix()+": "+p.String())
 		}
 	}
 	if len(problems) > 0 {
@@ -265,10 +266,10 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 	for i, s := range live {
 		d, err := copySSTable(s, dir)
 		if err != nil {
-			return fmt.Errorf("installing %s: %w", s.desc.Prefix(), err)
+			return fmt.Errorf("installing %s: %w", s.Desc.Prefix(), err)
 		}
 		o.update(func(st *OpStatus) {
-			st.Imported = append(st.Imported, ImportedSSTable{Source: s.desc.Prefix(), SSTable: d.Prefix(), Partitions: parts[i]})
+			st.Imported = append(st.Imported, ImportedSSTable{Source: s.Desc.Prefix(), SSTable: d.Prefix(), Partitions: parts[i]})
 		})
 	}
 	return nil
@@ -278,13 +279,13 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 const installAttempts = 8
 
 // copySSTable installs a copy of s into dir under the next free generation.
-func copySSTable(s liveSSTable, dir string) (descriptor.Descriptor, error) {
+func copySSTable(s catalog.LiveSSTable, dir string) (descriptor.Descriptor, error) {
 	for attempt := 0; attempt < installAttempts; attempt++ {
 		gen, err := descriptor.NextGeneration(dir)
 		if err != nil {
 			return descriptor.Descriptor{}, err
 		}
-		d := descriptor.Descriptor{Dir: dir, Version: s.desc.Version, ID: strconv.Itoa(gen)}
+		d := descriptor.Descriptor{Dir: dir, Version: s.Desc.Version, ID: strconv.Itoa(gen)}
 		err = installCopy(s, d)
 		if errors.Is(err, fs.ErrExist) {
 			continue // a concurrent writer took the generation
@@ -294,18 +295,18 @@ func copySSTable(s liveSSTable, dir string) (descriptor.Descriptor, error) {
 	return descriptor.Descriptor{}, fmt.Errorf("no free generation in %s after %d attempts", dir, installAttempts)
 }
 
-func installCopy(s liveSSTable, d descriptor.Descriptor) error {
+func installCopy(s catalog.LiveSSTable, d descriptor.Descriptor) error {
 	in, err := fsx.NewInstall(d.Dir, d.Filename(descriptor.TOC))
 	if err != nil {
 		return err
 	}
 	defer in.Abort()
-	for _, c := range s.comps {
+	for _, c := range s.Comps {
 		dst, err := in.Create(d.Filename(c))
 		if err != nil {
 			return err
 		}
-		src, err := os.Open(s.desc.Path(c))
+		src, err := os.Open(s.Desc.Path(c))
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/tlsx"
@@ -87,7 +88,7 @@ type Node struct {
 	log             zerolog.Logger
 	newStream       NewStreamServerFunc
 	shutdownTimeout time.Duration
-	catalog         *Catalog
+	catalog         *catalog.Catalog
 	metrics         *Metrics
 	ran             atomic.Bool
 	ready           chan struct{}
@@ -129,7 +130,7 @@ func New(opts Options) (*Node, error) {
 		log:             log,
 		newStream:       opts.NewStreamServer,
 		shutdownTimeout: timeout,
-		catalog:         NewCatalog(cfg.DataDirs, log),
+		catalog:         catalog.New(cfg.DataDirs, log),
 		metrics:         NewMetrics(),
 		ready:           make(chan struct{}),
 		throughput:      cfg.Throughput,
@@ -143,7 +144,7 @@ func New(opts Options) (*Node, error) {
 func (n *Node) Config() Config { return n.cfg }
 
 // Catalog is the node's catalog, the stream.Catalog handed to the stream server.
-func (n *Node) Catalog() *Catalog { return n.catalog }
+func (n *Node) Catalog() *catalog.Catalog { return n.catalog }
 
 // Metrics are the node's collectors, also handed to the stream server in StreamConfig.
 func (n *Node) Metrics() *Metrics { return n.metrics }
@@ -360,24 +361,24 @@ func (n *Node) prepareDirs() error {
 			return fmt.Errorf("data_dirs: %w", err)
 		}
 	}
-	dirs, err := n.catalog.tableDirs()
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		return fmt.Errorf("data_dirs: %w", err)
 	}
 	for _, td := range dirs {
-		removed, err := fsx.CleanLeftovers(td.path)
+		removed, err := fsx.CleanLeftovers(td.Path)
 		for _, name := range removed {
-			n.log.Info().Str("dir", td.path).Str("file", name).Msg("removed leftover of an interrupted install")
+			n.log.Info().Str("dir", td.Path).Str("file", name).Msg("removed leftover of an interrupted install")
 		}
 		if err != nil {
-			return fmt.Errorf("cleaning %s: %w", td.path, err)
+			return fmt.Errorf("cleaning %s: %w", td.Path, err)
 		}
-		stale, err := removeStaleHolds(td.path)
+		stale, err := catalog.RemoveStaleHolds(td.Path)
 		for _, p := range stale {
 			n.log.Info().Str("dir", p).Msg("removed stream snapshot of a previous run")
 		}
 		if err != nil {
-			return fmt.Errorf("cleaning %s: %w", td.path, err)
+			return fmt.Errorf("cleaning %s: %w", td.Path, err)
 		}
 	}
 	n.log.Info().Strs("data_dirs", n.cfg.DataDirs).Int("tables", len(dirs)).Msg("data directories ready")

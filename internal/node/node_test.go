@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -450,8 +451,8 @@ func TestStartRemovesLeftoversOfInterruptedInstallsAndOldSnapshots(t *testing.T)
 	if err := os.WriteFile(leftover, []byte("half a file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(dir, snapshotsDir, holdPrefix+"0123456789abcdef")
-	operator := filepath.Join(dir, snapshotsDir, "before-upgrade")
+	stale := filepath.Join(dir, catalog.SnapshotsDir, catalog.HoldPrefix+"0123456789abcdef")
+	operator := filepath.Join(dir, catalog.SnapshotsDir, "before-upgrade")
 	for _, d := range []string{stale, operator} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/membership/gossip"
@@ -221,17 +222,17 @@ func (n *Node) tableDirFor(keyspace, table, id string) (string, error) {
 	if err := cqlname.CheckTable(keyspace, table); err != nil {
 		return "", badRequest{err}
 	}
-	dirs, err := n.catalog.tableDirs()
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		return "", err
 	}
 	for _, td := range dirs {
-		if td.keyspace == keyspace && td.table == table && (id == "" || td.id == id) {
-			return td.path, nil
+		if td.Keyspace == keyspace && td.Table == table && (id == "" || td.ID == id) {
+			return td.Path, nil
 		}
 	}
 	if id == "" {
-		return "", fmt.Errorf("%w: %s.%s (and no table id to create it)", ErrUnknownTable, keyspace, table)
+		return "", fmt.Errorf("%w: %s.%s (and no table id to create it)", catalog.ErrUnknownTable, keyspace, table)
 	}
 	p := filepath.Join(n.cfg.DataDirs[0], keyspace, table+"-"+id)
 	if _, _, _, ok := descriptor.TableDir(p); !ok {
@@ -339,7 +340,6 @@ func (c *cluster) runPair(ctx context.Context, o *op, j pairJob, journal *opJour
 	}
 	return errors.Join(errs...)
 }
-
 
 // plans computes the change's stream plan for every configured keyspace.
 func (c *cluster) plans(r ring.Ring, ch ring.Change) ([]ksPlan, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/gossip"
@@ -225,13 +226,13 @@ func depths(specs []repair.Spec) []int {
 // tableID is the table's id on this node, or else on the peer, so that whichever side lacks
 // the table can create its directory.
 func (c *cluster) tableID(ctx context.Context, keyspace, table, peer string) (string, error) {
-	dirs, err := c.n.catalog.tableDirs()
+	dirs, err := c.n.catalog.TableDirs()
 	if err != nil {
 		return "", err
 	}
 	for _, td := range dirs {
-		if td.keyspace == keyspace && td.table == table {
-			return td.id, nil
+		if td.Keyspace == keyspace && td.Table == table {
+			return td.ID, nil
 		}
 	}
 	ts, err := c.peers.tables(ctx, peer, keyspace)
@@ -243,7 +244,7 @@ func (c *cluster) tableID(ctx context.Context, keyspace, table, peer string) (st
 			return t.ID, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s.%s on neither replica", ErrUnknownTable, keyspace, table)
+	return "", fmt.Errorf("%w: %s.%s on neither replica", catalog.ErrUnknownTable, keyspace, table)
 }
 
 // repairSpecs sizes one tree per range by this node's partition count in it.
@@ -288,27 +289,27 @@ func (n *Node) openTable(keyspace, table string) (tables []*sstable.Table, relea
 			u()
 		}
 	}
-	dirs, err := n.catalog.tableDirs()
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		return nil, release, err
 	}
 	for _, td := range dirs {
-		if td.keyspace != keyspace || td.table != table {
+		if td.Keyspace != keyspace || td.Table != table {
 			continue
 		}
-		l := n.dirLocks.get(td.path)
+		l := n.dirLocks.get(td.Path)
 		l.RLock()
 		unlock = append(unlock, l.RUnlock)
-		live, err := listLive(td.path)
+		live, err := catalog.ListLive(td.Path)
 		if err != nil {
 			release()
 			return nil, func() {}, err
 		}
 		for _, s := range live {
-			t, err := sstable.Open(s.desc.Prefix())
+			t, err := sstable.Open(s.Desc.Prefix())
 			if err != nil {
 				release()
-				return nil, func() {}, fmt.Errorf("%s: %w", s.desc.Prefix(), err)
+				return nil, func() {}, fmt.Errorf("%s: %w", s.Desc.Prefix(), err)
 			}
 			tables = append(tables, t)
 		}

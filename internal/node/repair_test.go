@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -12,13 +13,13 @@ import (
 )
 
 // liveOf lists the live sstables of the test table on a node.
-func liveOf(t *testing.T, n *Node) []liveSSTable {
+func liveOf(t *testing.T, n *Node) []catalog.LiveSSTable {
 	t.Helper()
 	dir, err := n.tableDirFor(testKS, testTable, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := listLive(dir)
+	live, err := catalog.ListLive(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
