@@ -16,7 +16,7 @@ import (
 
 // fakeBackend records what reached it.
 type fakeBackend struct {
-	Backend // unimplemented methods panic: the test must not reach them
+	Backend  // unimplemented methods panic: the test must not reach them
 	cleanups []CleanupRequest
 }
 
