@@ -34,9 +34,13 @@ import (
 //     paths in a file are relative to the file's directory.
 //   - stream_addr: host:port the stream server listens on (UDP for quic, TCP for tcp).
 //     Default 127.0.0.1:7400; give a routable address or ":7400" to reach other nodes.
-//   - admin_addr: host:port of the admin HTTP API (status, streams, throughput, metrics).
-//     Default 127.0.0.1:7401. The API has no authentication, so keep it on loopback; the
-//     node warns at start when it is not.
+//   - admin_addr: host:port of the admin HTTP API (status, streams, throughput, metrics,
+//     operations). Default 127.0.0.1:7401. Every request needs the admin token; keep it on
+//     loopback all the same (the token travels in clear text); the node warns when it is not.
+//   - admin_token_file: the admin token, created with mode 0600 on first start; default
+//     admin-PORT.token under $XDG_CONFIG_HOME/sluice (~/.config/sluice), where the CLI finds it.
+//   - client_fetch_keyspaces: the keyspaces a client certificate (sluice cert client) may
+//     fetch; none by default. Node certificates fetch every keyspace.
 //   - tls_dir: directory of the cluster CA and this node's certificate, required: ca.crt,
 //     NAME.crt and NAME.key. Relative paths in a file are relative to the file's directory.
 //   - throughput.outbound_bytes_per_second, throughput.inbound_bytes_per_second: the node-wide
@@ -67,7 +71,9 @@ import (
 //     once, as the first nodes of a cluster are.
 //   - dc, rack: the node's place for NetworkTopologyStrategy; default dc1 and rack1.
 //   - cluster_key_file: the file of the AES key (16, 24 or 32 bytes, raw or in hex) that
-//     encrypts and authenticates gossip; required with gossip_addr. Relative to the file.
+//     encrypts and authenticates gossip; required with gossip_addr. Relative to the file. The
+//     key admits to gossip only: a member counts in the ring once it proved its name with its
+//     node certificate at its stream address.
 //   - cluster_label: nodes with another label never merge; default "sluice".
 //   - keyspaces: replication per keyspace, which bootstrap, decommission, move, cleanup and
 //     ownership follow: {ks: {class: SimpleStrategy, replication_factor: 2}} or
