@@ -109,11 +109,35 @@ func readToken(path string) (string, error) {
 	return tok, nil
 }
 
+// hostSet is the Host header values the admin listener answers to.
+type hostSet struct {
+	names map[string]bool
+	port  string
+	anyIP bool // bound to every interface: any IP literal with the port
+}
+
+func (h hostSet) allows(host string) bool {
+	host = strings.ToLower(host)
+	if h.names[host] {
+		return true
+	}
+	// A DNS-rebinding page reaches the listener under a name of its own, never under an IP
+	// literal, so a listener bound to every interface may answer to any address of the host.
+	if ip, port, err := net.SplitHostPort(host); h.anyIP && err == nil && port == h.port && net.ParseIP(ip) != nil {
+		return true
+	}
+	return false
+}
+
 // adminHosts are the Host header values the admin listener at addr answers to: its address,
 // and for a loopback listener the usual spellings of loopback with its port.
-func adminHosts(bound net.Addr, configured string) map[string]bool {
-	_, port, _ := net.SplitHostPort(bound.String())
+func adminHosts(bound net.Addr, configured string) hostSet {
+	host, port, _ := net.SplitHostPort(bound.String())
 	hosts := map[string]bool{bound.String(): true}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		hosts[net.JoinHostPort("localhost", port)] = true
+		return hostSet{names: hosts, port: port, anyIP: true}
+	}
 	if h, _, err := net.SplitHostPort(configured); err == nil && h != "" {
 		hosts[net.JoinHostPort(h, port)] = true
 	}
@@ -122,15 +146,15 @@ func adminHosts(bound net.Addr, configured string) map[string]bool {
 			hosts[net.JoinHostPort(h, port)] = true
 		}
 	}
-	return hosts
+	return hostSet{names: hosts, port: port}
 }
 
 // guard enforces the admin API's rules (see the top of this file) before h runs.
-func guard(token string, hosts map[string]bool, h http.Handler) http.Handler {
+func guard(token string, hosts hostSet, h http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case !hosts[strings.ToLower(r.Host)]:
+		case !hosts.allows(r.Host):
 			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not this admin API", r.Host))
 		case r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") == "cross-site":
 			writeError(w, http.StatusForbidden, "cross-origin requests are refused")

@@ -60,7 +60,7 @@ type Server struct {
 	b     Backend
 	mux   *http.ServeMux
 	token string
-	hosts map[string]bool
+	hosts hostSet
 }
 
 // NewServer serves b to requests carrying token on the listener bound at bound (configured

@@ -139,3 +139,17 @@ func TestTheClientSendsTheTokenAndJSON(t *testing.T) {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
+
+// A listener on every interface answers to its addresses as IP literals (and localhost), but
+// never to a name: rebinding needs one.
+func TestAnUnspecifiedListenerAnswersToIPLiteralsOnly(t *testing.T) {
+	h := adminHosts(&net.TCPAddr{IP: net.IPv4zero, Port: 7401}, "0.0.0.0:7401")
+	for host, want := range map[string]bool{
+		"10.0.0.5:7401": true, "[fe80::1]:7401": true, "localhost:7401": true,
+		"10.0.0.5:80": false, "attacker.example:7401": false, "node1.internal:7401": false,
+	} {
+		if got := h.allows(host); got != want {
+			t.Errorf("Host %q: %v, want %v", host, got, want)
+		}
+	}
+}

@@ -92,3 +92,42 @@ func TestAPendingProofKeepsTheRingUnsettled(t *testing.T) {
 		return ok, ""
 	})
 }
+
+// A name whose owner died and that comes back (anyone holding the gossip key could take it)
+// proves itself again, even at the same address.
+func TestANewLifeProvesItselfAgain(t *testing.T) {
+	c := newTestCluster(t)
+	var mu sync.Mutex
+	tries := 0
+	cfg := c.config("node0")
+	cfg.Verify = func(ctx context.Context, name string, meta NodeMeta) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if name == "node1" {
+			tries++
+		}
+		return nil
+	}
+	obs := c.add(cfg)
+	first := c.add(c.config("node1"))
+	eventually(t, 10*time.Second, "node1 proven", func() (bool, string) {
+		m, _ := member(obs.Members(), "node1")
+		return m.Identity == IdentityProven, m.Identity.String()
+	})
+	addr := first.Addr()
+	first.Shutdown()
+	eventually(t, 10*time.Second, "node1 dead", func() (bool, string) {
+		m, _ := member(obs.Members(), "node1")
+		return m.Liveness != StateAlive, m.Liveness.String()
+	})
+	// memberlist lets a dead name come back from its own gossip address only.
+	again := c.config("node1")
+	again.BindAddr = addr
+	c.add(again)
+	eventually(t, 10*time.Second, "node1 proven again", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		m, _ := member(obs.Members(), "node1")
+		return tries >= 2 && m.Identity == IdentityProven && m.Liveness == StateAlive, fmt.Sprint(tries, m.Identity, m.Liveness)
+	})
+}
