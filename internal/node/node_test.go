@@ -561,3 +561,30 @@ func TestAHookErrorFailsRun(t *testing.T) {
 		t.Fatal("not ready, yet an admin address")
 	}
 }
+
+// A fetch names its table with Cassandra identifiers only: a traversal is refused before any
+// directory is made, wherever the request came from.
+func TestAFetchOfATraversalNameCreatesNothing(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, Options{Config: cfg})
+	outside := filepath.Join(filepath.Dir(cfg.DataDirs[0]), "escaped")
+	for _, req := range []FetchOpRequest{
+		{Source: "n2", Peer: "127.0.0.1:1", Keyspace: "../../../.." + outside, Table: "x", TableID: strings.Repeat("0", 32), Ranges: "(0,1]"},
+		{Source: "n2", Peer: "127.0.0.1:1", Keyspace: "ks", Table: "../x", TableID: strings.Repeat("0", 32), Ranges: "(0,1]"},
+	} {
+		_, err := r.node.Fetch(context.Background(), req)
+		var br badRequest
+		if !errors.As(err, &br) {
+			t.Errorf("Fetch %s.%s: %v, want a bad request", req.Keyspace, req.Table, err)
+		}
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s: %v", outside, err)
+	}
+	ents, _ := os.ReadDir(cfg.DataDirs[0])
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("the data directory gained %s", e.Name())
+		}
+	}
+}
