@@ -101,7 +101,10 @@
 // sstable bytes travel UNENCRYPTED and unauthenticated on the wire (anyone on the path can
 // read them, and, short of the chunk CRCs, alter them); only the QUIC control stream keeps
 // mutual TLS. Use it inside one data centre or a private network where QUIC's user-space
-// crypto, not the disks, bounds streaming; keep quic (the default) everywhere else.
+// crypto, not the disks, bounds streaming; keep quic (the default) everywhere else. A
+// receiver dials the offered data address only on the host it reached the sender at (a
+// sender cannot make it connect elsewhere), and the data listener's accept loop backs off
+// on errors (descriptors exhausted by a flood) and goes on.
 //
 // A session uses it when both ends are configured for it: the receiver lists the Hello
 // feature "tcp-data", and a sender with Transport tcp answers, on the control stream right
