@@ -415,7 +415,19 @@ func (v *victim) fetchAs(t *testing.T, name string, flags ...string) (int, strin
 func TestHostilePeerCannotLockOutOthersOrActBeyondItsRole(t *testing.T) {
 	v := startVictim(t)
 	held := []*quic.Conn{v.holdSession(t, "peer"), v.holdSession(t, "peer")}
-	time.Sleep(300 * time.Millisecond) // both admitted and planning
+	waitFor(t, 10*time.Second, "both sessions admitted", func() bool {
+		var st adminapi.StreamsResponse
+		if v.admin_(t, http.MethodGet, "/v1/streams", nil, &st) != nil {
+			return false
+		}
+		n := 0
+		for _, s := range st.Sessions {
+			if s.State != "complete" && s.State != "failed" {
+				n++
+			}
+		}
+		return n == 2
+	})
 	extra := v.holdSession(t, "peer")
 	select {
 	case <-extra.Context().Done():
