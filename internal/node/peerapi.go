@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 
 	"github.com/quic-go/quic-go"
@@ -123,7 +124,9 @@ func (n *Node) peerFetch(ctx context.Context, caller tlsx.PeerIdentity, req Fetc
 	if err != nil {
 		return FetchOpResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "fetch source: %v", err)
 	}
-	req.Peer = src.Meta.StreamAddr
+	if req.Peer, err = streamAddr(src); err != nil {
+		return FetchOpResponse{}, err
+	}
 	// The fetch stops when the caller goes away (ctx) or this node stops.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -175,20 +178,41 @@ func (n *Node) repairTree(ctx context.Context, req TreeRequest) (TreeResponse, e
 
 // call asks member m to run a peer operation, proving on the way that it is m.
 func (c *cluster) call(ctx context.Context, m gossip.Member, method string, req, out any) error {
-	if m.Meta.StreamAddr == "" {
-		return fmt.Errorf("%s: no stream address announced", m.Name)
-	}
-	return c.n.peerClient.Call(ctx, m.Meta.StreamAddr, m.Name, method, req, out)
-}
-
-// verifyMember is gossip's Verifier: member name proves it holds name's node certificate
-// of the cluster CA at the stream address it announced, and answers the peer protocol.
-func (n *Node) verifyMember(ctx context.Context, name string, meta gossip.NodeMeta) error {
-	var id IdentityResponse
-	if err := n.peerClient.Call(ctx, meta.StreamAddr, name, peerIdentity, nil, &id); err != nil {
+	addr, err := streamAddr(m)
+	if err != nil {
 		return err
 	}
-	if id.Name != name {
+	return c.n.peerClient.Call(ctx, addr, m.Name, method, req, out)
+}
+
+// streamAddr is where member m's stream server is reached: its announced stream address,
+// with the host of its gossip address when it announced a wildcard (a node listening on
+// every interface, stream_addr ":7400").
+func streamAddr(m gossip.Member) (string, error) {
+	host, port, err := net.SplitHostPort(m.Meta.StreamAddr)
+	if err != nil {
+		return "", fmt.Errorf("%s: stream address %q: %v", m.Name, m.Meta.StreamAddr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if host, _, err = net.SplitHostPort(m.Addr); err != nil {
+			return "", fmt.Errorf("%s: wildcard stream address and gossip address %q: %v", m.Name, m.Addr, err)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// verifyMember is gossip's Verifier: member m proves it holds m.Name's node certificate of
+// the cluster CA at the stream address it announced, and answers the peer protocol.
+func (n *Node) verifyMember(ctx context.Context, m gossip.Member) error {
+	addr, err := streamAddr(m)
+	if err != nil {
+		return err
+	}
+	var id IdentityResponse
+	if err := n.peerClient.Call(ctx, addr, m.Name, peerIdentity, nil, &id); err != nil {
+		return err
+	}
+	if id.Name != m.Name {
 		return fmt.Errorf("answers as %q", id.Name)
 	}
 	return nil

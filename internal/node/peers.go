@@ -55,6 +55,8 @@ func (p netPeers) fetch(ctx context.Context, to string, req FetchOpRequest) (Fet
 	if err != nil {
 		return FetchOpResponse{}, err
 	}
-	req.Peer = src.Meta.StreamAddr
+	if req.Peer, err = streamAddr(src); err != nil {
+		return FetchOpResponse{}, err
+	}
 	return c.n.Fetch(ctx, req)
 }

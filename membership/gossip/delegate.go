@@ -203,7 +203,7 @@ func (d *eventDelegate) record(n *memberlist.Node, l Liveness, kind EventKind) {
 		delete(g.proofs, n.Name)
 	}
 	if l == StateAlive {
-		g.proveLocked(n.Name, meta)
+		g.proveLocked(n.Name, n.Address(), meta)
 	}
 	if kind != Update {
 		e.leaving = false // a new life, or the intent has been used

@@ -39,11 +39,11 @@ func (i Identity) String() string {
 	return "pending"
 }
 
-// Verifier proves that member name announcing meta is who it says: for sluice, a mutual-TLS
-// handshake with its advertised stream address whose certificate chains to the cluster CA,
-// names name and carries the node role. It is called without locks held, at most
-// maxProofs at a time, and must respect ctx.
-type Verifier func(ctx context.Context, name string, meta NodeMeta) error
+// Verifier proves that member m (its Name, gossip Addr and Meta are set) is who it says: for
+// sluice, a mutual-TLS handshake with its advertised stream address whose certificate chains
+// to the cluster CA, names m.Name and carries the node role. It is called without locks held,
+// at most maxProofs at a time, and must respect ctx.
+type Verifier func(ctx context.Context, m Member) error
 
 const (
 	maxProofs      = 4
@@ -76,7 +76,7 @@ func (g *Gossip) identityLocked(name string) (Identity, string) {
 
 // proveLocked starts proving name's identity when there is no verdict for its current stream
 // address (a member that moves its address proves itself again).
-func (g *Gossip) proveLocked(name string, meta NodeMeta) {
+func (g *Gossip) proveLocked(name, addr string, meta NodeMeta) {
 	if g.cfg.Verify == nil || name == g.cfg.Name {
 		return
 	}
@@ -86,10 +86,10 @@ func (g *Gossip) proveLocked(name string, meta NodeMeta) {
 	}
 	p = &proof{addr: meta.StreamAddr}
 	g.proofs[name] = p
-	g.startProofLocked(name, p, meta)
+	g.startProofLocked(name, p, addr, meta)
 }
 
-func (g *Gossip) startProofLocked(name string, p *proof, meta NodeMeta) {
+func (g *Gossip) startProofLocked(name string, p *proof, addr string, meta NodeMeta) {
 	if p.running {
 		return
 	}
@@ -107,7 +107,7 @@ func (g *Gossip) startProofLocked(name string, p *proof, meta NodeMeta) {
 			err = errors.New("no stream address announced")
 		} else {
 			ctx, cancel := context.WithTimeout(g.ctx, proofTimeout)
-			err = g.cfg.Verify(ctx, name, meta)
+			err = g.cfg.Verify(ctx, Member{Name: name, Addr: addr, Meta: meta})
 			cancel()
 		}
 		<-g.proofSem
@@ -135,7 +135,7 @@ func (g *Gossip) startProofLocked(name string, p *proof, meta NodeMeta) {
 			defer g.mu.Unlock()
 			e := g.members[name]
 			if g.ctx.Err() == nil && g.proofs[name] == p && e != nil && e.liveness == StateAlive {
-				g.startProofLocked(name, p, e.meta)
+				g.startProofLocked(name, p, e.addr, e.meta)
 			}
 		})
 	}()

@@ -18,7 +18,8 @@ func TestOnlyProvenMembersAreInTheRing(t *testing.T) {
 	verdict := map[string]error{"node1": nil, "node2": errors.New("certificate signed by unknown authority")}
 	tries := map[string]int{}
 	cfg := c.config("node0")
-	cfg.Verify = func(ctx context.Context, name string, meta NodeMeta) error {
+	cfg.Verify = func(ctx context.Context, m Member) error {
+		name := m.Name
 		mu.Lock()
 		defer mu.Unlock()
 		tries[name]++
@@ -65,7 +66,7 @@ func TestAPendingProofKeepsTheRingUnsettled(t *testing.T) {
 	c := newTestCluster(t)
 	release := make(chan struct{})
 	cfg := c.config("node0")
-	cfg.Verify = func(ctx context.Context, name string, meta NodeMeta) error {
+	cfg.Verify = func(ctx context.Context, m Member) error {
 		select {
 		case <-release:
 			return nil
@@ -100,7 +101,8 @@ func TestANewLifeProvesItselfAgain(t *testing.T) {
 	var mu sync.Mutex
 	tries := 0
 	cfg := c.config("node0")
-	cfg.Verify = func(ctx context.Context, name string, meta NodeMeta) error {
+	cfg.Verify = func(ctx context.Context, m Member) error {
+		name := m.Name
 		mu.Lock()
 		defer mu.Unlock()
 		if name == "node1" {
