@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"slices"
@@ -466,7 +467,12 @@ func (g *Gossip) Ring() (ring.Ring, error) {
 	if len(pending) > 0 {
 		return ring.Ring{}, fmt.Errorf("%w: %s", ErrTokensPending, strings.Join(pending, ", "))
 	}
-	return ring.NewRing(ms...)
+	r, err := ring.NewRing(ms...)
+	if errors.Is(err, ring.ErrTokenConflict) {
+		// Two proven members claim a token: no plan is made until an operator resolves it.
+		g.logRefused([]string{err.Error()})
+	}
+	return r, err
 }
 
 // AddKey installs a further decryption key (16, 24 or 32 bytes) for rotation.

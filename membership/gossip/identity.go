@@ -158,8 +158,8 @@ func admit(m Member) (ok bool, pending bool, reason string) {
 	return true, false, ""
 }
 
-// logRefused logs the members Ring leaves out, each time that set changes (Ring is called
-// often; the same refusal is not repeated every time).
+// logRefused logs the members Ring leaves out (or the token conflict that fails it), each
+// time that set changes (Ring is called often; the same refusal is not repeated every time).
 func (g *Gossip) logRefused(reasons []string) {
 	key := strings.Join(reasons, "\n")
 	g.refusedMu.Lock()
