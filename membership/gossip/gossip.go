@@ -65,7 +65,7 @@ type Gossip struct {
 	proofSem chan struct{} // bounds the proofs running at once
 
 	refusedMu sync.Mutex
-	refused   string // the members Ring last left out, for logRefused
+	refused   map[string]string // what Ring last logged, by kind, for logRefused
 }
 
 // New validates cfg and prepares a Gossip; nothing touches the network until Start.
@@ -460,7 +460,7 @@ func (g *Gossip) Ring() (ring.Ring, error) {
 		}
 		ms = append(ms, ring.Member{Node: ring.Node{Name: m.Name, DC: m.Meta.DC, Rack: m.Meta.Rack}, State: m.Meta.State, Tokens: ts})
 	}
-	g.logRefused(refused)
+	g.logRefused("members left out of the ring", refused)
 	if len(unproven) > 0 {
 		return ring.Ring{}, fmt.Errorf("%w: %s", ErrIdentityPending, strings.Join(unproven, ", "))
 	}
@@ -470,7 +470,7 @@ func (g *Gossip) Ring() (ring.Ring, error) {
 	r, err := ring.NewRing(ms...)
 	if errors.Is(err, ring.ErrTokenConflict) {
 		// Two proven members claim a token: no plan is made until an operator resolves it.
-		g.logRefused([]string{err.Error()})
+		g.logRefused("token conflict: no stream plan until it is resolved", []string{err.Error()})
 	}
 	return r, err
 }

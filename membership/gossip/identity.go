@@ -160,13 +160,16 @@ func admit(m Member) (ok bool, pending bool, reason string) {
 
 // logRefused logs the members Ring leaves out (or the token conflict that fails it), each
 // time that set changes (Ring is called often; the same refusal is not repeated every time).
-func (g *Gossip) logRefused(reasons []string) {
+func (g *Gossip) logRefused(what string, reasons []string) {
 	key := strings.Join(reasons, "\n")
 	g.refusedMu.Lock()
-	changed := key != g.refused
-	g.refused = key
+	if g.refused == nil {
+		g.refused = map[string]string{}
+	}
+	changed := key != g.refused[what]
+	g.refused[what] = key
 	g.refusedMu.Unlock()
 	if changed && len(reasons) > 0 {
-		g.log.Error().Strs("members", reasons).Msg("members left out of the ring")
+		g.log.Error().Strs("reasons", reasons).Msg(what)
 	}
 }
