@@ -566,3 +566,41 @@ func TestHostileConnectionFloodDoesNotStopTheTCPDataPlane(t *testing.T) {
 		t.Fatalf("fetch over the TCP data plane after a flood: exit %d: %s", code, errs)
 	}
 }
+
+// Finding 6: a symlinked component in a data directory (pointing at a secret of the node's
+// host) is never served: the fetch of that table fails, and the secret's bytes are nowhere
+// in what the peer received.
+func TestHostileSymlinkedComponentIsNeverServed(t *testing.T) {
+	v := startVictim(t)
+	secret := filepath.Join(v.dir, "secret")
+	marker := []byte("SECRET-KEY-MATERIAL-0123456789")
+	if err := os.WriteFile(secret, bytes.Repeat(marker, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filters, _ := filepath.Glob(filepath.Join(v.tableDir, "*-Filter.db"))
+	if len(filters) == 0 {
+		t.Fatal("no Filter.db")
+	}
+	for _, f := range filters {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(secret, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "sluice", filepath.Base(v.tableDir))
+	code, _, errs := sluice(t, "stream", "fetch", "--peer", v.stream, "--keyspace", "sluice", "--table", "stress",
+		"--ranges", "(-9223372036854775808,9223372036854775807]", "--out", out, "--tls-dir", v.tlsDir, "--name", "peer")
+	if code == 0 || !strings.Contains(errs, "not a regular file") {
+		t.Errorf("fetch of a table with a symlinked component: exit %d: %s", code, errs)
+	}
+	filepath.Walk(filepath.Dir(out), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, marker) {
+				t.Errorf("%s holds the secret", p)
+			}
+		}
+		return nil
+	})
+}

@@ -170,3 +170,29 @@ func TestFormatting(t *testing.T) {
 		t.Error("formatRate or formatLimit")
 	}
 }
+
+// Peer-supplied strings (a failure reason, a peer's names) reach the operator's terminal
+// escaped: an escape sequence in them is shown, not obeyed.
+func TestNetstatsEscapesWhatPeersSent(t *testing.T) {
+	hostile := []stream.SessionStatus{{ID: "s\x1b[2J", Peer: "10.0.0.9:7400", Direction: stream.Sending, Keyspace: "ks",
+		Table: "t\u009b31m", State: "failed", Error: "reason\x1b]0;owned\x07\r\nfake line"}}
+	addr := adminStub(t, map[string]http.HandlerFunc{
+		"GET /v1/streams": func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(adminapi.StreamsResponse{Sessions: hostile})
+		},
+	})
+	code, out, errs := sluice(t, "netstats", "--admin", addr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, r := range out {
+		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) {
+			t.Fatalf("netstats printed control %U:\n%q", r, out)
+		}
+	}
+	for _, want := range []string{`s\x1b[2J`, `t\u009b31m`, `reason\x1b]0;owned\a\r\nfake line`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("netstats lacks %s:\n%s", want, out)
+		}
+	}
+}
