@@ -238,7 +238,9 @@ func (c *cluster) settledRing(ctx context.Context) (ring.Ring, error) {
 
 func (c *cluster) allAnnounced() bool {
 	for _, m := range c.g.Members() {
-		if m.Name != c.n.cfg.Name && m.Liveness == gossip.StateAlive && m.Meta.State == 0 {
+		// A member whose identity was refused is not waited for: holding the gossip key alone
+		// must not stall every bootstrap.
+		if m.Name != c.n.cfg.Name && m.Liveness == gossip.StateAlive && m.Meta.State == 0 && m.Identity != gossip.IdentityRefused {
 			return false
 		}
 	}
@@ -318,7 +320,9 @@ func (c *cluster) watch() {
 	for ev := range c.g.Events() {
 		switch ev.Kind {
 		case gossip.Dead, gossip.Leave:
-			if a := ev.Member.Meta.StreamAddr; a != "" {
+			// Only a proven member speaks for its address: an impostor announcing another
+			// node's address and leaving must not fail the sessions with that node.
+			if a, err := streamAddr(ev.Member); err == nil && ev.Member.Identity == gossip.IdentityProven {
 				if k := c.n.peers.cancel(a); k > 0 {
 					c.log.Warn().Str("peer", ev.Member.Name).Str("stream_addr", a).Int("sessions", k).
 						Msg("peer down: failing its sessions")
