@@ -102,15 +102,16 @@ type Node struct {
 	mu         sync.Mutex // orders throughput changes
 	throughput Throughput
 
-	tuneGossip func(gossip.Config) gossip.Config
-	id         *tlsx.Identity          // this node's certificate, loaded by Run (nil without streaming)
-	peerClient *peerrpc.Client         // calls other members' peer operations
-	peerSrv    *peerrpc.Server         // answers theirs
-	runCtx     context.Context         // Run's context, for operations; set before ready
-	cluster    atomic.Pointer[cluster] // nil until membership has joined, or standalone
-	peers      peerRegistry
-	ops        opsState
-	dirLocks   dirLocks
+	tuneGossip  func(gossip.Config) gossip.Config
+	id          *tlsx.Identity          // this node's certificate, loaded by Run (nil without streaming)
+	peerClient  *peerrpc.Client         // calls other members' peer operations
+	peerSrv     *peerrpc.Server         // answers theirs
+	peerFetches chan struct{}           // slots of the fetches members ask of this node
+	runCtx      context.Context         // Run's context, for operations; set before ready
+	cluster     atomic.Pointer[cluster] // nil until membership has joined, or standalone
+	peers       peerRegistry
+	ops         opsState
+	dirLocks    dirLocks
 }
 
 // New validates the configuration (a *ConfigError names the bad field) and returns a node
@@ -136,6 +137,7 @@ func New(opts Options) (*Node, error) {
 		throughput:      cfg.Throughput,
 		tuneGossip:      opts.TuneGossip,
 	}
+	n.peerFetches = make(chan struct{}, maxPeerFetches)
 	n.peerSrv = &peerrpc.Server{Handler: n.peerCall, Log: log.With().Str("component", "peer").Logger()}
 	return n, nil
 }

@@ -28,6 +28,10 @@ const (
 	peerRepairTree = "repair_tree" // TreeRequest → TreeResponse
 )
 
+// maxPeerFetches bounds the fetches other members' operations run on this node at once; more
+// wait. Every coordinator runs at most maxParallelTransfers pairs at a time.
+const maxPeerFetches = 4 * maxParallelTransfers
+
 // IdentityResponse answers peerIdentity.
 type IdentityResponse struct {
 	Name string `json:"name"`
@@ -126,6 +130,14 @@ func (n *Node) peerFetch(ctx context.Context, caller tlsx.PeerIdentity, req Fetc
 	}
 	if req.Peer, err = streamAddr(src); err != nil {
 		return FetchOpResponse{}, err
+	}
+	// Members' fetch requests queue for a bounded number of slots: one member cannot start
+	// fetches without end.
+	select {
+	case n.peerFetches <- struct{}{}:
+		defer func() { <-n.peerFetches }()
+	case <-ctx.Done():
+		return FetchOpResponse{}, ctx.Err()
 	}
 	// The fetch stops when the caller goes away (ctx) or this node stops.
 	ctx, cancel := context.WithCancel(ctx)
