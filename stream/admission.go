@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -38,14 +37,9 @@ const (
 // at least one, so that one certificate holder leaves room for others.
 func perPeerDefault(total int) int { return max(1, total/4) }
 
-// identify reads the verified peer certificate of conn.
-func identify(conn *quic.Conn) (tlsx.PeerIdentity, *x509.Certificate, error) {
-	st := conn.ConnectionState().TLS
-	id, err := tlsx.IdentifyPeer(st.VerifiedChains)
-	if err != nil {
-		return tlsx.PeerIdentity{}, nil, err
-	}
-	return id, st.VerifiedChains[0][0], nil
+// identify reads the name and role of conn's verified peer certificate.
+func identify(conn *quic.Conn) (tlsx.PeerIdentity, error) {
+	return tlsx.IdentifyPeer(conn.ConnectionState().TLS.VerifiedChains)
 }
 
 // admit takes a session slot for peer: one of MaxSessions node-wide and one of

@@ -200,7 +200,7 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 
 func (s *Server) handle(ctx context.Context, conn *quic.Conn) {
 	peer := conn.RemoteAddr().String()
-	id, _, err := identify(conn)
+	id, err := identify(conn)
 	if err != nil {
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnauthorized), "client certificate required: "+err.Error())
 		return
