@@ -169,7 +169,7 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 	}
 	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
 	if err != nil || len(rs) == 0 {
-		return FetchOpResponse{}, fmt.Errorf("ranges %q: %v", req.Ranges, cmp.Or(err, errors.New("empty")))
+		return FetchOpResponse{}, badRequest{fmt.Errorf("ranges %q: %v", req.Ranges, cmp.Or(err, errors.New("empty")))}
 	}
 	if req.Peer == "" || req.Source == "" {
 		return FetchOpResponse{}, badRequest{errors.New("fetch: the source node and its address are required")}
