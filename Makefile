@@ -5,7 +5,7 @@ PKGS     := ./...
 # Race detector on everything: the suite is sized so this stays within CI's budget.
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills clean
+.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills interop clean
 
 all: build
 
@@ -48,6 +48,11 @@ test-reflink:
 DRILL_DATA ?= 64MiB
 drills: build
 	$(BIN) --log-level warn testcluster drill all --data $(DRILL_DATA)
+
+## interop: Apache Cassandra 5.0 (cassandra-all from Maven Central, cached in ~/.m2) reads, verifies and
+## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.
+interop:
+	./interop/run.sh
 
 clean:
 	rm -rf bin

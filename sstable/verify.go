@@ -396,7 +396,8 @@ type pendingPartition struct {
 func (pp *pendingPartition) set(p *Partition) {
 	pp.valid, pp.ordinal, pp.position = true, p.Ordinal, p.Position
 	pp.key = append(pp.key[:0], p.Key...)
-	pp.promoted, pp.hasPromoted = append(pp.promoted[:0], p.Promoted...), p.Promoted != nil
+	// An index entry without a promoted index has an empty, non-nil Promoted slice.
+	pp.promoted, pp.hasPromoted = append(pp.promoted[:0], p.Promoted...), len(p.Promoted) > 0
 }
 
 // checkPartition checks the partition occupying uncompressed Data.db bytes [pp.position, end):

@@ -215,3 +215,20 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// An index entry without a promoted index holds an empty, non-nil Promoted slice; after a wide
+// partition the pending copy still has capacity, and it must not be taken for a promoted index
+// (Cassandra-written BIG files with a wide partition followed by small ones failed `verify
+// --extended` with "promoted index header length 0"; found by the interop suite).
+func TestPendingPartitionWithoutPromotedIndex(t *testing.T) {
+	var pp pendingPartition
+	pp.set(&Partition{Key: []byte("wide"), Promoted: []byte{7, 0x80, 1, 2, 3}})
+	if !pp.hasPromoted {
+		t.Fatal("a promoted index was not kept")
+	}
+	idx := []byte{0, 1, 2}
+	pp.set(&Partition{Key: []byte("small"), Promoted: idx[3:]})
+	if pp.hasPromoted {
+		t.Error("an empty promoted index after a wide partition is taken for one")
+	}
+}

@@ -10,15 +10,17 @@ import (
 
 // ByteSource constants (utils/bytecomparable/ByteSource.java, OSS50).
 const (
-	byteEscape          = 0x00
-	byteEscaped0Cont    = 0xFE
-	byteEscaped0Done    = 0xFF
-	byteNextComponent   = 0x40
-	byteNextNull        = 0x3F
-	byteTerminator      = 0x38
-	byteLTNextComponent = 0x20
-	byteGTNextComponent = 0x60
-	byteExcluded        = 0x18
+	byteEscape        = 0x00
+	byteEscaped0Cont  = 0xFE
+	byteEscaped0Done  = 0xFF
+	byteNextComponent = 0x40
+	byteNextNull      = 0x3F
+	// byteNextEmptyReversed is NEXT_COMPONENT_EMPTY_REVERSED: an empty value of a reversed type.
+	byteNextEmptyReversed = 0x41
+	byteTerminator        = 0x38
+	byteLTNextComponent   = 0x20
+	byteGTNextComponent   = 0x60
+	byteExcluded          = 0x18
 )
 
 // AppendDecoratedKey appends the OSS50 ByteComparable form of the decorated key (t, key):
@@ -95,8 +97,10 @@ func (k ClusteringKind) terminator() (byte, bool) {
 // ByteComparable form (0x3F alone for a nil component), then the kind's terminator.
 // types are the clustering types as Cassandra names them (e.g.
 // "org.apache.cassandra.db.marshal.UTF8Type"); values may be fewer than types for bounds.
-// Only byte-order types are supported (UTF8Type, AsciiType, BytesType, whose form is the
-// escaped value); any other type, including ReversedType, yields ErrUnsupportedType.
+// Supported: byte-order types (UTF8Type, AsciiType, BytesType, whose form is the escaped
+// value), the fixed-length signed numbers (Int32Type, ShortType, ByteType: the sign bit
+// flipped) and ReversedType of any of them (every byte inverted); any other type yields
+// ErrUnsupportedType.
 func AppendClusteringComparable(dst []byte, types []string, values [][]byte, kind ClusteringKind) ([]byte, error) {
 	term, ok := kind.terminator()
 	if !ok {
@@ -106,17 +110,67 @@ func AppendClusteringComparable(dst []byte, types []string, values [][]byte, kin
 		return dst, fmt.Errorf("%w: %d clustering values for %d types", ErrInvalid, len(values), len(types))
 	}
 	for i, v := range values {
-		if !byteOrderType(types[i]) {
+		inner, reversed := unwrapReversed(types[i])
+		fixed, known := fixedSignedLength(inner)
+		if !known && !byteOrderType(inner) {
 			return dst, fmt.Errorf("%w: %s", ErrUnsupportedType, types[i])
 		}
 		if v == nil {
 			dst = append(dst, byteNextNull)
 			continue
 		}
+		if known && len(v) == 0 {
+			// An empty fixed-length number has no ByteSource: the separator says so.
+			if reversed {
+				dst = append(dst, byteNextEmptyReversed)
+			} else {
+				dst = append(dst, byteNextNull)
+			}
+			continue
+		}
 		dst = append(dst, byteNextComponent)
-		dst = appendEscaped(dst, v)
+		start := len(dst)
+		if known {
+			if len(v) != fixed {
+				return dst, fmt.Errorf("%w: %d-byte value of %s", ErrInvalid, len(v), inner)
+			}
+			// ByteSource.signedFixedLengthNumber: the sign bit flipped.
+			dst = append(dst, v[0]^0x80)
+			dst = append(dst, v[1:]...)
+		} else {
+			dst = appendEscaped(dst, v)
+		}
+		if reversed {
+			// ReversedType.asComparableBytes inverts every byte of its base type's form.
+			for j := start; j < len(dst); j++ {
+				dst[j] = ^dst[j]
+			}
+		}
 	}
 	return append(dst, term), nil
+}
+
+// unwrapReversed strips ReversedType(...) (a DESC clustering column).
+func unwrapReversed(t string) (string, bool) {
+	const p = "org.apache.cassandra.db.marshal.ReversedType("
+	if strings.HasPrefix(t, p) && strings.HasSuffix(t, ")") {
+		return t[len(p) : len(t)-1], true
+	}
+	return t, false
+}
+
+// fixedSignedLength reports the types whose ByteComparable form (OSS50) is
+// ByteSource.optionalSignedFixedLengthNumber: the value with its sign bit flipped.
+func fixedSignedLength(t string) (int, bool) {
+	switch strings.TrimPrefix(t, "org.apache.cassandra.db.marshal.") {
+	case "Int32Type":
+		return 4, true
+	case "ShortType":
+		return 2, true
+	case "ByteType":
+		return 1, true
+	}
+	return 0, false
 }
 
 // byteOrderType reports whether t's ByteComparable form is ByteSource.of(value): the types

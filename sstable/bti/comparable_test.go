@@ -91,8 +91,30 @@ func TestAppendClusteringComparable(t *testing.T) {
 			t.Errorf("%q kind %d: %x, %v; want %s", tc.values, tc.kind, got, err, tc.want)
 		}
 	}
-	if _, err := AppendClusteringComparable(nil, []string{"org.apache.cassandra.db.marshal.Int32Type"}, [][]byte{{0, 0, 0, 1}}, Clustering); !errors.Is(err, ErrUnsupportedType) {
-		t.Errorf("Int32Type: %v, want ErrUnsupportedType", err)
+	// Int32Type flips the sign bit; ReversedType inverts its base's bytes; an empty number is
+	// NEXT_COMPONENT_EMPTY (0x3F), reversed NEXT_COMPONENT_EMPTY_REVERSED (0x41).
+	const i32, rev = "org.apache.cassandra.db.marshal.Int32Type", "org.apache.cassandra.db.marshal.ReversedType("
+	for _, tc := range []struct {
+		types  []string
+		values [][]byte
+		want   string
+	}{
+		{[]string{i32}, [][]byte{{0, 0, 0, 1}}, "408000000138"},
+		{[]string{i32}, [][]byte{{0xff, 0xff, 0xff, 0xfe}}, "407ffffffe38"},
+		{[]string{rev + i32 + ")"}, [][]byte{{0, 0, 0, 1}}, "407ffffffe38"},
+		{[]string{rev + utf8Type + ")"}, [][]byte{[]byte("A")}, "40beff38"},
+		{[]string{i32, rev + i32 + ")"}, [][]byte{{}, {}}, "3f4138"},
+	} {
+		got, err := AppendClusteringComparable(nil, tc.types, tc.values, Clustering)
+		if err != nil || hex.EncodeToString(got) != tc.want {
+			t.Errorf("%q %x: %x, %v; want %s", tc.types, tc.values, got, err, tc.want)
+		}
+	}
+	if _, err := AppendClusteringComparable(nil, []string{"org.apache.cassandra.db.marshal.LongType"}, [][]byte{make([]byte, 8)}, Clustering); !errors.Is(err, ErrUnsupportedType) {
+		t.Errorf("LongType: %v, want ErrUnsupportedType", err)
+	}
+	if _, err := AppendClusteringComparable(nil, []string{i32}, [][]byte{{1, 2}}, Clustering); !errors.Is(err, ErrInvalid) {
+		t.Errorf("2-byte Int32Type: %v, want ErrInvalid", err)
 	}
 	if _, err := AppendClusteringComparable(nil, []string{utf8Type}, [][]byte{{1}, {2}}, Clustering); !errors.Is(err, ErrInvalid) {
 		t.Errorf("too many values: %v, want ErrInvalid", err)

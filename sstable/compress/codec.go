@@ -174,8 +174,12 @@ func (*lz4Codec) Decompress(dst, src []byte, n int) ([]byte, error) {
 // snappyCodec is SnappyCompressor: one raw Snappy block (Snappy.rawCompress).
 type snappyCodec struct{}
 
-func (snappyCodec) Name() string    { return Snappy }
-func (snappyCodec) Bound(n int) int { return snappy.MaxEncodedLen(n) }
+func (snappyCodec) Name() string { return Snappy }
+
+// Bound is the reference Snappy's MaxCompressedLength (32 + n + n/6), the bound of the
+// compressor Cassandra uses (snappy-java): klauspost's MaxEncodedLen is tighter (its encoder
+// never expands as much), so an incompressible chunk Cassandra wrote would exceed it.
+func (snappyCodec) Bound(n int) int { return 32 + n + n/6 }
 
 func (c snappyCodec) Compress(dst, src []byte) ([]byte, error) {
 	bound := c.Bound(len(src))
@@ -259,8 +263,19 @@ func (c *deflateCodec) Compress(dst, src []byte) ([]byte, error) {
 }
 
 func (c *deflateCodec) Decompress(dst, src []byte, n int) ([]byte, error) {
+	return c.decompress(dst, src, n, true)
+}
+
+// decompressUpTo decodes a whole chunk whose uncompressed length is unknown but at most max:
+// the cut last chunk of a zero-copy split child, as a deflate stream does not state its length.
+func (c *deflateCodec) decompressUpTo(dst, src []byte, max int) ([]byte, error) {
+	return c.decompress(dst, src, max, false)
+}
+
+// decompress decodes src; exact says the stream holds exactly n bytes, else at most n.
+func (c *deflateCodec) decompress(dst, src []byte, n int, exact bool) ([]byte, error) {
 	if len(src) == 0 {
-		if n != 0 {
+		if n != 0 && exact {
 			return dst, fmt.Errorf("%w: empty deflate chunk, chunk covers %d bytes", ErrLength, n)
 		}
 		return dst, nil
@@ -279,6 +294,8 @@ func (c *deflateCodec) Decompress(dst, src []byte, n int) ([]byte, error) {
 	dst = grow(dst, n)
 	k, err := io.ReadFull(c.r, dst[start:start+n])
 	switch {
+	case !exact && (err == io.ErrUnexpectedEOF || err == io.EOF):
+		return dst[:start+k], nil // ReadFull stopped at the end of the stream, which checked the Adler-32
 	case err == io.ErrUnexpectedEOF || (err == io.EOF && n > 0):
 		return dst[:start], fmt.Errorf("%w: deflate stream ended after %d bytes, want %d", ErrLength, k, n)
 	case err != nil:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
@@ -262,5 +263,63 @@ func TestChunkLongerThanCodecBound(t *testing.T) {
 	}
 	if err := r.ForEachChunk(nil); !errors.Is(err, ErrLength) {
 		t.Errorf("ForEachChunk: %v", err)
+	}
+}
+
+// An incompressible 4 KiB chunk that Cassandra's snappy-java stored compressed takes up to the
+// reference bound, 32 + n + n/6 bytes: more than klauspost's MaxEncodedLen. Found by the interop
+// suite on a CQLSSTableWriter fixture; here a valid Snappy block of 60-byte literals stands in.
+func TestSnappyChunkUpToReferenceBound(t *testing.T) {
+	const n = 4096
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i * 7919 >> 3)
+	}
+	block := binary.AppendUvarint(nil, n)
+	for i := 0; i < n; i += 60 {
+		lit := src[i:min(i+60, n)]
+		block = append(append(block, byte(len(lit)-1)<<2), lit...)
+	}
+	if len(block) <= 4101 || len(block) > 32+n+n/6 {
+		t.Fatalf("test block is %d bytes, want between klauspost's bound and the reference bound", len(block))
+	}
+	file := binary.BigEndian.AppendUint32(append([]byte(nil), block...), crc32.ChecksumIEEE(block))
+	info := &Info{Compressor: Snappy, ChunkLength: n, MaxCompressedLength: math.MaxInt32, DataLength: n, Offsets: []int64{0}}
+	r, err := NewReader(bytes.NewReader(file), int64(len(file)), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadChunk(0, nil)
+	if err != nil {
+		t.Fatalf("ReadChunk: %v", err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Error("chunk decoded to different bytes")
+	}
+}
+
+// The last chunk of a zero-copy split child holds a whole parent chunk of which the child
+// addresses only a prefix: every codec decodes it and cuts it at dataLength. (Snappy did not:
+// its declared length was never consulted; found by the interop suite on a copy child.)
+func TestCutLastChunkEveryCodec(t *testing.T) {
+	src := genData(rand.New(rand.NewPCG(3, 3)), 4096)
+	for _, c := range allCodecs {
+		codec, err := CodecFor(c.class, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := codec.Compress(nil, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := binary.BigEndian.AppendUint32(bytes.Clone(body), crc32.ChecksumIEEE(body))
+		info := &Info{Compressor: c.class, Options: c.opts, ChunkLength: 4096, MaxCompressedLength: math.MaxInt32, DataLength: 1000, Offsets: []int64{0}}
+		r, err := NewReader(bytes.NewReader(file), int64(len(file)), info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadChunk(0, nil); err != nil || !bytes.Equal(got, src[:1000]) {
+			t.Errorf("%s %v: cut last chunk: %d bytes, %v", c.class, c.opts, len(got), err)
+		}
 	}
 }

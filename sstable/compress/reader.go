@@ -160,6 +160,18 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 	if cut {
 		if d, ok := declaredLength(codec, body); ok && d > int(n) && d <= r.chunkLength {
 			full = d
+		} else if dc, isDeflate := codec.(*deflateCodec); isDeflate && !ok {
+			// A deflate stream states no length: decode all of it (at most a chunk), keep the span.
+			start := len(dst)
+			out, err := dc.decompressUpTo(dst, body, r.chunkLength)
+			if err != nil {
+				return dst, &ChunkError{Chunk: i, FileOffset: off, Err: err}
+			}
+			if len(out)-start < int(n) {
+				return dst, &ChunkError{Chunk: i, FileOffset: off,
+					Err: fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n)}
+			}
+			return out[:start+int(n)], nil
 		}
 	}
 	start := len(dst)
@@ -178,7 +190,7 @@ func declaredLength(codec Codec, body []byte) (int, bool) {
 		if len(body) >= 4 {
 			return int(binary.LittleEndian.Uint32(body)), true
 		}
-	case snappyCodec:
+	case snappyCodec, *snappyCodec: // CodecFor returns a pointer
 		if n, err := snappy.DecodedLen(body); err == nil {
 			return n, true
 		}

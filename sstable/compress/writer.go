@@ -102,6 +102,7 @@ type chunkJob struct {
 	starts []int64 // where each record starts in out
 	crcs   []uint32
 	err    error
+	final  bool          // the last batch, which Close hands over
 	ready  chan struct{} // signalled when the batch is encoded
 }
 
@@ -266,8 +267,13 @@ func (w *Writer) encode(j *chunkJob, codec Codec) error {
 		return nil
 	}
 	out := j.out[:0]
-	for off := 0; off < len(j.buf) || off == 0; off += w.chunkLength {
-		chunk := j.buf[off:min(off+w.chunkLength, len(j.buf))]
+	// The final batch ending exactly at a chunk boundary gets the trailing empty chunk (see Close).
+	end := len(j.buf)
+	if j.final && end > 0 && end%w.chunkLength == 0 {
+		end++
+	}
+	for off := 0; off < end || off == 0; off += w.chunkLength {
+		chunk := j.buf[min(off, len(j.buf)):min(off+w.chunkLength, len(j.buf))]
 		start := len(out)
 		var err error
 		if out, err = codec.Compress(out, chunk); err != nil {
@@ -307,13 +313,18 @@ func (w *Writer) emit(j *chunkJob) error {
 }
 
 // Close writes the last (possibly short) chunk and returns the metadata of the finished file.
-// A Writer that received no bytes still writes one empty chunk, as Cassandra's final flush does.
+// When compressed data ends exactly at a chunk boundary (or is empty) the last chunk is an empty one,
+// as Cassandra's final flush writes after a mark() flushed the full buffer: Cassandra's
+// extended verifier seeks to the data length after the last partition, and without a chunk
+// there it fails with an EOFException on CompressionInfo.db (found by the interop suite on a
+// rechunk child).
 func (w *Writer) Close() (Result, error) {
 	if w.closed {
 		return Result{}, errors.New("compress: Writer closed twice")
 	}
 	w.closed = true
-	if len(w.cur.buf) > 0 || w.position == 0 {
+	if len(w.cur.buf) > 0 || w.position == 0 || w.codec != nil {
+		w.cur.final = true
 		w.submit(w.cur)
 	}
 	close(w.jobs)

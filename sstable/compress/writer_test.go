@@ -123,8 +123,14 @@ func TestWriterRoundTrip(t *testing.T) {
 						t.Fatalf("DataLength %d, wrote %d", res.DataLength, n)
 					}
 					r := reopen(t, file, res, v)
-					// Cassandra's final flush writes one chunk even for no data.
-					if want := max(1, int(ceilDiv(int64(n), int64(r.ChunkLength())))); r.ChunkCount() != want {
+					// Cassandra's final flush writes one chunk even for no data; compressed data
+					// ending at a chunk boundary ends with an empty chunk (Cassandra's verify -e
+					// seeks to the data length).
+					want := max(1, int(ceilDiv(int64(n), int64(r.ChunkLength()))))
+					if c.class != "" && n > 0 && n%r.ChunkLength() == 0 {
+						want++
+					}
+					if r.ChunkCount() != want {
 						t.Fatalf("%s n=%d: %d chunks, want %d", c.class, n, r.ChunkCount(), want)
 					}
 					checkContents(t, r, data)

@@ -1,0 +1,592 @@
+// Harness: Apache Cassandra's own classes, offline, as the oracle for what sluice writes.
+//
+//   check [--extended] [--text] PATH...   read every partition with Cassandra's scanner and print one canonical
+//                                         digest line per partition; read all metadata; run the verifier
+//   write --out DIR [--compat 4|none]      write the CQLSSTableWriter fixtures (see Fixtures.java)
+//   live --port P --jmx J TABLE...          against a running node: see Live.java
+//   merge --out DIR PATH...                Cassandra's merge of the sstables (UnfilteredPartitionIterators.merge, no
+//                                         purging), written by Cassandra as one sstable of the first one's format
+//                                         into DIR; prints `MERGED <Data.db path> partitions=<n>`
+//
+// The output of check is a line protocol the Go suite (interop/*_test.go) parses:
+//   SSTABLE <path>
+//   P <key hex> <token> <digest> rows=<n> markers=<n> cells=<n>      one per partition, scanner order
+//   T <canonical text line>                                           only with --text
+//   READ ok partitions=<n> digest=<d> ... | READ fail <message>   the index-driven read the P lines come from
+//   RIDX ok partitions=<n> | RIDX fail <message>                   every partition of 2+ rows read again through its row
+//                                                                  index (reversed; forward from its middle row)
+//   SCAN ok partitions=<n> digest=<d> ... | SCAN fail <message>   the sequential read from position 0 (compaction's);
+//                                                                  its digest is over the P lines it would print
+//   META ok <facts> | META fail <message>
+//   VERIFY basic ok <summary> | VERIFY basic fail <message>           sstableverify without -e
+//   VERIFY extended ok <summary> | VERIFY extended fail <message>     sstableverify -e, when asked
+//   END
+// A failure in one sstable never stops the others: every step catches and reports.
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.cassandra.config.DatabaseDescriptor;
+import org.apache.cassandra.cql3.ColumnIdentifier;
+import org.apache.cassandra.db.ColumnFamilyStore;
+import org.apache.cassandra.db.DeletionTime;
+import org.apache.cassandra.db.Directories;
+import org.apache.cassandra.db.Keyspace;
+import org.apache.cassandra.db.LivenessInfo;
+import org.apache.cassandra.db.SerializationHeader;
+import org.apache.cassandra.db.marshal.UTF8Type;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.ColumnData;
+import org.apache.cassandra.db.rows.ComplexColumnData;
+import org.apache.cassandra.db.rows.RangeTombstoneBoundMarker;
+import org.apache.cassandra.db.rows.RangeTombstoneBoundaryMarker;
+import org.apache.cassandra.db.rows.RangeTombstoneMarker;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.db.rows.Unfiltered;
+import org.apache.cassandra.db.rows.UnfilteredRowIterator;
+import org.apache.cassandra.dht.IPartitioner;
+import org.apache.cassandra.io.sstable.Component;
+import org.apache.cassandra.io.sstable.Descriptor;
+import org.apache.cassandra.io.sstable.ISSTableScanner;
+import org.apache.cassandra.io.sstable.IVerifier;
+import org.apache.cassandra.io.sstable.format.SSTableReader;
+import org.apache.cassandra.io.sstable.metadata.MetadataComponent;
+import org.apache.cassandra.io.sstable.metadata.MetadataType;
+import org.apache.cassandra.io.sstable.metadata.StatsMetadata;
+import org.apache.cassandra.io.sstable.metadata.ValidationMetadata;
+import org.apache.cassandra.io.util.File;
+import org.apache.cassandra.schema.KeyspaceMetadata;
+import org.apache.cassandra.schema.KeyspaceParams;
+import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.schema.SchemaTransformations;
+import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.schema.TableMetadataRef;
+import org.apache.cassandra.schema.Tables;
+import org.apache.cassandra.schema.Types;
+import org.apache.cassandra.schema.UserFunctions;
+import org.apache.cassandra.schema.Views;
+import org.apache.cassandra.utils.ByteBufferUtil;
+import org.apache.cassandra.utils.FBUtilities;
+import org.apache.cassandra.utils.OutputHandler;
+
+public final class Harness
+{
+    static final PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
+    static final String KS = "interop";
+
+    public static void main(String[] args) throws Exception
+    {
+        if (args.length == 0)
+            usage();
+        List<String> rest = new ArrayList<>(List.of(args).subList(1, args.length));
+        int code;
+        switch (args[0])
+        {
+            case "check":
+                Env.init(Env.compatFrom(rest));
+                code = check(rest);
+                break;
+            case "merge":
+                Env.init(Env.compatFrom(rest));
+                code = merge(rest);
+                break;
+            case "live":
+                code = Live.main(rest);
+                break;
+            case "write":
+                code = Fixtures.main(rest);
+                break;
+            default:
+                usage();
+                code = 2;
+        }
+        out.flush();
+        System.exit(code);
+    }
+
+    static void usage()
+    {
+        System.err.println("usage: Harness check [--extended] [--text] PATH... | write --out DIR [--compat 4|none]");
+        System.exit(2);
+    }
+
+    static int check(List<String> args) throws Exception
+    {
+        boolean extended = args.remove("--extended");
+        boolean text = args.remove("--text");
+        Keyspace ks = openKeyspace();
+        int n = 0;
+        for (String path : args)
+        {
+            out.println("SSTABLE " + path);
+            checkOne(ks, path, extended, text, n++);
+            out.println("END");
+            out.flush();
+        }
+        return 0;
+    }
+
+    static int merge(List<String> args) throws Exception
+    {
+        int i = args.indexOf("--out");
+        Files.createDirectories(Path.of(args.get(i + 1)));
+        File out = new File(args.get(i + 1));
+        args.remove(i + 1);
+        args.remove(i);
+        openKeyspace();
+        // One table whose columns are the union of every sstable's header (a statement may touch only some).
+        List<Descriptor> descs = new ArrayList<>();
+        Map<ByteBuffer, org.apache.cassandra.db.marshal.AbstractType<?>> statics = new java.util.LinkedHashMap<>(), regulars = new java.util.LinkedHashMap<>();
+        SerializationHeader.Component first = null;
+        for (String path : args)
+        {
+            Descriptor d = Descriptor.fromFileWithComponent(new File(path), false).left;
+            descs.add(d);
+            SerializationHeader.Component h = (SerializationHeader.Component) d.getMetadataSerializer().deserialize(d, EnumSet.of(MetadataType.HEADER)).get(MetadataType.HEADER);
+            if (first == null)
+                first = h;
+            statics.putAll(h.getStaticColumns());
+            regulars.putAll(h.getRegularColumns());
+        }
+        TableMetadata.Builder b = TableMetadata.builder(KS, "merged").partitioner(FBUtilities.newPartitioner(descs.get(0)));
+        statics.forEach((k, v) -> b.addStaticColumn(ColumnIdentifier.getInterned(UTF8Type.instance.getString(k), true), v));
+        regulars.forEach((k, v) -> b.addRegularColumn(ColumnIdentifier.getInterned(UTF8Type.instance.getString(k), true), v));
+        b.addPartitionKeyColumn("PartitionKey", first.getKeyType());
+        for (int c = 0; c < first.getClusteringTypes().size(); c++)
+            b.addClusteringColumn("clustering" + (c > 0 ? c : ""), first.getClusteringTypes().get(c));
+        TableMetadata metadata = b.build();
+        TableMetadataRef ref = TableMetadataRef.forOfflineTools(metadata);
+        List<SSTableReader> readers = new ArrayList<>();
+        List<ISSTableScanner> scanners = new ArrayList<>();
+        long keys = 0;
+        for (Descriptor d : descs)
+        {
+            SSTableReader r = SSTableReader.openNoValidation(null, d, ref);
+            readers.add(r);
+            scanners.add(r.getScanner());
+            keys += r.estimatedKeys();
+        }
+        Descriptor target = new Descriptor(out, KS, "merged", new org.apache.cassandra.io.sstable.SequenceBasedSSTableId(1), descs.get(0).getFormat());
+        SerializationHeader header = SerializationHeader.make(metadata, readers);
+        long partitions = 0;
+        try (org.apache.cassandra.db.partitions.UnfilteredPartitionIterator merged =
+                 org.apache.cassandra.db.partitions.UnfilteredPartitionIterators.merge(scanners, org.apache.cassandra.db.partitions.UnfilteredPartitionIterators.MergeListener.NOOP);
+             org.apache.cassandra.io.sstable.SSTableTxnWriter w =
+                 org.apache.cassandra.io.sstable.SSTableTxnWriter.create(ref, target, keys, 0, null, false, header, java.util.Collections.emptyList(), null))
+        {
+            while (merged.hasNext())
+            {
+                try (UnfilteredRowIterator p = merged.next())
+                {
+                    w.append(p);
+                    partitions++;
+                }
+            }
+            w.finish(false);
+        }
+        Harness.out.println("MERGED " + target.fileFor(org.apache.cassandra.io.sstable.format.SSTableFormat.Components.DATA) + " partitions=" + partitions);
+        return 0;
+    }
+
+    /** An empty keyspace to hang one ColumnFamilyStore per sstable on (the verifier wants one). */
+    static Keyspace openKeyspace()
+    {
+        Schema.instance.transform(SchemaTransformations.addKeyspace(KeyspaceMetadata.create(KS, KeyspaceParams.simple(1), Tables.none(),
+                                                                                            Views.none(), Types.none(), UserFunctions.none()), true));
+        return Keyspace.openWithoutSSTables(KS);
+    }
+
+    static void checkOne(Keyspace ks, String path, boolean extended, boolean text, int n)
+    {
+        Descriptor desc;
+        TableMetadata metadata;
+        SSTableReader sstable;
+        try
+        {
+            desc = Descriptor.fromFileWithComponent(new File(path), false).left;
+            metadata = metadataFromHeader(desc, "t" + n);
+            sstable = SSTableReader.openNoValidation(null, desc, TableMetadataRef.forOfflineTools(metadata));
+        }
+        catch (Throwable t)
+        {
+            out.println("READ fail open: " + chain(t));
+            return;
+        }
+        long[] scanned = read(sstable, metadata, text);
+        meta(desc, sstable, scanned);
+        ColumnFamilyStore cfs;
+        try
+        {
+            File dir = new File(Files.createTempDirectory(Env.dir, "cfs").toString());
+            Directories directories = new Directories(metadata, Set.of(new Directories.DataDirectory(dir)));
+            cfs = ColumnFamilyStore.createColumnFamilyStore(ks, metadata.name, TableMetadataRef.forOfflineTools(metadata),
+                                                            directories, false, false, true);
+        }
+        catch (Throwable t)
+        {
+            out.println("VERIFY basic fail no table store: " + chain(t));
+            return;
+        }
+        verify(cfs, sstable, false);
+        if (extended)
+            verify(cfs, sstable, true);
+        sstable.selfRef().release();
+    }
+
+    /** As sstabledump's Util.metadataFromSSTable, with a table name of our own. */
+    static TableMetadata metadataFromHeader(Descriptor desc, String table) throws Exception
+    {
+        Map<MetadataType, MetadataComponent> m = desc.getMetadataSerializer().deserialize(desc, EnumSet.of(MetadataType.STATS, MetadataType.HEADER));
+        SerializationHeader.Component header = (SerializationHeader.Component) m.get(MetadataType.HEADER);
+        IPartitioner partitioner = FBUtilities.newPartitioner(desc);
+        TableMetadata.Builder b = TableMetadata.builder(KS, table).partitioner(partitioner);
+        header.getStaticColumns().forEach((k, v) -> b.addStaticColumn(ColumnIdentifier.getInterned(UTF8Type.instance.getString(k), true), v));
+        header.getRegularColumns().forEach((k, v) -> b.addRegularColumn(ColumnIdentifier.getInterned(UTF8Type.instance.getString(k), true), v));
+        b.addPartitionKeyColumn("PartitionKey", header.getKeyType());
+        for (int i = 0; i < header.getClusteringTypes().size(); i++)
+            b.addClusteringColumn("clustering" + (i > 0 ? i : ""), header.getClusteringTypes().get(i));
+        return b.build();
+    }
+
+    /** Scans every partition; returns {partitions, min cell/liveness timestamp, max timestamp} or null on failure. */
+    static long[] read(SSTableReader sstable, TableMetadata metadata, boolean text)
+    {
+        // The index-driven read: the scanner over the whole ring as a token range starts at the first partition's
+        // index position (what queries, range reads, streaming and repair use).
+        org.apache.cassandra.dht.Token min = sstable.getPartitioner().getMinimumToken();
+        long[] indexed = scan(sstable, metadata, text, () -> sstable.getScanner(List.of(new org.apache.cassandra.dht.Range<>(min, min))), "READ", true);
+        // The sequential read: getScanner() reads Data.db from position 0 to its end without the index (what
+        // compaction, sstabledump and sstablepartitions use in 5.0).
+        scan(sstable, metadata, false, sstable::getScanner, "SCAN", false);
+        return indexed;
+    }
+
+    static String ridxFailure;
+    static long ridxChecked;
+
+    /**
+     * Reads a partition again through its row index (BIG promoted index, BTI Rows.db): reversed, which walks the
+     * index blocks backwards, and forward from its middle row, which seeks through the index. Both must return the
+     * rows the sequential partition read returned. Returns a failure or null.
+     */
+    static String rowIndexCheck(SSTableReader sstable, TableMetadata metadata, org.apache.cassandra.db.DecoratedKey key, Canon forward)
+    {
+        String k = hex(key.getKey());
+        try
+        {
+            org.apache.cassandra.db.filter.ColumnFilter all = org.apache.cassandra.db.filter.ColumnFilter.all(metadata);
+            List<String> rev = rowsOf(sstable.rowIterator(key, org.apache.cassandra.db.Slices.ALL, all, true, org.apache.cassandra.io.sstable.SSTableReadsListener.NOOP_LISTENER), metadata);
+            java.util.Collections.reverse(rev);
+            if (!rev.equals(forward.rowTexts))
+                return "partition " + k + ": the reversed read returns " + rev.size() + " rows that differ from the " + forward.rowTexts.size() + " of the forward read";
+            int mid = forward.rowTexts.size() / 2;
+            org.apache.cassandra.db.Slices from = org.apache.cassandra.db.Slices.with(metadata.comparator,
+                org.apache.cassandra.db.Slice.make(org.apache.cassandra.db.ClusteringBound.inclusiveStartOf(forward.clusterings.get(mid)), org.apache.cassandra.db.ClusteringBound.TOP));
+            List<String> tailRows = rowsOf(sstable.rowIterator(key, from, all, false, org.apache.cassandra.io.sstable.SSTableReadsListener.NOOP_LISTENER), metadata);
+            if (!tailRows.equals(forward.rowTexts.subList(mid, forward.rowTexts.size())))
+                return "partition " + k + ": the read from row " + mid + " returns " + tailRows.size() + " rows that differ from the forward read's last " + (forward.rowTexts.size() - mid);
+            return null;
+        }
+        catch (Throwable t)
+        {
+            return "partition " + k + ": " + chain(t);
+        }
+    }
+
+    static List<String> rowsOf(UnfilteredRowIterator it, TableMetadata metadata)
+    {
+        try (it)
+        {
+            Canon c = new Canon(metadata, new long[]{ Long.MAX_VALUE, Long.MIN_VALUE });
+            while (it.hasNext())
+            {
+                Unfiltered u = it.next();
+                if (u.isRow())
+                    c.row("row", (Row) u);
+            }
+            return c.rowTexts;
+        }
+    }
+
+    static long[] scan(SSTableReader sstable, TableMetadata metadata, boolean text, java.util.function.Supplier<ISSTableScanner> open, String tag, boolean print)
+    {
+        if (print)
+        {
+            ridxFailure = null;
+            ridxChecked = 0;
+        }
+        long partitions = 0;
+        long[] ts = { Long.MAX_VALUE, Long.MIN_VALUE };
+        String firstKey = null, lastKey = null;
+        MessageDigest all;
+        try
+        {
+            all = MessageDigest.getInstance("SHA-256");
+        }
+        catch (Exception e)
+        {
+            throw new RuntimeException(e);
+        }
+        try (ISSTableScanner scanner = open.get())
+        {
+            while (scanner.hasNext())
+            {
+                try (UnfilteredRowIterator p = scanner.next())
+                {
+                    Canon c = new Canon(metadata, ts);
+                    String key = hex(p.partitionKey().getKey());
+                    if (firstKey == null)
+                        firstKey = key;
+                    lastKey = key;
+                    c.line("partition " + key + " del=" + del(p.partitionLevelDeletion()));
+                    c.seen(p.partitionLevelDeletion().markedForDeleteAt());
+                    if (!p.staticRow().isEmpty())
+                        c.row("static", p.staticRow());
+                    while (p.hasNext())
+                    {
+                        Unfiltered u = p.next();
+                        if (u.isRow())
+                            c.row("row", (Row) u);
+                        else
+                            c.marker((RangeTombstoneMarker) u);
+                    }
+                    if (print && ridxFailure == null && c.rowTexts.size() >= 2)
+                        ridxFailure = rowIndexCheck(sstable, metadata, p.partitionKey(), c);
+                    if (print && c.rowTexts.size() >= 2)
+                        ridxChecked++;
+                    String line = "P " + key + " " + p.partitionKey().getToken() + " " + c.digest() + " rows=" + c.rows + " markers=" + c.markers + " cells=" + c.cells;
+                    all.update((line + "\n").getBytes(StandardCharsets.UTF_8));
+                    if (print)
+                        out.println(line);
+                    if (text)
+                        for (String l : c.lines)
+                            out.println("T " + l);
+                    partitions++;
+                }
+            }
+        }
+        catch (Throwable t)
+        {
+            out.println(tag + " fail after " + partitions + " partitions: " + chain(t));
+            return null;
+        }
+        if (print)
+            out.println(ridxFailure == null ? "RIDX ok partitions=" + ridxChecked : "RIDX fail " + ridxFailure);
+        out.println(tag + " ok partitions=" + partitions + " digest=" + HexFormat.of().formatHex(all.digest(), 0, 16) + " first=" + firstKey + " last=" + lastKey);
+        return new long[]{ partitions, ts[0], ts[1] };
+    }
+
+    /**
+     * Deserializes every metadata component and checks the facts Cassandra relies on against the scan: the
+     * partition-size histogram counts every partition, min/max timestamps bound every timestamp seen, the
+     * first/last keys (where the version stores them) are the scanned ones, the partitioner is the reader's.
+     */
+    static void meta(Descriptor desc, SSTableReader sstable, long[] scanned)
+    {
+        try
+        {
+            Map<MetadataType, MetadataComponent> m = desc.getMetadataSerializer().deserialize(desc, EnumSet.allOf(MetadataType.class));
+            StatsMetadata stats = (StatsMetadata) m.get(MetadataType.STATS);
+            ValidationMetadata validation = (ValidationMetadata) m.get(MetadataType.VALIDATION);
+            List<String> problems = new ArrayList<>();
+            if (validation != null && !validation.partitioner.equals(sstable.getPartitioner().getClass().getCanonicalName()))
+                problems.add("partitioner " + validation.partitioner);
+            long histogramCount = stats.estimatedPartitionSize.count();
+            if (scanned != null)
+            {
+                if (histogramCount != scanned[0])
+                    problems.add("partition size histogram counts " + histogramCount + " partitions, scan found " + scanned[0]);
+                if (scanned[1] != Long.MAX_VALUE && (stats.minTimestamp > scanned[1] || stats.maxTimestamp < scanned[2]))
+                    problems.add("timestamps [" + stats.minTimestamp + "," + stats.maxTimestamp + "] do not bound scanned [" + scanned[1] + "," + scanned[2] + "]");
+            }
+            if (stats.firstKey != null && !stats.firstKey.equals(sstable.getFirst().getKey()))
+                problems.add("stats first key " + hex(stats.firstKey) + " != reader first " + hex(sstable.getFirst().getKey()));
+            if (stats.lastKey != null && !stats.lastKey.equals(sstable.getLast().getKey()))
+                problems.add("stats last key " + hex(stats.lastKey) + " != reader last " + hex(sstable.getLast().getKey()));
+            String facts = "version=" + desc.version + " format=" + desc.getFormat().name() + " partitions=" + histogramCount
+                           + " rows=" + stats.totalRows + " minTimestamp=" + stats.minTimestamp + " maxTimestamp=" + stats.maxTimestamp
+                           + " level=" + stats.sstableLevel + " repairedAt=" + stats.repairedAt
+                           + " first=" + hex(sstable.getFirst().getKey()) + " last=" + hex(sstable.getLast().getKey());
+            if (problems.isEmpty())
+                out.println("META ok " + facts);
+            else
+                out.println("META fail " + String.join("; ", problems) + " (" + facts + ")");
+        }
+        catch (Throwable t)
+        {
+            out.println("META fail " + chain(t));
+        }
+    }
+
+    /** Cassandra's verifier as `sstableverify [-e]` runs it (offline, no disk failure policy, no token check). */
+    static void verify(ColumnFamilyStore cfs, SSTableReader sstable, boolean extended)
+    {
+        StringBuilder log = new StringBuilder();
+        OutputHandler handler = new OutputHandler()
+        {
+            public void output(String msg) { log.append(msg).append(" | "); }
+            public void debug(String msg) { }
+            public void warn(String msg) { log.append("WARN ").append(msg).append(" | "); }
+            public void warn(Throwable th, String msg) { log.append("WARN ").append(msg).append(" | "); }
+        };
+        try
+        {
+            IVerifier.Options options = IVerifier.options().invokeDiskFailurePolicy(false).extendedVerification(extended).build();
+            try (IVerifier verifier = sstable.getVerifier(cfs, handler, true, options))
+            {
+                verifier.verify();
+            }
+            String last = log.toString();
+            int cut = last.lastIndexOf(" | ", last.length() - 4);
+            out.println("VERIFY " + (extended ? "extended" : "basic") + " ok " + (cut >= 0 ? last.substring(cut + 3, last.length() - 3) : last));
+        }
+        catch (Throwable t)
+        {
+            out.println("VERIFY " + (extended ? "extended" : "basic") + " fail " + chain(t));
+        }
+    }
+
+    static String chain(Throwable t)
+    {
+        StringBuilder sb = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause())
+        {
+            if (sb.length() > 0)
+                sb.append(" <- ");
+            sb.append(c.getClass().getSimpleName()).append(": ").append(String.valueOf(c.getMessage()).replace('\n', ' '));
+            if (c.getCause() == c)
+                break;
+        }
+        return sb.toString();
+    }
+
+    static String hex(ByteBuffer b)
+    {
+        return b == null ? "-" : ByteBufferUtil.bytesToHex(b);
+    }
+
+    static String del(DeletionTime d)
+    {
+        return d.isLive() ? "live" : d.markedForDeleteAt() + "@" + d.localDeletionTime();
+    }
+
+    /** The canonical text of one partition as Cassandra sees it; its digest is what the suite compares. */
+    static final class Canon
+    {
+        final TableMetadata metadata;
+        final long[] ts;
+        final List<String> lines = new ArrayList<>();
+        long rows, markers, cells;
+
+        Canon(TableMetadata metadata, long[] ts)
+        {
+            this.metadata = metadata;
+            this.ts = ts;
+        }
+
+        void line(String s)
+        {
+            lines.add(s);
+        }
+
+        void seen(long t)
+        {
+            if (t == LivenessInfo.NO_TIMESTAMP)
+                return;
+            ts[0] = Math.min(ts[0], t);
+            ts[1] = Math.max(ts[1], t);
+        }
+
+        final List<String> rowTexts = new ArrayList<>();
+        final List<org.apache.cassandra.db.Clustering<?>> clusterings = new ArrayList<>();
+
+        void row(String kind, Row r)
+        {
+            int from = lines.size();
+            rowBody(kind, r);
+            if (!r.isStatic())
+            {
+                rowTexts.add(String.join("\n", lines.subList(from, lines.size())));
+                clusterings.add(r.clustering());
+            }
+        }
+
+        void rowBody(String kind, Row r)
+        {
+            rows++;
+            StringBuilder sb = new StringBuilder(kind).append(" [");
+            for (int i = 0; i < r.clustering().size(); i++)
+                sb.append(i > 0 ? ":" : "").append(hex(r.clustering().bufferAt(i)));
+            LivenessInfo li = r.primaryKeyLivenessInfo();
+            seen(li.timestamp());
+            sb.append("] liveness=").append(li.isEmpty() ? "empty" : li.timestamp() + "/" + li.ttl() + "/" + li.localExpirationTime());
+            sb.append(" del=").append(del(r.deletion().time())).append(r.deletion().isShadowable() ? "s" : "");
+            seen(r.deletion().time().markedForDeleteAt());
+            line(sb.toString());
+            for (ColumnData cd : r)
+            {
+                if (cd instanceof ComplexColumnData)
+                {
+                    ComplexColumnData ccd = (ComplexColumnData) cd;
+                    line("  complex " + cd.column().name + " del=" + del(ccd.complexDeletion()));
+                    seen(ccd.complexDeletion().markedForDeleteAt());
+                    for (Cell<?> c : ccd)
+                        cell(c);
+                }
+                else
+                {
+                    cell((Cell<?>) cd);
+                }
+            }
+        }
+
+        void cell(Cell<?> c)
+        {
+            cells++;
+            seen(c.timestamp());
+            line("  cell " + c.column().name + (c.path() == null ? "" : " path=" + hex(c.path().get(0)))
+                 + " ts=" + c.timestamp() + " ttl=" + c.ttl() + " ldt=" + c.localDeletionTime()
+                 + (c.isTombstone() ? " tombstone" : "") + " value=" + hex(c.buffer()));
+        }
+
+        void marker(RangeTombstoneMarker m)
+        {
+            markers++;
+            StringBuilder sb = new StringBuilder("marker ").append(m.clustering().kind()).append(" [");
+            for (int i = 0; i < m.clustering().size(); i++)
+                sb.append(i > 0 ? ":" : "").append(hex(m.clustering().bufferAt(i)));
+            sb.append("]");
+            if (m.isBoundary())
+            {
+                RangeTombstoneBoundaryMarker b = (RangeTombstoneBoundaryMarker) m;
+                sb.append(" end=").append(del(b.endDeletionTime())).append(" start=").append(del(b.startDeletionTime()));
+                seen(b.endDeletionTime().markedForDeleteAt());
+                seen(b.startDeletionTime().markedForDeleteAt());
+            }
+            else
+            {
+                DeletionTime d = ((RangeTombstoneBoundMarker) m).deletionTime();
+                sb.append(" del=").append(del(d));
+                seen(d.markedForDeleteAt());
+            }
+            line(sb.toString());
+        }
+
+        String digest() throws Exception
+        {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            for (String l : lines)
+                md.update((l + "\n").getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(md.digest(), 0, 16);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+package interop
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// liveYAML is a single node on loopback with its own ports, data under dir.
+func liveYAML(dir string, storage, native int) string {
+	return fmt.Sprintf(`cluster_name: sluice-interop
+num_tokens: 1
+initial_token: 0
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+data_file_directories: [%[1]s/data]
+commitlog_directory: %[1]s/commitlog
+saved_caches_directory: %[1]s/saved_caches
+hints_directory: %[1]s/hints
+cdc_raw_directory: %[1]s/cdc_raw
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+endpoint_snitch: SimpleSnitch
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1:%[2]d"
+listen_address: 127.0.0.1
+rpc_address: 127.0.0.1
+storage_port: %[2]d
+native_transport_port: %[3]d
+start_native_transport: true
+storage_compatibility_mode: NONE
+concurrent_compactors: 1
+auto_snapshot: false
+`, dir, storage, native)
+}
+
+// A live single-node Cassandra 5.0 (CassandraDaemon from the same jars, 1 GiB heap, loopback,
+// started and stopped here). For four fixture tables (BIG and BTI; wide partitions; statics and
+// DESC clustering; a UDT; a table of five sstables with every kind of deletion) it creates the
+// table over CQL, `nodetool import`s (NodeTool's class, its default verify) the original
+// sstables into one table and each split mode's children into another, SELECTs every row of each,
+// runs `nodetool compact` and SELECTs again. Every import succeeds and every SELECT equals the
+// original's; compaction succeeds for rechunk and rewrite children, and for copy children whose
+// first partition is at position 0; a copy child with a dead prefix makes compaction fail with
+// CorruptSSTableException (the README states this), and the rows still read the same after.
+func TestLiveNodeImportsSluiceOutput(t *testing.T) {
+	need(t)
+	if os.Getenv("SLUICE_INTEROP_LIVE") == "0" {
+		t.Skip("not-run: SLUICE_INTEROP_LIVE=0")
+	}
+	fs := fixtures(t)
+	_, tables := byTable(fs)
+	schema, types := fixtureSchemas(t)
+	dir := filepath.Join(work, "live")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	storage, native, jmx := freePort(t, "tcp"), freePort(t, "tcp"), freePort(t, "tcp")
+	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(liveYAML(dir, storage, native)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	node := exec.Command(filepath.Join(repo, "interop", "cassandra.sh"), "java",
+		"-Dcassandra.config=file://"+filepath.Join(dir, "cassandra.yaml"), "-Dcassandra-foreground=yes",
+		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", jmx), "-Dcassandra.storagedir="+dir,
+		"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000",
+		"org.apache.cassandra.service.CassandraDaemon")
+	node.Stdout, node.Stderr = &logs, &logs
+	node.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- node.Wait() }()
+	defer func() {
+		// cassandra.sh execs java: the process we started is the JVM.
+		_ = node.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = node.Process.Kill()
+			<-exited
+		}
+	}()
+	for !portOpen(native) || !portOpen(jmx) {
+		select {
+		case err := <-exited:
+			t.Fatalf("Cassandra exited while starting: %v\n%s", err, tail(logs.String(), 4000))
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Since(start) > 4*time.Minute {
+			t.Fatalf("Cassandra did not open its CQL and JMX ports in 4 minutes:\n%s", tail(logs.String(), 4000))
+		}
+	}
+	t.Logf("Cassandra 5.0 up in %.1fs", time.Since(start).Seconds())
+
+	for _, name := range []string{"wide_big_lz4", "statics_bti_lz4", "collections_bti_deflate", "deletions_big_none"} {
+		t.Run(name, func(t *testing.T) {
+			fx := tables[name]
+			if len(fx) == 0 {
+				t.Fatalf("no fixture %s", name)
+			}
+			args := []string{"live", "--port", fmt.Sprint(native), "--jmx", fmt.Sprint(jmx), "--schema", schema[name]}
+			for _, ty := range types[name] {
+				args = append(args, "--type", ty)
+			}
+			args = append(args, "--table", name+"_orig="+filepath.Dir(fx[0].Path))
+			deadPrefix := map[string]bool{}
+			modes := []string{"rewrite", "rechunk", "copy"}
+			for _, mode := range modes {
+				var dirs []string
+				for i, f := range fx {
+					out := filepath.Join(work, "live-split", name, mode, fmt.Sprint(i))
+					if _, err := sluice(t, "sstable", "split", f.Path, "--out", out, "--ways", "3", "--mode", mode); err != nil {
+						t.Fatal(err)
+					}
+					dirs = append(dirs, out)
+					for _, c := range dataFiles(t, out) {
+						if ks := sluiceKeys(t, c); len(ks) > 0 && ks[0].Position > 0 {
+							deadPrefix[mode] = true
+						}
+					}
+				}
+				args = append(args, "--table", name+"_"+mode+"="+strings.Join(dirs, ","))
+			}
+			out, err := harness(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := map[string]string{}
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.SplitN(line, " ", 3)
+				if len(f) == 3 {
+					res[f[0]+" "+f[1]] = f[2]
+				}
+			}
+			want := res["ROWS "+name+"_orig"]
+			if want == "" || strings.HasPrefix(want, "fail") || strings.HasPrefix(want, "0 ") {
+				t.Fatalf("the original sstables did not import and read: %q\n%s", want, out)
+			}
+			for _, mode := range modes {
+				tb := name + "_" + mode
+				if imp := res["IMPORT "+tb]; !strings.HasPrefix(imp, "0") {
+					t.Errorf("nodetool import of the %s children: %s", mode, imp)
+				}
+				if got := res["ROWS "+tb]; got != want {
+					t.Errorf("SELECT over the imported %s children: %s, the original: %s", mode, got, want)
+				}
+				compactFail := res["COMPACT "+tb]
+				switch {
+				case mode == "copy" && deadPrefix[mode]:
+					if compactFail == "" {
+						t.Errorf("nodetool compact accepted copy children with a dead prefix: the README says compaction fails on them")
+					} else {
+						t.Logf("nodetool compact over copy children with a dead prefix: %s", compactFail[:min(len(compactFail), 160)])
+					}
+				case compactFail != "":
+					t.Errorf("nodetool compact over the %s children: %s", mode, compactFail)
+				}
+				if got := res["COMPACTED "+tb]; got != want {
+					t.Errorf("SELECT after nodetool compact over the %s children: %s, the original: %s", mode, got, want)
+				}
+			}
+		})
+	}
+	if t.Failed() {
+		t.Logf("Cassandra's log:\n%s", tail(logs.String(), 6000))
+	}
+	if s := logs.String(); strings.Contains(s, "CorruptSSTableException") {
+		i := strings.Index(s, "CorruptSSTableException")
+		t.Logf("Cassandra logged: %s", strings.SplitN(s[i:], "\n", 3)[0]+" / "+strings.SplitN(s[i:], "\n", 3)[1])
+	}
+}
+
+func portOpen(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// fixtureSchemas returns the CREATE TABLE and CREATE TYPE statements of the fixture tables,
+// from the lines the harness printed while writing them.
+func fixtureSchemas(t *testing.T) (map[string]string, map[string][]string) {
+	t.Helper()
+	fixtures(t)
+	return fixSchema, fixTypes
+}
