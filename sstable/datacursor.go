@@ -27,13 +27,12 @@ type dataCursor struct {
 	windowIsCarry bool
 	carry         []byte
 
-	badChunk int   // the last chunk that failed, -1 if none
-	badErr   error // its error
-	onBad    func(chunk int, err error)
+	bad   map[int]error // chunks that failed, with their errors
+	onBad func(chunk int, err error)
 }
 
 func newDataCursor(r *compress.Reader, onBad func(int, error)) *dataCursor {
-	c := &dataCursor{r: r, total: r.ChunkCount(), badChunk: -1, onBad: onBad}
+	c := &dataCursor{r: r, total: r.ChunkCount(), bad: map[int]error{}, onBad: onBad}
 	c.sc = r.NewScanner(0, c.total)
 	return c
 }
@@ -70,7 +69,7 @@ func (c *dataCursor) advance(keep bool) error {
 		if errors.As(err, &ce) {
 			failed = ce.Chunk
 		}
-		c.badChunk, c.badErr = failed, err
+		c.bad[failed] = err
 		if c.onBad != nil {
 			c.onBad(failed, err)
 		}
@@ -92,12 +91,26 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 	if pos < 0 || n < 0 || pos+int64(n) > c.r.DataLength() {
 		return nil, fmt.Errorf("bytes [%d, %d) outside Data.db's %d uncompressed bytes", pos, pos+int64(n), c.r.DataLength())
 	}
-	want := int(pos / int64(c.r.ChunkLength()))
+	L := int64(c.r.ChunkLength())
+	want := int(pos / L)
+	// Bytes in a chunk that failed its check were reported once, with the chunk: the caller
+	// gets that chunk's error (a *compress.ChunkError) and reports nothing more.
+	badIn := func() error {
+		for k := want; len(c.bad) > 0 && int64(k)*L < pos+int64(max(n, 1)); k++ {
+			if err, ok := c.bad[k]; ok {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := badIn(); err != nil {
+		return nil, err
+	}
 	// Move forward to the chunk holding pos; chunks skipped on the way are still checked.
 	for c.window == nil || pos >= c.winStart+int64(len(c.window)) {
 		if c.next > want {
-			if c.badChunk == want {
-				return nil, c.badErr
+			if err := c.anyBad(); err != nil {
+				return nil, err // a bad chunk moved the cursor on; it was reported
 			}
 			return nil, fmt.Errorf("internal: position %d is behind the data cursor", pos)
 		}
@@ -105,7 +118,13 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if err := badIn(); err != nil { // the advance passed over a bad chunk
+		return nil, err
+	}
 	if pos < c.winStart {
+		if err := c.anyBad(); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("internal: read at %d behind the cursor at %d", pos, c.winStart)
 	}
 	for pos+int64(n) > c.winStart+int64(len(c.window)) {
@@ -115,6 +134,20 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 	}
 	off := int(pos - c.winStart)
 	return c.window[off : off+n], nil
+}
+
+// anyBad is the error of the lowest bad chunk, or nil.
+func (c *dataCursor) anyBad() error {
+	k := -1
+	for i := range c.bad {
+		if k < 0 || i < k {
+			k = i
+		}
+	}
+	if k < 0 {
+		return nil
+	}
+	return c.bad[k]
 }
 
 // drain checks every chunk not read yet.

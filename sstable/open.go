@@ -130,6 +130,9 @@ func (t *Table) load() error {
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
+	case t.Has(descriptor.CompressionInfo):
+		// Read as uncompressed, a compressed Data.db is noise: never guess.
+		return fileErrf(ciPath, "%w: listed in TOC.txt but absent", ErrMissingComponent)
 	}
 	crcPath := t.Path(descriptor.CRC)
 	raw, err = os.ReadFile(crcPath)

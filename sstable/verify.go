@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"os"
+	"strings"
 
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/bloom"
@@ -67,9 +69,12 @@ type verifier struct {
 	opts   VerifyOptions
 	report *Report
 
-	ciOffsetsAt int64  // file offset of the chunk offsets in CompressionInfo.db
-	dataIntact  bool   // Data.db matches Digest.crc32
-	btiRows     []byte // Rows.db, for BTI
+	ciOffsetsAt int64    // file offset of the chunk offsets in CompressionInfo.db
+	badChunks   int      // chunks that failed their CRC or decompression
+	indexBroken bool     // the index pass stopped early or found no entry: Summary.db is not compared with it
+	digestWrong *Problem // a Digest.crc32 mismatch, reported only if no bad chunk explains it
+	dataIntact  bool     // Data.db matches Digest.crc32
+	btiRows     []byte   // Rows.db, for BTI
 }
 
 func (v *verifier) add(file string, off int64, format string, args ...any) {
@@ -83,38 +88,37 @@ func (v *verifier) add(file string, off int64, format string, args ...any) {
 	r.Problems = append(r.Problems, Problem{File: file, Offset: off, Message: fmt.Sprintf(format, args...)})
 }
 
-// addErr records err against file, taking the offset from the error when it carries one.
+// addErr records err against the component it names (encoding.OffsetError), else file, at
+// the offset it carries.
 func (v *verifier) addErr(file string, err error) {
-	v.add(file, errOffset(err), "%v", stripFile(err))
+	f, off := encoding.Place(err)
+	if f != "" {
+		file = f
+	}
+	v.add(file, off, "%s", detail(err))
 }
 
-func stripFile(err error) error {
-	var fe *FileError
-	if errors.As(err, &fe) {
-		return fe.Err
+// reported says whether a problem names file already.
+func (v *verifier) reported(file string) bool {
+	for _, p := range v.report.Problems {
+		if p.File == file {
+			return true
+		}
 	}
-	return err
+	return false
 }
 
-// errOffset extracts the byte offset of a failure from the codecs' error types (-1 if none).
-func errOffset(err error) int64 {
-	var ce *compress.ChunkError
-	if errors.As(err, &ce) {
-		return ce.FileOffset
+// detail is err's text without the place a Problem already shows.
+func detail(err error) string {
+	s := err.Error()
+	f, off := encoding.Place(err)
+	if f != "" {
+		s = strings.Replace(s, f+": ", "", 1)
 	}
-	var se *stats.Error
-	if errors.As(err, &se) {
-		return se.Offset
+	if off >= 0 {
+		s = strings.Replace(s, fmt.Sprintf("at offset %d: ", off), "", 1)
 	}
-	var ee *bigindex.EntryError
-	if errors.As(err, &ee) {
-		return ee.Entry
-	}
-	var oe *encoding.OffsetError
-	if errors.As(err, &oe) {
-		return oe.Offset
-	}
-	return -1
+	return s
 }
 
 // Verify checks an sstable the way `sluice sstable verify` reports it: Digest.crc32 against
@@ -135,6 +139,12 @@ func Verify(path string, opts VerifyOptions) (*Report, error) {
 }
 
 func (v *verifier) run(d descriptor.Descriptor) {
+	// A damaged chunk also changes the CRC32 of Data.db: one damage, one line.
+	defer func() {
+		if p := v.digestWrong; p != nil && v.badChunks == 0 {
+			v.add(p.File, p.Offset, "%s", p.Message)
+		}
+	}()
 	ver := d.Version
 	v.checkTOC(d)
 
@@ -144,7 +154,7 @@ func (v *verifier) run(d descriptor.Descriptor) {
 		v.add(statsPath, -1, "cannot read: %v", err)
 	} else {
 		for _, e := range stats.Check(raw, ver) {
-			v.add(statsPath, e.Offset, "%s", e.Error())
+			v.add(statsPath, e.Offset, "%s", detail(e))
 		}
 	}
 
@@ -153,13 +163,10 @@ func (v *verifier) run(d descriptor.Descriptor) {
 	t, err := Open(d.Prefix())
 	if err != nil {
 		// Open fails only on components already reported above or on chunk metadata.
-		if len(v.report.Problems) == 0 || errOffset(err) >= 0 {
-			var fe *FileError
-			file := d.Path(descriptor.Data)
-			if errors.As(err, &fe) {
-				file = fe.File
-			}
-			v.addErr(file, err)
+		// Once per component: a Statistics.db that stats.Check reported fails Open too.
+		f, off := encoding.Place(err)
+		if len(v.report.Problems) == 0 || (off >= 0 && !v.reported(f)) {
+			v.addErr(d.Path(descriptor.Data), err)
 		}
 		return
 	}
@@ -168,7 +175,7 @@ func (v *verifier) run(d descriptor.Descriptor) {
 	v.report.Chunks = t.Data.ChunkCount()
 	v.checkChunkLayout()
 	v.checkIndexAndData()
-	if ver.Format == version.Big {
+	if ver.Format == version.Big && !v.indexBroken {
 		v.checkSummary()
 	}
 }
@@ -192,7 +199,7 @@ func (v *verifier) checkTOC(d descriptor.Descriptor) {
 	for _, c := range cs {
 		listed[c] = true
 		if _, err := os.Stat(d.Path(c)); err != nil {
-			v.add(tocPath, -1, "lists %s, which is missing: %v", c, err)
+			v.add(tocPath, int64(bytes.Index(raw, []byte(c))), "lists %s, which is missing: %v", c, err)
 		}
 	}
 	required := []descriptor.Component{descriptor.Data, descriptor.Statistics}
@@ -237,7 +244,7 @@ func (v *verifier) checkDigest(d descriptor.Descriptor) {
 		return
 	}
 	if got := h.Sum32(); got != want {
-		v.add(digestPath, 0, "Digest.crc32 is %d but the CRC32 of Data.db is %d", want, got)
+		v.digestWrong = &Problem{File: digestPath, Offset: 0, Message: fmt.Sprintf("Digest.crc32 is %d but the CRC32 of Data.db is %d", want, got)}
 		return
 	}
 	v.dataIntact = true
@@ -248,7 +255,6 @@ func (v *verifier) checkDigest(d descriptor.Descriptor) {
 // index order and positions are checked, and every key is looked up in the filter.
 func (v *verifier) checkIndexAndData() {
 	t := v.t
-	dataPath := t.Path(descriptor.Data)
 	indexPath := t.Path(descriptor.Index)
 	if t.Version().Format == version.BTI {
 		indexPath = t.Path(descriptor.Partitions)
@@ -258,10 +264,10 @@ func (v *verifier) checkIndexAndData() {
 	if filter != nil {
 		rebuilt = bloom.NewSized(filter.HashCount, len(filter.Words))
 	}
-	var badChunks []int
+	var badChunks []badChunk
 	cur := newDataCursor(t.Data, func(chunk int, err error) {
-		v.addErr(dataPath, err)
-		badChunks = append(badChunks, chunk)
+		badChunks = append(badChunks, badChunk{chunk, err})
+		v.badChunks++
 	})
 	sizes := v.newSizeHistogram()
 	var rowIndex rowIndexChecker
@@ -277,35 +283,97 @@ func (v *verifier) checkIndexAndData() {
 		extended = newRowChecker(v)
 		dataLen  = t.DataLength()
 		pending  pendingPartition // the partition whose end the next index entry gives
+		rowsPath = t.Path(descriptor.Rows)
+		// keysUnknown: some key could not be read or was wrong (reported once, where it came
+		// from), so the checks of all keys together (filter bitset, first/last keys) would only
+		// repeat it. positionsBad: likewise for positions and the size histogram.
+		keysUnknown, positionsBad bool
+		prevKnown                 bool
+		filterMisses              int
+		firstMiss                 string
+		badRun                    int // consecutive index entries with problems
+		card                      = stats.NewCardinality()
 	)
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
+		// trieWhy: this row-indexed key disagrees with the trie entry leading to it. Normally
+		// checkPartition settles who is wrong; an entry that never gets there (its position out
+		// of order or past the end) is blamed on Rows.db here.
+		trieWhy := ""
+		defer func() {
+			if trieWhy != "" && p.IndexPos >= 0 && !(pending.valid && pending.ordinal == p.Ordinal) {
+				v.add(rowsPath, p.IndexPos, "row index entry of partition %d: key %x does not belong to the Partitions.db entry that leads to it: %s", p.Ordinal, p.Key, trieWhy)
+			}
+		}()
+		// at locates the entry in the partition index; keyFile and keyAt the component the
+		// key and position came from (a BTI partition with a row index has them in Rows.db).
 		at := p.IndexPos
-		if at < 0 {
-			at = -1
+		if be != nil {
+			at = be.PayloadPos
+		}
+		keyFile, keyAt := indexPath, at
+		if be != nil && p.IndexPos >= 0 {
+			keyFile, keyAt = rowsPath, p.IndexPos
+		}
+		keyOK := p.Key != nil
+		if be != nil && keyOK {
+			// The key must lead to this entry through the trie.
+			comp = bti.AppendDecoratedKey(comp[:0], p.Token, p.Key)
+			why := ""
+			if !bytes.HasPrefix(comp, be.Prefix) {
+				why = fmt.Sprintf("its trie path %x is not a prefix of the key's comparable form %x", be.Prefix, comp)
+			} else if _, h1 := token.Hash3x64_128(p.Key, 0); be.HasHash && be.HashByte != byte(h1) {
+				why = fmt.Sprintf("its hash byte %02x does not match the key's (%02x)", be.HashByte, byte(h1))
+			}
+			if why != "" && p.IndexPos < 0 {
+				v.add(indexPath, at, "partition %d: Data.db position %d holds key %x, which does not belong to this entry: %s", p.Ordinal, p.Position, p.Key, why)
+			}
+			// With a row index, Rows.db or Partitions.db is wrong: the key in Data.db decides
+			// which, once the partition is read (checkPartition).
+			trieWhy = why
+			keyOK = why == ""
+		}
+		if !keyOK {
+			keysUnknown = true
 		}
 		if count == 0 {
 			firstKey = append(firstKey[:0], p.Key...)
 			v.report.FirstPosition = p.Position
 		} else {
-			if c := token.CompareKeys(prevTok, prevKey, p.Token, p.Key); c >= 0 {
-				v.add(indexPath, at, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)
+			if keyOK && prevKnown && token.CompareKeys(prevTok, prevKey, p.Token, p.Key) >= 0 {
+				v.add(keyFile, keyAt, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)
 			}
 			if p.Position <= prevPos {
-				v.add(indexPath, at, "partition %d position %d is not after the previous position %d", p.Ordinal, p.Position, prevPos)
+				v.add(keyFile, keyAt, "partition %d position %d is not after the previous position %d", p.Ordinal, p.Position, prevPos)
+				positionsBad = true
 			}
 		}
 		if p.Position >= dataLen {
-			v.add(indexPath, at, "partition %d position %d is past the end of Data.db's %d uncompressed bytes", p.Ordinal, p.Position, dataLen)
+			v.add(keyFile, keyAt, "partition %d position %d is past the end of Data.db's %d uncompressed bytes", p.Ordinal, p.Position, dataLen)
+			positionsBad = true
 		} else if p.Position > prevPos {
 			// The previous partition is complete now that its end is known.
-			if pending.valid {
-				v.checkPartition(cur, extended, &pending, p.Position)
+			var next []byte
+			if keyOK {
+				next = p.Key
 			}
-			pending.set(p)
+			if pending.valid && v.checkPartition(cur, extended, &pending, p.Position, next) {
+				positionsBad = true
+			}
+			pending.set(p, be != nil, keyOK || (trieWhy != "" && p.IndexPos >= 0), keyFile, keyAt)
+			pending.trieWhy, pending.trieAt = "", -1
+			if p.IndexPos >= 0 {
+				pending.trieWhy, pending.trieAt = trieWhy, at
+			}
 		}
-		if filter != nil {
+		if keyOK {
+			card.Add(p.Key)
+		}
+		if filter != nil && keyOK {
 			if !filter.MayContain(p.Key) {
-				v.add(t.Path(descriptor.Filter), -1, "partition %d key %x is not in the bloom filter", p.Ordinal, p.Key)
+				if filterMisses == 0 {
+					firstMiss = fmt.Sprintf("partition %d key %x", p.Ordinal, p.Key)
+				}
+				filterMisses++
 			}
 			rebuilt.Add(p.Key)
 		}
@@ -320,22 +388,13 @@ func (v *verifier) checkIndexAndData() {
 				v.add(indexPath, at, "promoted index of partition %d: %v", p.Ordinal, err)
 			}
 		}
-		if be != nil {
-			comp = bti.AppendDecoratedKey(comp[:0], p.Token, p.Key)
-			if !bytes.HasPrefix(comp, be.Prefix) {
-				v.add(indexPath, -1, "trie path %x of partition %d is not a prefix of its key's comparable form %x", be.Prefix, p.Ordinal, comp)
+		prevKnown = keyOK
+		if keyOK {
+			prevKey = append(prevKey[:0], p.Key...)
+			prevTok = p.Token
+			if prevTok.Kind == token.KindBytes {
+				prevTok.Bytes = prevKey
 			}
-			if be.HasHash {
-				_, h1 := token.Hash3x64_128(p.Key, 0)
-				if be.HashByte != byte(h1) {
-					v.add(indexPath, -1, "hash byte %02x of partition %d does not match its key (%02x)", be.HashByte, p.Ordinal, byte(h1))
-				}
-			}
-		}
-		prevKey = append(prevKey[:0], p.Key...)
-		prevTok = p.Token
-		if prevTok.Kind == token.KindBytes {
-			prevTok.Bytes = prevKey
 		}
 		prevPos = p.Position
 		lastKey = append(lastKey[:0], p.Key...)
@@ -343,6 +402,33 @@ func (v *verifier) checkIndexAndData() {
 		return nil
 	}
 
+	// An index whose entries stop making sense one after another has lost its framing (a
+	// damaged length): what follows is noise, not more damage. Stop at the third entry in a row
+	// with a problem and say so, once.
+	guarded := func(p *Partition, be *bti.PartitionEntry) error {
+		before := len(v.report.Problems)
+		if err := visit(p, be); err != nil {
+			return err
+		}
+		indexProblem := false
+		for _, pr := range v.report.Problems[before:] {
+			indexProblem = indexProblem || pr.File == indexPath || pr.File == rowsPath
+		}
+		if !indexProblem {
+			badRun = 0
+			return nil
+		}
+		if badRun++; badRun < 3 {
+			return nil
+		}
+		keysUnknown, positionsBad = true, true
+		at := p.IndexPos
+		if be != nil {
+			at = be.PayloadPos
+		}
+		return &encoding.OffsetError{File: indexPath, Offset: at, What: "index entries",
+			Err: fmt.Errorf("%w: three entries in a row up to partition %d are inconsistent; the index is not read further", ErrCorrupt, p.Ordinal)}
+	}
 	var err error
 	var pi *bti.PartitionIndex
 	if t.Version().Format == version.BTI {
@@ -350,37 +436,116 @@ func (v *verifier) checkIndexAndData() {
 		pi, rows, err = t.readBTIIndex()
 		v.btiRows = rows
 		if err == nil {
-			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return visit(p, &e) })
+			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return guarded(p, &e) },
+				func(p *Partition, err error) error {
+					if isChunkErr(err) {
+						keysUnknown = true // the data pass reports the chunk, once
+						return nil
+					}
+					return err
+				})
 		}
 	} else {
-		err = t.ScanPartitions(func(p *Partition) error { return visit(p, nil) })
+		err = t.ScanPartitions(func(p *Partition) error { return guarded(p, nil) })
 	}
 	if err != nil {
-		var fe *FileError
-		file := indexPath
-		if errors.As(err, &fe) {
-			file = fe.File
-		}
-		v.addErr(file, err)
+		v.addErr(indexPath, err)
 	}
-	if count > 0 && prevPos < dataLen {
+	if err == nil && count > 0 && prevPos < dataLen {
 		if pending.valid {
-			v.checkPartition(cur, extended, &pending, dataLen)
+			v.checkPartition(cur, extended, &pending, dataLen, nil)
 		}
 		sizes.Add(dataLen - prevPos)
 	}
 	cur.drain()
 	v.blameChunkOffsets(badChunks)
-	if filter != nil && !filter.Equal(rebuilt) {
-		v.add(t.Path(descriptor.Filter), -1, "bitset differs from the filter of the %d indexed keys (hash count %d, %d words): bits set that no key sets, or a damaged header", count, filter.HashCount, len(filter.Words))
-	}
-	v.checkSizeHistogram(sizes, count)
-	if count == 0 && dataLen > 0 {
+	if count == 0 && dataLen > 0 && err == nil { // a failed walk said why already
 		v.add(indexPath, -1, "the partition index is empty but Data.db holds %d bytes", dataLen)
+		v.indexBroken = true
+	}
+	if err != nil {
+		v.indexBroken = true
+	}
+	if v.indexBroken || v.badChunks > 0 {
+		// Keys or positions were not all seen: the whole-table checks would repeat that.
+		keysUnknown, positionsBad = true, true
+	}
+	if filter != nil {
+		v.checkFilter(filter, rebuilt, count, filterMisses, firstMiss, keysUnknown)
+	}
+	if !positionsBad {
+		v.checkSizeHistogram(sizes, count)
 	}
 	v.report.Partitions = count
 	v.report.Rows = extended.rows
-	v.checkKeyRange(count, firstKey, lastKey, pi)
+	if !keysUnknown && !positionsBad {
+		extended.checkStats()
+	}
+	if !keysUnknown {
+		v.checkKeyRange(count, firstKey, lastKey, pi)
+		v.checkCardinality(card)
+	}
+}
+
+// checkCardinality compares the key-cardinality estimator in Statistics.db (COMPACTION) with
+// the one the indexed keys give: it depends only on the set of keys, and Cassandra's bytes are
+// reproduced exactly (stats.Cardinality), so any difference is damage. Statistics.db of md
+// and me has no checksum of its own; this covers most of its bytes.
+func (v *verifier) checkCardinality(card *stats.Cardinality) {
+	c := v.t.Statistics.Compaction
+	if c == nil || len(c.Cardinality) == 0 {
+		return
+	}
+	want := card.Bytes()
+	if bytes.Equal(want, c.Cardinality) {
+		return
+	}
+	path := v.t.Path(descriptor.Statistics)
+	off := int64(-1)
+	if raw, err := os.ReadFile(path); err == nil {
+		if at := bytes.Index(raw, c.Cardinality); at >= 0 {
+			i := 0
+			for i < len(want) && i < len(c.Cardinality) && want[i] == c.Cardinality[i] {
+				i++
+			}
+			off = int64(at + i)
+		}
+	}
+	v.add(path, off, "key cardinality estimator (%d bytes) differs from the one the %d indexed keys give (%d bytes)", len(c.Cardinality), v.report.Partitions, len(want))
+}
+
+// checkFilter compares Filter.db with the filter rebuilt from the indexed keys: one line for
+// the damage, at the first byte whose bits differ. Keys not in the filter are counted into it.
+// When not every key was read, only keys found missing are reported.
+func (v *verifier) checkFilter(filter, rebuilt *bloom.Filter, count int64, misses int, firstMiss string, keysUnknown bool) {
+	path := v.t.Path(descriptor.Filter)
+	missing := ""
+	if misses > 0 {
+		missing = fmt.Sprintf("; %d indexed keys are not in it (first: %s)", misses, firstMiss)
+	}
+	if keysUnknown {
+		if misses > 0 {
+			v.add(path, -1, "%d indexed keys are not in the bloom filter (first: %s)", misses, firstMiss)
+		}
+		return
+	}
+	if filter.Equal(rebuilt) {
+		return
+	}
+	if filter.HashCount != rebuilt.HashCount {
+		v.add(path, 0, "hash count %d, but the filter of the %d indexed keys has %d%s", filter.HashCount, count, rebuilt.HashCount, missing)
+		return
+	}
+	for i, w := range filter.Words {
+		if x := w ^ rebuilt.Words[i]; x != 0 {
+			b := bits.TrailingZeros64(x) / 8
+			if v.t.Version().HasOldBfFormat() {
+				b = 7 - b
+			}
+			v.add(path, int64(8+8*i+b), "bitset differs from the filter of the %d indexed keys (hash count %d, %d words) in word %d%s", count, filter.HashCount, len(filter.Words), i, missing)
+			return
+		}
+	}
 }
 
 // pendingPartition is a copy of the index entry of a partition not yet checked against Data.db.
@@ -391,10 +556,23 @@ type pendingPartition struct {
 	key         []byte
 	promoted    []byte
 	hasPromoted bool
+	rowIndexAt  int64 // Rows.db position of the partition's row index entry (BTI), else -1
+	keyKnown    bool  // the key is trusted (read, and consistent with the index)
+	keyFile     string
+	keyAt       int64 // where the key and position came from: the component and offset to blame
+	// trieWhy says how the key in Rows.db disagrees with the Partitions.db entry at trieAt
+	// that leads to it; checkPartition blames one of them by the key in Data.db.
+	trieWhy string
+	trieAt  int64
 }
 
-func (pp *pendingPartition) set(p *Partition) {
+func (pp *pendingPartition) set(p *Partition, bti, keyKnown bool, keyFile string, keyAt int64) {
 	pp.valid, pp.ordinal, pp.position = true, p.Ordinal, p.Position
+	pp.keyKnown, pp.keyFile, pp.keyAt = keyKnown, keyFile, keyAt
+	pp.rowIndexAt = -1
+	if bti && p.IndexPos >= 0 {
+		pp.rowIndexAt = p.IndexPos
+	}
 	pp.key = append(pp.key[:0], p.Key...)
 	// An index entry without a promoted index has an empty, non-nil Promoted slice.
 	pp.promoted, pp.hasPromoted = append(pp.promoted[:0], p.Promoted...), len(p.Promoted) > 0
@@ -403,40 +581,96 @@ func (pp *pendingPartition) set(p *Partition) {
 // checkPartition checks the partition occupying uncompressed Data.db bytes [pp.position, end):
 // the key stored in its header against the index, and with Extended every row. Reads go through
 // the data cursor in position order, so each chunk is decoded once.
-func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPartition, end int64) {
+//
+// next is the key of the partition the index puts at end, when known. With Extended it is
+// looked at first: if it is not there, the boundary between the two partitions is unknown and
+// the rows of this one are not checked (the next partition's check reports the bad position,
+// once). It returns whether next was missing.
+//
+// Data.db bytes handed out by the cursor passed their chunk checksum (CRC.db or inline): when a
+// key is not where the index says, the index is wrong, and it is blamed.
+func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPartition, end int64, next []byte) (nextMissing bool) {
 	dataPath := v.t.Path(descriptor.Data)
+	if end <= pp.position {
+		return false // positions out of order were reported by the index pass
+	}
 	// Without the row pass only the key is needed; with it, the whole partition.
 	n := int64(2 + len(pp.key))
 	if rc.table != nil {
 		n = end - pp.position
 	}
 	n = min(n, end-pp.position)
+	look := rc.table != nil && next != nil && end+2+int64(len(next)) <= v.t.DataLength()
+	if look {
+		n = end + 2 + int64(len(next)) - pp.position
+	}
 	b, err := cur.bytesAt(pp.position, int(n))
 	if err != nil {
 		if !isChunkErr(err) { // a bad chunk was reported once already
-			v.add(dataPath, -1, "partition %d at uncompressed position %d: %v", pp.ordinal, pp.position, err)
+			v.add(dataPath, v.dataOffset(pp.position), "partition %d at uncompressed position %d: %v", pp.ordinal, pp.position, err)
 		}
-		return
+		return false
 	}
-	var key []byte
-	if len(b) >= 2 {
-		kl := int(b[0])<<8 | int(b[1])
-		key = b[2:min(len(b), 2+kl)]
-		if 2+kl > len(b) {
-			key = nil
+	if look {
+		tail := b[end-pp.position:]
+		nextMissing = !bytes.Equal(headerKey(tail), next)
+		b = b[:end-pp.position]
+	}
+	if pp.trieWhy != "" {
+		if key := headerKey(b); v.dataChecksummed() && bytes.Equal(key, pp.key) {
+			v.add(v.t.Path(descriptor.Partitions), pp.trieAt, "partition %d (key %x, as Rows.db and Data.db agree): %s", pp.ordinal, pp.key, pp.trieWhy)
+		} else {
+			v.add(v.t.Path(descriptor.Rows), pp.keyAt, "row index entry of partition %d: key %x does not belong to the Partitions.db entry that leads to it: %s", pp.ordinal, pp.key, pp.trieWhy)
 		}
+		return nextMissing
 	}
-	if !bytes.Equal(key, pp.key) || key == nil {
-		v.add(dataPath, -1, "partition %d at uncompressed position %d does not hold the indexed key %x", pp.ordinal, pp.position, pp.key)
-		return
+	if key := headerKey(b); !pp.keyKnown || key == nil || !bytes.Equal(key, pp.key) {
+		if !pp.keyKnown {
+			return nextMissing // the index entry was reported already
+		}
+		if v.dataChecksummed() {
+			v.add(pp.keyFile, pp.keyAt, "partition %d: Data.db position %d holds key %x, not the indexed key %x (Data.db passed its checksums: the index is wrong)", pp.ordinal, pp.position, key, pp.key)
+		} else {
+			v.add(dataPath, v.dataOffset(pp.position), "partition %d at uncompressed position %d does not hold the indexed key %x", pp.ordinal, pp.position, pp.key)
+		}
+		return nextMissing
 	}
-	if rc.table != nil {
+	if rc.table != nil && !nextMissing {
 		var promoted []byte
 		if pp.hasPromoted {
 			promoted = pp.promoted
 		}
-		rc.partition(b, pp.position, promoted)
+		rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt, pp.keyAt)
 	}
+	return nextMissing
+}
+
+// headerKey is the key of the partition header at the start of b, or nil when b is too short.
+func headerKey(b []byte) []byte {
+	if len(b) < 2 {
+		return nil
+	}
+	kl := int(b[0])<<8 | int(b[1])
+	if 2+kl > len(b) {
+		return nil
+	}
+	return b[2 : 2+kl]
+}
+
+// dataChecksummed says whether every Data.db byte the cursor hands out passed a checksum.
+func (v *verifier) dataChecksummed() bool { return v.t.Compression != nil || v.t.CRC != nil }
+
+// dataOffset is the Data.db file offset to report for uncompressed position pos: pos itself in
+// an uncompressed file, else the file offset of the chunk holding it.
+func (v *verifier) dataOffset(pos int64) int64 {
+	c := v.t.Compression
+	if c == nil {
+		return pos
+	}
+	if k := pos / int64(c.ChunkLength); pos >= 0 && k < int64(len(c.Offsets)) {
+		return c.Offsets[k]
+	}
+	return -1
 }
 
 func isChunkErr(err error) bool {
@@ -521,7 +755,18 @@ func (v *verifier) checkSummary() {
 	if err != nil {
 		return // index damage is reported by the index pass
 	}
-	for _, m := range mism {
-		v.add(path, -1, "sample %d (Index.db offset %d): %s", m.Sample, m.IndexOffset, m.What)
+	// One damage (a shifted sample offset, a wrong key) usually makes several samples disagree:
+	// one line, at the first sample's offset entry, and how many more.
+	if len(mism) > 0 {
+		m := mism[0]
+		off := int64(-1)
+		if m.Sample >= 0 {
+			off = 24 + 4*int64(m.Sample) // after the 24-byte header, one i32 offset per sample
+		}
+		more := ""
+		if len(mism) > 1 {
+			more = fmt.Sprintf(" (and %d more disagreements)", len(mism)-1)
+		}
+		v.add(path, off, "sample %d (Index.db offset %d): %s%s", m.Sample, m.IndexOffset, m.What, more)
 	}
 }

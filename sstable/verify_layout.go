@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/sluicedb/sluice/sstable/bti"
@@ -49,28 +50,47 @@ func (v *verifier) offsetsArrayStart() int64 {
 	return size - 8*int64(len(ci.Offsets))
 }
 
-// blameChunkOffsets names CompressionInfo.db when two neighbouring chunks fail: a single
-// damaged byte of Data.db breaks one chunk, but a wrong offset moves the boundary between two.
-//
-// When Data.db matches its Digest, Data.db itself (inline CRCs included) is intact, so any chunk
-// that fails its check was cut at the wrong place or checked against the wrong checksum: the
-// fault is in CompressionInfo.db or CRC.db.
-func (v *verifier) blameChunkOffsets(bad []int) {
-	if v.dataIntact && len(bad) > 0 {
-		file := v.t.Path(descriptor.CRC)
-		if v.t.Compression != nil {
-			file = v.t.Path(descriptor.CompressionInfo)
+// badChunk is a chunk that failed its check in the data pass, with why.
+type badChunk struct {
+	chunk int
+	err   error
+}
+
+// blameChunkOffsets reports the chunks that failed their check, once each damage, on the
+// component at fault. A damaged byte of Data.db breaks one chunk: that chunk is reported on
+// Data.db. A wrong CompressionInfo.db offset moves the boundary between two chunks, so both
+// fail: that is one line on CompressionInfo.db at the offset's entry. When Data.db matches its
+// Digest, Data.db itself (inline CRCs included) is intact and every failing chunk was cut at
+// the wrong place or checked against the wrong checksum: CompressionInfo.db or CRC.db is blamed.
+func (v *verifier) blameChunkOffsets(bad []badChunk) {
+	dataPath := v.t.Path(descriptor.Data)
+	ci := v.t.Compression
+	for i := 0; i < len(bad); i++ {
+		k := bad[i].chunk
+		run := i
+		for run+1 < len(bad) && bad[run+1].chunk == bad[run].chunk+1 {
+			run++
 		}
-		v.add(file, -1, "Data.db matches Digest.crc32, yet chunk %d fails its check: the chunk metadata is wrong", bad[0])
-	}
-	if v.t.Compression == nil {
-		return
-	}
-	path := v.t.Path(descriptor.CompressionInfo)
-	for i := 1; i < len(bad); i++ {
-		if bad[i] == bad[i-1]+1 {
-			k := bad[i]
-			v.add(path, v.ciOffsetsAt+8*int64(k), "chunk %d offset %d disagrees with Data.db: chunks %d and %d both fail their checks", k, v.t.Compression.Offsets[k], k-1, k)
+		switch {
+		case ci != nil && (run > i || v.dataIntact):
+			// The entry both failing chunks share, or the one chunk's own.
+			entry := k
+			if run > i {
+				entry = k + 1
+			}
+			why := fmt.Sprintf("chunks %d to %d fail their checks", k, bad[run].chunk)
+			if run == i {
+				why = fmt.Sprintf("chunk %d fails its check (%v)", k, detail(bad[i].err))
+			}
+			if v.dataIntact {
+				why += ", though Data.db matches Digest.crc32"
+			}
+			v.add(v.t.Path(descriptor.CompressionInfo), v.ciOffsetsAt+8*int64(entry), "chunk %d offset %d disagrees with Data.db: %s", entry, ci.Offsets[entry], why)
+			i = run
+		case ci == nil && v.dataIntact && v.t.CRC != nil:
+			v.add(v.t.Path(descriptor.CRC), 4+4*int64(k), "CRC of chunk %d disagrees with Data.db, which matches Digest.crc32: %v", k, detail(bad[i].err))
+		default:
+			v.addErr(dataPath, bad[i].err)
 		}
 	}
 }

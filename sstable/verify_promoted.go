@@ -109,8 +109,11 @@ func sameClustering(a, b [][]byte) bool {
 	return true
 }
 
-// unfilteredSpan records where an unfiltered starts in its partition and its clustering.
+// unfilteredSpan records where an unfiltered starts and ends in its partition, its
+// clustering and kind (ClusteringPrefix.Kind), and the range tombstone open before it.
 type unfilteredSpan struct {
-	start      int64
+	start, end int64
+	kind       uint8
 	clustering [][]byte
+	open       rows.DeletionTime
 }

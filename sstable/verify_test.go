@@ -222,12 +222,12 @@ func FuzzVerify(f *testing.F) {
 // --extended` with "promoted index header length 0"; found by the interop suite).
 func TestPendingPartitionWithoutPromotedIndex(t *testing.T) {
 	var pp pendingPartition
-	pp.set(&Partition{Key: []byte("wide"), Promoted: []byte{7, 0x80, 1, 2, 3}})
+	pp.set(&Partition{Key: []byte("wide"), Promoted: []byte{7, 0x80, 1, 2, 3}}, false, true, "Index.db", 0)
 	if !pp.hasPromoted {
 		t.Fatal("a promoted index was not kept")
 	}
 	idx := []byte{0, 1, 2}
-	pp.set(&Partition{Key: []byte("small"), Promoted: idx[3:]})
+	pp.set(&Partition{Key: []byte("small"), Promoted: idx[3:]}, false, true, "Index.db", 0)
 	if pp.hasPromoted {
 		t.Error("an empty promoted index after a wide partition is taken for one")
 	}

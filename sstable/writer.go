@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -16,6 +15,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/encoding"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"
 	"github.com/sluicedb/sluice/sstable/stats"
@@ -174,20 +174,19 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	gen, err := descriptor.NextGeneration(dir)
-	if err != nil {
-		return nil, err
-	}
-	desc := descriptor.Descriptor{Dir: dir, Version: opts.Version, ID: strconv.Itoa(gen)}
-	inst, err := fsx.NewInstall(dir, desc.Filename(descriptor.TOC))
-	if err != nil {
-		return nil, err
-	}
 	w := &Writer{
-		opts: opts, v: opts.Version, table: table, desc: desc, inst: inst,
+		opts: opts, v: opts.Version, table: table,
 		rw:      rows.NewWriter(table, opts.Version),
 		collect: stats.NewCollector(opts.Version),
 		cmp:     newClusteringBounds(opts.Header.ClusteringTypes),
+	}
+	w.inst, w.desc, err = generation.Install(dir, opts.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		w.dataFile, err = inst.Create(d.Filename(descriptor.Data))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := w.open(); err != nil {
 		w.Abort()
@@ -202,9 +201,6 @@ func (w *Writer) create(c descriptor.Component) (*os.File, error) {
 
 func (w *Writer) open() error {
 	var err error
-	if w.dataFile, err = w.create(descriptor.Data); err != nil {
-		return err
-	}
 	w.dataBuf = fsx.NewAsyncWriter(w.dataFile, 1<<20, 4)
 	w.data, err = compress.NewWriter(w.dataBuf, compress.WriterOptions{
 		Version: w.v, Compressor: w.opts.Compressor, Options: w.opts.CompressorOptions,
@@ -297,7 +293,7 @@ func (w *Writer) AppendStatic(r *rows.Row) error {
 		return w.fail(err)
 	}
 	w.wroteStatic = true
-	w.collectRow(r)
+	collectRow(w.collect, r)
 	return nil
 }
 
@@ -341,7 +337,7 @@ func (w *Writer) AppendRow(r *rows.Row) error {
 	if w.buf, err = w.rw.AppendRow(w.buf, r); err != nil {
 		return w.fail(err)
 	}
-	w.collectRow(r)
+	collectRow(w.collect, r)
 	w.cmp.add(r.Clustering)
 	return w.afterUnfiltered(pos, clusteringKind, r.Clustering)
 }
@@ -358,26 +354,36 @@ func (w *Writer) AppendMarker(m *rows.Marker) error {
 	if w.buf, err = w.rw.AppendMarker(w.buf, m); err != nil {
 		return w.fail(err)
 	}
-	w.collect.Deletion(m.Deletion.MarkedForDeleteAt, m.Deletion.LocalDeletionTime)
-	if m.Kind.IsBoundary() {
-		w.collect.Deletion(m.Start.MarkedForDeleteAt, m.Start.LocalDeletionTime)
-	}
-	// The open marker after this one: a start bound or boundary opens a range.
-	switch m.Kind {
-	case rows.InclStartBound, rows.ExclStartBound:
-		w.openMarker = m.Deletion
-	case rows.ExclEndInclStartBoundary, rows.InclEndExclStartBoundary:
-		w.openMarker = m.Start
-	default:
-		w.openMarker = rows.Live
-	}
+	collectMarker(w.collect, m)
+	w.openMarker = openAfter(m)
 	return w.afterUnfiltered(pos, uint8(m.Kind), m.Values)
 }
 
 const clusteringKind = 4 // ClusteringPrefix.Kind.CLUSTERING
 
-func (w *Writer) collectRow(r *rows.Row) {
-	c := w.collect
+// openAfter is the range tombstone open after marker m: a start bound or boundary opens a
+// range, an end bound closes it.
+func openAfter(m *rows.Marker) rows.DeletionTime {
+	switch m.Kind {
+	case rows.InclStartBound, rows.ExclStartBound:
+		return m.Deletion
+	case rows.ExclEndInclStartBoundary, rows.InclEndExclStartBoundary:
+		return m.Start
+	}
+	return rows.Live
+}
+
+// collectMarker feeds a range tombstone marker's deletion times to c.
+func collectMarker(c *stats.Collector, m *rows.Marker) {
+	c.Deletion(m.Deletion.MarkedForDeleteAt, m.Deletion.LocalDeletionTime)
+	if m.Kind.IsBoundary() {
+		c.Deletion(m.Start.MarkedForDeleteAt, m.Start.LocalDeletionTime)
+	}
+}
+
+// collectRow feeds a row (static or not) to c as MetadataCollector sees it: the writer to
+// fill Statistics.db, verify to recompute it.
+func collectRow(c *stats.Collector, r *rows.Row) {
 	if !r.Liveness.IsEmpty() {
 		c.Liveness(r.Liveness.Timestamp, r.Liveness.TTL, r.Liveness.LocalExpirationTime)
 	}
@@ -455,7 +461,7 @@ func (w *Writer) addIndexBlock() error {
 		if err != nil {
 			return err
 		}
-		if err := p.riw.AddBlock(first, last, b.start, btiDeletion(b.startOpenMarker)); err != nil {
+		if err := p.riw.AddBlock(first, last, b.start, indexDeletion(b.startOpenMarker)); err != nil {
 			return err
 		}
 	} else {
@@ -469,20 +475,14 @@ func (w *Writer) addIndexBlock() error {
 	return nil
 }
 
-// bigDeletion and btiDeletion convert the row codec's deletion time to the index codecs' (each
-// package spells LIVE its own way).
-func bigDeletion(d rows.DeletionTime) bigindex.DeletionTime {
+// indexDeletion is d with any live deletion as Live: inside rows a complex-deletion slot may
+// read back live with a writer-dependent local deletion time, which the index codecs must not
+// see.
+func indexDeletion(d rows.DeletionTime) rows.DeletionTime {
 	if d.IsLive() {
-		return bigindex.Live
+		return rows.Live
 	}
-	return bigindex.DeletionTime{MarkedForDeleteAt: d.MarkedForDeleteAt, LocalDeletionTime: d.LocalDeletionTime}
-}
-
-func btiDeletion(d rows.DeletionTime) bti.DeletionTime {
-	if d.IsLive() {
-		return bti.Live
-	}
-	return bti.DeletionTime{MarkedForDeleteAt: d.MarkedForDeleteAt, LocalDeletionTime: uint32(d.LocalDeletionTime)}
+	return d
 }
 
 // EndPartition closes the partition and indexes it.
@@ -531,7 +531,7 @@ func (w *Writer) EndPartition() error {
 func (w *Writer) indexPartition(endPos int64) error {
 	if w.partitions != nil {
 		p := w.partitions
-		pos, err := p.riw.FinishPartition(w.key, w.start, endPos, btiDeletion(w.deletion))
+		pos, err := p.riw.FinishPartition(w.key, w.start, endPos, indexDeletion(w.deletion))
 		if err != nil {
 			return err
 		}
@@ -543,7 +543,7 @@ func (w *Writer) indexPartition(endPos int64) error {
 	if w.block.count > 1 {
 		// RowIndexEntry.IndexedEntry: headerLength, partition deletion, blocks, offsets.
 		body := encoding.AppendUVint(nil, uint64(w.headerLength))
-		body = bigindex.AppendDeletionTime(body, bigDeletion(w.deletion), w.v)
+		body = bigindex.AppendDeletionTime(body, indexDeletion(w.deletion), w.v)
 		body = encoding.AppendUVint(body, uint64(w.block.count))
 		body = append(body, w.promoted...)
 		for _, off := range w.infoOffset {
@@ -796,7 +796,7 @@ func appendIndexInfoTail(dst []byte, v version.Version, offset, width int64, ope
 	dst = encoding.AppendVint(dst, width-64<<10)
 	dst = encoding.AppendBool(dst, !open.IsLive())
 	if !open.IsLive() {
-		dst = bigindex.AppendDeletionTime(dst, bigDeletion(open), v)
+		dst = bigindex.AppendDeletionTime(dst, indexDeletion(open), v)
 	}
 	return dst
 }

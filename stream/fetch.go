@@ -209,7 +209,11 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 			rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(p.SSTables), total })
 		}
 		if f, ok := m.(*wire.Failure); ok {
-			rs.failed(f.SSTableID, f.Code, fmt.Errorf("%w: sender: %s", ErrRefused, f.Reason))
+			why := ErrRefused
+			if f.Code == wire.CodeChecksum {
+				why = ErrChecksum // the sender found its own copy damaged
+			}
+			rs.failed(f.SSTableID, f.Code, fmt.Errorf("%w: sender: %s", why, f.Reason))
 		}
 		if _, ok := m.(*wire.Manifest); ok && st.Discard != "" {
 			// A refused Manifest: the Failure we send says why; its data stream follows.

@@ -4,20 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
-	"github.com/sluicedb/sluice/sstable/version"
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -42,50 +41,9 @@ type installJob struct {
 	files   map[descriptor.Component]*os.File
 	index   []byte
 	rows    []byte
-	crcw    *slice.CRCWriter
+	crcw    *compress.CRCWriter
 	scratch string // rows only
 	pub     *fsx.Install
-}
-
-// genLocks serialises, per target directory, choosing a generation and creating the first
-// file that carries it. descriptor.NextGeneration counts temporaries, so once that file
-// exists no other Fetch of this process picks the same generation: two Fetches into one
-// directory never collide, and neither waits for the other's transfer.
-var genLocks sync.Map // cleaned directory -> *sync.Mutex
-
-func lockDir(dir string) func() {
-	mu, _ := genLocks.LoadOrStore(filepath.Clean(dir), &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
-// allocate starts an install of a new generation in dir and runs create, which must create
-// at least one file, under the directory's generation lock. A final name that another
-// process published meanwhile (fs.ErrExist from Create) moves on to a later generation.
-func allocate(dir string, v version.Version, create func(*fsx.Install, descriptor.Descriptor) error) (*fsx.Install, descriptor.Descriptor, error) {
-	unlock := lockDir(dir)
-	defer unlock()
-	floor := 0
-	for attempt := 0; ; attempt++ {
-		gen, err := descriptor.NextGeneration(dir)
-		if err != nil {
-			return nil, descriptor.Descriptor{}, err
-		}
-		gen = max(gen, floor)
-		d := descriptor.Descriptor{Dir: dir, Version: v, ID: strconv.Itoa(gen)}
-		inst, err := fsx.NewInstall(dir, d.Filename(descriptor.TOC))
-		if err != nil {
-			return nil, d, err
-		}
-		if err = create(inst, d); err == nil {
-			return inst, d, nil
-		}
-		inst.Abort()
-		if !errors.Is(err, fs.ErrExist) || attempt == 8 {
-			return nil, d, err
-		}
-		floor = gen + 1
-	}
 }
 
 // newInstallJob prepares the files of in. scratchPrefix names the private directory of a
@@ -104,7 +62,7 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 	var err error
 	switch in.Kind {
 	case wire.KindEntire:
-		j.inst, j.desc, err = allocate(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		j.inst, j.desc, err = generation.Install(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
 			j.files, j.comps = map[descriptor.Component]*os.File{}, nil
 			for _, c := range in.Manifest.Components {
 				f, err := inst.Create(d.Filename(descriptor.Component(c.Name)))
@@ -136,7 +94,7 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 			return nil, err
 		}
 	default:
-		j.inst, j.desc, err = allocate(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		j.inst, j.desc, err = generation.Install(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
 			f, err := inst.Create(d.Filename(descriptor.Data))
 			j.data, j.files = f, map[descriptor.Component]*os.File{descriptor.Data: f}
 			return err
@@ -146,7 +104,7 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 		}
 	}
 	if in.Info == nil {
-		j.crcw = slice.NewCRCWriter(in.CRCChunkLength)
+		j.crcw = compress.NewCRCWriter(in.CRCChunkLength)
 	}
 	return j, nil
 }
@@ -254,6 +212,11 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if err := in.ResolveShift(first); err != nil {
 			return 0, err
 		}
+		// The bytes must be the parent's: the digest the sender derived from the parent's
+		// stored checksums, sent on the control stream, against what arrived.
+		if in.Digest() != m.Digest {
+			return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
+		}
 		data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
 			Digest: in.Digest(), HasDigest: true}
 		if j.crcw != nil {
@@ -304,7 +267,7 @@ func (j *installJob) rewriteRows(ctx context.Context, partitions int64) error {
 	}
 	// Data.db is created under the generation lock; the rest, and the copies, after it.
 	var first *os.File
-	j.pub, j.final, err = allocate(j.dir, j.in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+	j.pub, j.final, err = generation.Install(j.dir, j.in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
 		var err error
 		first, err = inst.Create(d.Filename(descriptor.Data))
 		return err

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/bits"
@@ -270,7 +271,7 @@ type Incoming struct {
 
 	want    []uint64 // expected lengths: [runs, index, components...]
 	got     []uint64
-	checker *chunkChecker
+	checker *compress.ChunkChecker
 	digest  uint32
 }
 
@@ -330,7 +331,12 @@ func (in *Incoming) admit(d *wire.Data, n uint64) (int, error) {
 func (in *Incoming) check(p []byte) error {
 	in.digest = crc32.Update(in.digest, crc32.IEEETable, p)
 	if in.checker != nil {
-		return in.checker.write(p)
+		if _, err := in.checker.Write(p); err != nil {
+			if errors.Is(err, compress.ErrChecksum) {
+				return fmt.Errorf("%w: Data.db %w", ErrChecksum, err)
+			}
+			return fmt.Errorf("%w: Data.db %w", ErrManifest, err)
+		}
 	}
 	return nil
 }
@@ -351,8 +357,8 @@ func (in *Incoming) Complete() error {
 			return fmt.Errorf("%w: stream slot %d ended at %d of %d bytes", ErrProtocol, s, in.got[s], in.want[s])
 		}
 	}
-	if in.checker != nil && !in.checker.done() {
-		return fmt.Errorf("%w: %d of %d chunks verified", ErrProtocol, in.checker.verified, len(in.checker.offsets))
+	if in.checker != nil && !in.checker.Done() {
+		return fmt.Errorf("%w: %d of %d chunks verified", ErrProtocol, in.checker.Verified(), len(in.Info.Offsets))
 	}
 	return nil
 }
@@ -365,7 +371,7 @@ func (in *Incoming) VerifiedChunks() uint64 {
 	if in.checker == nil {
 		return 0
 	}
-	return in.checker.verified
+	return in.checker.Verified()
 }
 
 // Received counts the bytes accepted so far, all streams together.
@@ -466,7 +472,7 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 			return nil, bad("last chunk at %d does not fit the %d-byte Data.db", last, m.DataFileLength)
 		}
 		in.Info = info
-		in.checker = &chunkChecker{offsets: info.Offsets, fileLen: int64(m.DataFileLength)}
+		in.checker = compress.NewChunkChecker(info.Offsets, int64(m.DataFileLength))
 	}
 	switch m.Kind {
 	case wire.KindPartial, wire.KindRows:
@@ -623,7 +629,7 @@ func (in *Incoming) ResumeOffset(verified uint64) (int64, bool) {
 // the last, short one only at the end of the file.
 func (in *Incoming) Checkpoint() (chunks uint64, bytes int64) {
 	if in.checker != nil {
-		chunks = in.checker.verified
+		chunks = in.checker.Verified()
 	} else {
 		got, grid := in.got[in.dataSlot()], uint64(resumeGrid(in.Manifest.ChunkLength))
 		chunks = got / grid

@@ -582,7 +582,11 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 	id := o.planned.ID
 	m, sources, err := manifestFor(o)
 	if err != nil {
-		return nil, nil, false, ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+		code := wire.CodeInternal
+		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrUnverifiable) {
+			code = wire.CodeChecksum // the parent's bytes disagree with, or lack, their checksum
+		}
+		return nil, nil, false, ss.send(&wire.Failure{Code: code, SSTableID: id, Reason: err.Error()})
 	}
 	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
 		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
@@ -644,6 +648,11 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 			}
 		}
 		m.Runs = []wire.Run{run}
+		digest, err := runDigest(t, p.Run)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.Digest = digest
 		m.IndexSliceLength = uint64(len(p.Index))
 		srcs := []source{
 			{stream: wire.StreamRuns, f: t.DataFile(), off: p.Run.SrcOff, n: p.Run.SrcEnd - p.Run.SrcOff},
@@ -701,6 +710,31 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		m.Components = append(m.Components, wire.ComponentSpec{Name: string(c), Length: uint64(fi.Size())})
 	}
 	return m, srcs, nil
+}
+
+// runDigest is the CRC32 the receiver must find over a partial child's Data.db bytes,
+// derived from the parent's stored checksums rather than from the bytes sent: the inline
+// chunk CRCs (compressed), or CRC.db with the slices the run cuts read and checked
+// (uncompressed). It travels in the Manifest on the authenticated control stream, so a
+// chunk corrupted on disk, in transit or by the data plane, even with its inline CRC
+// recomputed, fails the receiver's comparison instead of being installed.
+func runDigest(t *sstable.Table, r slice.Run) (uint32, error) {
+	var (
+		d   uint32
+		err error
+	)
+	switch {
+	case t.Compression != nil:
+		d, err = compress.RunDigest(t.DataFile(), t.Compression, t.DataFileLength, r.FirstChunk, r.LastChunk, 0, 0)
+	case t.CRC != nil:
+		d, err = compress.RangeDigest(t.DataFile(), t.CRC, t.DataFileLength, r.SrcOff, r.SrcEnd)
+	default:
+		err = fmt.Errorf("%w: %s has no CRC.db", slice.ErrUnverifiable, t.Desc)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", t.Path(descriptor.Data), err)
+	}
+	return d, nil
 }
 
 // sendSource writes one source as Data frames: each payload is read straight into the

@@ -212,26 +212,6 @@ func TestReceiverAcceptsDataInOrder(t *testing.T) {
 	}
 }
 
-func TestChunkCheckerRejectsBadCRC(t *testing.T) {
-	data := []byte("hello world\x00\x00\x00\x00")
-	c := crc32.ChecksumIEEE(data[:11])
-	data[11], data[12], data[13], data[14] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
-	ok := &chunkChecker{offsets: []int64{0}, fileLen: 15}
-	for _, b := range data {
-		if err := ok.write([]byte{b}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !ok.done() || ok.verified != 1 {
-		t.Fatal("byte-by-byte feed not verified")
-	}
-	data[3] ^= 1
-	bad := &chunkChecker{offsets: []int64{0}, fileLen: 15}
-	if err := bad.write(data); !errors.Is(err, ErrChecksum) {
-		t.Fatalf("flipped byte: %v", err)
-	}
-}
-
 // Hostile or inconsistent manifests fail their sstable (a Failure naming it, and its data
 // stream discarded), never the receiver.
 func TestReceiverRejectsHostileManifests(t *testing.T) {

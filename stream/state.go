@@ -153,26 +153,7 @@ func (st *fetchState) save() error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(st.dir, fsx.TempPrefix+"fetch-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), st.path); err != nil {
-		return err
-	}
-	return syncDir(st.dir)
+	return fsx.WriteFileAtomic(st.path, b, 0o644)
 }
 
 // remove deletes the record and the kept file it names.
@@ -186,14 +167,5 @@ func (st *fetchState) remove() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return syncDir(st.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsx.SyncDir(st.dir)
 }

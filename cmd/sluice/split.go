@@ -60,6 +60,9 @@ refuses (legacy counter shards).`,
 			if (spec == "") == (ways == 0) {
 				return usagef("split: give exactly one of --ranges and --ways")
 			}
+			if ways < 0 {
+				return usagef("split: --ways %d: want at least 1", ways)
+			}
 			m, err := slice.ParseMode(mode)
 			if err != nil {
 				return usageError{err}
@@ -70,12 +73,17 @@ refuses (legacy counter shards).`,
 			}
 			defer parent.Close()
 			var ranges token.RangeSet
+			// From here on a failure is the input's, not the command line's (exit 1), except
+			// ranges that overlap, which the planner finds.
 			if spec != "" {
 				if ranges, err = token.ParseRanges(parent.Partitioner, spec); err != nil {
 					return usageError{err}
 				}
+				if _, err := slice.NewPieces(parent.Partitioner, ranges); err != nil {
+					return usageError{err}
+				}
 			} else if ranges, err = slice.EqualRanges(parent, ways); err != nil {
-				return usageError{err}
+				return err
 			}
 			io0, _ := fsx.ProcIO()
 			var res *slice.Result

@@ -27,7 +27,6 @@ func renameNoReplace(from, to string) error {
 	return nil
 }
 
-// syncDir fsyncs a directory, making the creations, renames and removals in it durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

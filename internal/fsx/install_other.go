@@ -20,8 +20,6 @@ func renameNoReplace(from, to string) error {
 	return os.Rename(from, to)
 }
 
-// syncDir fsyncs a directory where the platform allows it. Windows cannot open a directory for
-// syncing and makes renames durable on its own terms, so there it is skipped.
 func syncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil

@@ -218,3 +218,58 @@ func (m *Mover) alignment(f *os.File, dev uint64) (int64, error) {
 	m.mu.Unlock()
 	return bs, nil
 }
+
+// ProbeReflink finds out, before anything is written, whether files created in dir can
+// share src's extents: it clones src's first block (or the whole of a smaller src) into a
+// TempPrefix file in dir, removes it, and remembers the answer for dir. The error says why
+// not, wrapping ErrCloneUnsupported when the file system or the file pair refuses; a
+// directory already known to clone answers nil at once. A zero-length src proves nothing
+// and answers nil.
+func (m *Mover) ProbeReflink(dir string, src *os.File) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	switch m.Reflink(abs) {
+	case CapabilitySupported:
+		return nil
+	case CapabilityUnsupported:
+		return fmt.Errorf("%w: an earlier clone into %s failed", ErrCloneUnsupported, abs)
+	}
+	if !reflinkPlatform {
+		return fmt.Errorf("%w: not on this platform", ErrCloneUnsupported)
+	}
+	srcDev, size, err := statDevSize(src)
+	if err != nil {
+		return err
+	}
+	if size == 0 {
+		return nil
+	}
+	tmp, err := os.CreateTemp(abs, TempPrefix+"probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	dstDev, _, err := statDevSize(tmp)
+	if err != nil {
+		return err
+	}
+	if srcDev != dstDev {
+		// Not a property of dir: do not remember it.
+		return fmt.Errorf("%w: %s and %s are on different file systems", ErrCloneUnsupported, src.Name(), abs)
+	}
+	n := size
+	if bs, err := m.alignment(tmp, dstDev); err == nil && bs > 0 && size > bs {
+		n = bs
+	}
+	err = CloneRange(tmp, 0, src, 0, n)
+	switch {
+	case err == nil:
+		m.setReflink(abs, CapabilitySupported)
+	case errors.Is(err, ErrCloneUnsupported):
+		m.setReflink(abs, CapabilityUnsupported)
+	}
+	return err
+}

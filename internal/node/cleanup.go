@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
 )
@@ -178,16 +178,7 @@ func removeSSTable(s catalog.LiveSSTable) error {
 			return err
 		}
 	}
-	return syncDir(s.Desc.Dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsx.SyncDir(s.Desc.Dir)
 }
 
 // maxListedProblems bounds the verification problems an import refusal names.
@@ -275,46 +266,34 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 	return nil
 }
 
-// installAttempts bounds the retries of an install whose generation another writer took.
-const installAttempts = 8
-
 // copySSTable installs a copy of s into dir under the next free generation.
 func copySSTable(s catalog.LiveSSTable, dir string) (descriptor.Descriptor, error) {
-	for attempt := 0; attempt < installAttempts; attempt++ {
-		gen, err := descriptor.NextGeneration(dir)
-		if err != nil {
-			return descriptor.Descriptor{}, err
-		}
-		d := descriptor.Descriptor{Dir: dir, Version: s.Desc.Version, ID: strconv.Itoa(gen)}
-		err = installCopy(s, d)
-		if errors.Is(err, fs.ErrExist) {
-			continue // a concurrent writer took the generation
-		}
+	var first *os.File
+	in, d, err := generation.Install(dir, s.Desc.Version, func(in *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		first, err = in.Create(d.Filename(s.Comps[0]))
+		return err
+	})
+	if err != nil {
 		return d, err
 	}
-	return descriptor.Descriptor{}, fmt.Errorf("no free generation in %s after %d attempts", dir, installAttempts)
-}
-
-func installCopy(s catalog.LiveSSTable, d descriptor.Descriptor) error {
-	in, err := fsx.NewInstall(d.Dir, d.Filename(descriptor.TOC))
-	if err != nil {
-		return err
-	}
 	defer in.Abort()
-	for _, c := range s.Comps {
-		dst, err := in.Create(d.Filename(c))
-		if err != nil {
-			return err
+	for i, c := range s.Comps {
+		dst := first
+		if i > 0 {
+			if dst, err = in.Create(d.Filename(c)); err != nil {
+				return d, err
+			}
 		}
 		src, err := os.Open(s.Desc.Path(c))
 		if err != nil {
-			return err
+			return d, err
 		}
 		_, err = io.Copy(dst, src)
 		src.Close()
 		if err != nil {
-			return err
+			return d, err
 		}
 	}
-	return in.Commit()
+	return d, in.Commit()
 }

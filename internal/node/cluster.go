@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
+	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -56,32 +56,7 @@ func (n *Node) saveState(st localState) error {
 	if err != nil {
 		return err
 	}
-	p := n.stateFilePath()
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(p))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsx.WriteFileAtomic(n.stateFilePath(), append(b, '\n'), 0o644)
 }
 
 // cluster is a running node's membership: its gossip instance and its own ring state. It

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/sluicedb/sluice/internal/fsx"
 )
 
 // journalFile records, in the first data directory, which transfers of the current operation
@@ -84,28 +86,7 @@ func (j *opJournal) add(key string) error {
 	if err != nil {
 		return err
 	}
-	tmp := j.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, j.path)
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(filepath.Dir(j.path)); err == nil {
-			err = errors.Join(d.Sync(), d.Close())
-		}
-	}
-	return err
+	return fsx.WriteFileAtomic(j.path, b, 0o644)
 }
 
 // clear forgets the operation once it has completed.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sluicedb/sluice/internal/fsx"
 )
 
 // maxFileSize bounds what is read from a certificate or key file; real ones are under 2 KiB.
@@ -391,12 +393,7 @@ func publish(tmp, path string, force bool) error {
 
 // syncDir makes the directory entries of published files durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fileErr(dir, osErr(err))
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fsx.SyncDir(dir); err != nil {
 		return fileErr(dir, osErr(err))
 	}
 	return nil

@@ -138,8 +138,7 @@ func entryError(f fault, entryOff int64, at, need, avail int) error {
 	default:
 		what = "unknown fault"
 	}
-	return &EntryError{
-		Entry: entryOff,
-		Err:   &encoding.OffsetError{Offset: entryOff + int64(at), What: what, Err: err},
-	}
+	// The entry's offset first (where a reader would resume), the failing value's inside.
+	return &encoding.OffsetError{Offset: entryOff, What: "index entry",
+		Err: &encoding.OffsetError{Offset: entryOff + int64(at), What: what, Err: err}}
 }

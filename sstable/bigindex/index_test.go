@@ -184,8 +184,8 @@ func TestEveryTruncationIsReportedAtItsEntry(t *testing.T) {
 					}
 					continue
 				}
-				var ee *EntryError
-				if !errors.As(err, &ee) || ee.Entry != want || !errors.Is(err, ErrTruncated) {
+				var ee *encoding.OffsetError // the outermost place is the entry's
+				if !errors.As(err, &ee) || ee.Offset != want || !errors.Is(err, ErrTruncated) {
 					t.Fatalf("%s cut at %d (%T): got %v, want a truncation of the entry at %d", name, cut, src, err, want)
 				}
 			}
@@ -217,11 +217,13 @@ func TestMalformedEntriesSayWhatIsWrong(t *testing.T) {
 		if !it.Next() || it.Next() {
 			t.Fatalf("%s: want exactly the good entry first", c.name)
 		}
-		var ee *EntryError
-		var oe *encoding.OffsetError
+		var ee, oe *encoding.OffsetError
 		err := it.Err()
-		if !errors.As(err, &ee) || ee.Entry != int64(len(good)) || !errors.Is(err, c.is) ||
-			!errors.As(err, &oe) || oe.Offset != int64(len(good))+c.at || !bytes.Contains([]byte(err.Error()), []byte(c.says)) {
+		if errors.As(err, &ee) {
+			errors.As(ee.Err, &oe) // the failing field inside the entry
+		}
+		if ee == nil || ee.Offset != int64(len(good)) || !errors.Is(err, c.is) ||
+			oe == nil || oe.Offset != int64(len(good))+c.at || !bytes.Contains([]byte(err.Error()), []byte(c.says)) {
 			t.Errorf("%s: got %v; want entry %d, field at %d, %v, saying %q", c.name, err, len(good), int64(len(good))+c.at, c.is, c.says)
 		}
 	}

@@ -9,17 +9,11 @@ import (
 )
 
 // DeletionTime is a partition-level deletion as stored in a promoted index (and in the Data.db
-// partition header). LocalDeletionTime holds a legacy signed i32 or an oa+ unsigned u32.
-type DeletionTime struct {
-	MarkedForDeleteAt int64
-	LocalDeletionTime int64
-}
+// partition header).
+type DeletionTime = encoding.DeletionTime
 
 // Live is DeletionTime.LIVE: nothing deleted.
-var Live = DeletionTime{MarkedForDeleteAt: math.MinInt64, LocalDeletionTime: math.MaxInt32}
-
-// IsLive reports whether d is LIVE.
-func (d DeletionTime) IsLive() bool { return d == Live }
+var Live = encoding.Live
 
 // liveByte is DeletionTime.Serializer's IS_LIVE_DELETION (oa+): the sign bit of what would
 // otherwise be markedForDeleteAt, which is never negative for a real deletion.
@@ -34,6 +28,9 @@ func ReadDeletionTime(r *encoding.Reader, v version.Version) DeletionTime {
 	if !v.HasUIntDeletionTime() {
 		ldt := r.I32()
 		mfda := r.I64()
+		if ldt == math.MaxInt32 && mfda == math.MinInt64 {
+			return Live // the legacy spelling of LIVE
+		}
 		return DeletionTime{MarkedForDeleteAt: mfda, LocalDeletionTime: int64(ldt)}
 	}
 	rest := r.Rest()
@@ -53,6 +50,10 @@ func ReadDeletionTime(r *encoding.Reader, v version.Version) DeletionTime {
 // AppendDeletionTime appends d in the encoding of version v (see ReadDeletionTime).
 func AppendDeletionTime(b []byte, d DeletionTime, v version.Version) []byte {
 	if !v.HasUIntDeletionTime() {
+		if d == Live {
+			b = encoding.AppendI32(b, math.MaxInt32)
+			return encoding.AppendI64(b, math.MinInt64)
+		}
 		b = encoding.AppendI32(b, int32(d.LocalDeletionTime))
 		return encoding.AppendI64(b, d.MarkedForDeleteAt)
 	}

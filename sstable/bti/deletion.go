@@ -2,42 +2,30 @@ package bti
 
 import (
 	"encoding/binary"
-	"math"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
 )
 
-// DeletionTime is Cassandra's DeletionTime in the oa/da encoding (hasUIntDeletionTime).
-type DeletionTime struct {
-	MarkedForDeleteAt int64
-	LocalDeletionTime uint32
-}
+// DeletionTime is Cassandra's DeletionTime; Rows.db stores it in the oa/da encoding
+// (hasUIntDeletionTime).
+type DeletionTime = encoding.DeletionTime
 
 // Live is DeletionTime.LIVE: nothing deleted.
-var Live = DeletionTime{MarkedForDeleteAt: math.MinInt64, LocalDeletionTime: math.MaxInt32}
-
-// IsLive reports whether d is Live.
-func (d DeletionTime) IsLive() bool { return d.MarkedForDeleteAt == math.MinInt64 }
+var Live = encoding.Live
 
 const (
 	deletionTimeSize = 12   // i64 markedForDeleteAt, u32 localDeletionTime
 	isLiveDeletion   = 0x80 // DeletionTime.Serializer.IS_LIVE_DELETION
 )
 
-// append is DeletionTime.Serializer.serialize: one byte 0x80 for Live, else 12 bytes whose
+// appendDeletion is DeletionTime.Serializer.serialize: one byte 0x80 for Live, else 12 bytes whose
 // first bit is the (zero) sign bit of markedForDeleteAt.
-func (d DeletionTime) append(dst []byte) []byte {
+func appendDeletion(dst []byte, d DeletionTime) []byte {
 	if d.IsLive() {
 		return append(dst, isLiveDeletion)
 	}
 	dst = binary.BigEndian.AppendUint64(dst, uint64(d.MarkedForDeleteAt))
-	return binary.BigEndian.AppendUint32(dst, d.LocalDeletionTime)
-}
-
-// serializedSize is the size append writes.
-func (d DeletionTime) serializedSize() int {
-	if d.IsLive() {
-		return 1
-	}
-	return deletionTimeSize
+	return binary.BigEndian.AppendUint32(dst, uint32(d.LocalDeletionTime))
 }
 
 // readDeletionTime is DeletionTime.Serializer.deserialize at b[off:]; it returns the value
@@ -57,6 +45,6 @@ func readDeletionTime(b []byte, off int64) (DeletionTime, int, error) {
 	}
 	return DeletionTime{
 		MarkedForDeleteAt: int64(binary.BigEndian.Uint64(b[off:])),
-		LocalDeletionTime: binary.BigEndian.Uint32(b[off+8:]),
+		LocalDeletionTime: int64(binary.BigEndian.Uint32(b[off+8:])),
 	}, deletionTimeSize, nil
 }

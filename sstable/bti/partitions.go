@@ -38,6 +38,8 @@ type PartitionEntry struct {
 	HashByte byte
 	HasHash  bool
 	Position int64
+	// PayloadPos is where the entry's payload (hash byte, position) sits in Partitions.db.
+	PayloadPos int64
 }
 
 // DataPosition reports the Data.db offset for an entry without a row index.
@@ -131,7 +133,7 @@ func (p *PartitionIndex) Walk(fn func(e PartitionEntry) error) error {
 		if err != nil {
 			return err
 		}
-		return fn(PartitionEntry{Prefix: prefix, HashByte: hash, HasHash: hasHash, Position: pos})
+		return fn(PartitionEntry{Prefix: prefix, HashByte: hash, HasHash: hasHash, Position: pos, PayloadPos: nd.payloadPos})
 	})
 }
 
@@ -153,7 +155,7 @@ func (p *PartitionIndex) Lookup(comparable []byte) (PartitionEntry, bool, error)
 	if err != nil {
 		return PartitionEntry{}, false, err
 	}
-	return PartitionEntry{Prefix: comparable[:n], HashByte: hash, HasHash: hasHash, Position: pos}, true, nil
+	return PartitionEntry{Prefix: comparable[:n], HashByte: hash, HasHash: hasHash, Position: pos, PayloadPos: nd.payloadPos}, true, nil
 }
 
 // String summarizes the footer.

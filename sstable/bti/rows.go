@@ -240,7 +240,7 @@ func (w *RowIndexWriter) FinishPartition(key []byte, dataPosition, endOffset int
 	o.buf = encoding.AppendUVint(o.buf, uint64(dataPosition))
 	o.buf = encoding.AppendVint(o.buf, root-base)
 	o.buf = encoding.AppendUVint(o.buf, uint64(blocks))
-	o.buf = deletion.append(o.buf)
+	o.buf = appendDeletion(o.buf, deletion)
 	o.maybeFlush()
 	return entry, o.err
 }

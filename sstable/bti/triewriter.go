@@ -63,7 +63,7 @@ func (c payloadCodec) append(dst []byte, p *payload) []byte {
 	}
 	dst = appendSized(dst, p.pos, nonZeroSize(p.pos))
 	if !p.del.IsLive() {
-		dst = p.del.append(dst)
+		dst = appendDeletion(dst, p.del)
 	}
 	return dst
 }

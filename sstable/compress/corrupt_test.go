@@ -41,7 +41,7 @@ func TestCorruptByteNamesChunk(t *testing.T) {
 			want := func(what string, err error) {
 				t.Helper()
 				var ce *ChunkError
-				if !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Chunk != chunk || ce.FileOffset != off {
+				if !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Chunk != chunk || ce.Offset != off {
 					t.Errorf("byte %d of chunk %d flipped: %s: %v, want ErrChecksum naming chunk %d at %d", at, chunk, what, err, chunk, off)
 				}
 			}
@@ -197,7 +197,7 @@ func TestUncompressedReaderCRCCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ce *ChunkError
-	if err := r.ForEachChunk(nil); !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Chunk != 2 || ce.FileOffset != 100 {
+	if err := r.ForEachChunk(nil); !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Chunk != 2 || ce.Offset != 100 {
 		t.Errorf("non-zero CRC for the empty slice: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package compress
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
 )
 
 // ErrChecksum reports a chunk whose stored CRC32 does not match its bytes.
@@ -22,19 +24,21 @@ var ErrUnsupported = errors.New("unsupported compressor")
 // violates the format's invariants although it decodes.
 var ErrInvalid = errors.New("invalid chunk metadata")
 
-// ChunkError locates a failure to read one chunk of Data.db. FileOffset is where the chunk's
-// on-disk bytes start. The caller adds the file name.
+// ChunkError is a failure to read one chunk of Data.db: which chunk, and the place (an
+// encoding.OffsetError whose Offset is where the chunk's on-disk bytes start; the caller
+// names the file).
 type ChunkError struct {
-	Chunk      int
-	FileOffset int64
-	Err        error
+	Chunk int
+	encoding.OffsetError
 }
 
-func (e *ChunkError) Error() string {
-	return fmt.Sprintf("chunk %d at file offset %d: %v", e.Chunk, e.FileOffset, e.Err)
+func chunkError(chunk int, fileOffset int64, err error) *ChunkError {
+	return &ChunkError{Chunk: chunk, OffsetError: encoding.OffsetError{Offset: fileOffset, What: fmt.Sprintf("chunk %d", chunk), Err: err}}
 }
 
-func (e *ChunkError) Unwrap() error { return e.Err }
+func (e *ChunkError) Error() string { return e.OffsetError.Error() }
+
+func (e *ChunkError) Unwrap() error { return &e.OffsetError }
 
 // CompressorError names a compressor class that sluice does not support, and why.
 // It matches ErrUnsupported under errors.Is.

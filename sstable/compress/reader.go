@@ -113,13 +113,11 @@ func (r *Reader) record(i int) (off, size int64, err error) {
 	}
 	off, n := r.info.ChunkSpan(i, r.fileLength)
 	if n > r.maxOnDisk {
-		return off, 0, &ChunkError{Chunk: i, FileOffset: off,
-			Err: fmt.Errorf("%w: %d on-disk bytes, more than %d-byte chunks compress to", ErrLength, n, r.chunkLength)}
+		return off, 0, chunkError(i, off, fmt.Errorf("%w: %d on-disk bytes, more than %d-byte chunks compress to", ErrLength, n, r.chunkLength))
 	}
 	if n < 0 || off+n+CRCLength > r.fileLength {
-		return off, 0, &ChunkError{Chunk: i, FileOffset: off,
-			Err: fmt.Errorf("%w: %d on-disk bytes at offset %d do not fit in a %d-byte file",
-				ErrLength, n+CRCLength, off, r.fileLength)}
+		return off, 0, chunkError(i, off, fmt.Errorf("%w: %d on-disk bytes at offset %d do not fit in a %d-byte file",
+			ErrLength, n+CRCLength, off, r.fileLength))
 	}
 	return off, n + CRCLength, nil
 }
@@ -130,16 +128,14 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 	if r.info == nil {
 		if r.crc != nil {
 			if got, want := crc32.ChecksumIEEE(rec), r.crc.CRCs[i]; got != want {
-				return dst, &ChunkError{Chunk: i, FileOffset: off,
-					Err: fmt.Errorf("%w: CRC.db has %08x, bytes have %08x", ErrChecksum, want, got)}
+				return dst, chunkError(i, off, fmt.Errorf("%w: CRC.db has %08x, bytes have %08x", ErrChecksum, want, got))
 			}
 		}
 		return rec, nil
 	}
 	body := rec[:len(rec)-CRCLength]
 	if got, want := crc32.ChecksumIEEE(body), binary.BigEndian.Uint32(rec[len(body):]); got != want {
-		return dst, &ChunkError{Chunk: i, FileOffset: off,
-			Err: fmt.Errorf("%w: stored %08x, bytes have %08x", ErrChecksum, want, got)}
+		return dst, chunkError(i, off, fmt.Errorf("%w: stored %08x, bytes have %08x", ErrChecksum, want, got))
 	}
 	_, n := r.info.UncompressedSpan(i)
 	// The last chunk of a file cut from a larger one (a zero-copy split child) may hold more
@@ -151,8 +147,7 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 		// Stored raw: the whole chunk, or a short last chunk zero-padded to rawAt.
 		want := max(n, r.rawAt)
 		if m != want && !(cut && m > want && m <= max(int64(r.chunkLength), r.rawAt)) {
-			return dst, &ChunkError{Chunk: i, FileOffset: off,
-				Err: fmt.Errorf("%w: raw chunk of %d bytes, want %d", ErrLength, m, want)}
+			return dst, chunkError(i, off, fmt.Errorf("%w: raw chunk of %d bytes, want %d", ErrLength, m, want))
 		}
 		return append(dst, body[:n]...), nil
 	}
@@ -165,11 +160,11 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 			start := len(dst)
 			out, err := dc.decompressUpTo(dst, body, r.chunkLength)
 			if err != nil {
-				return dst, &ChunkError{Chunk: i, FileOffset: off, Err: err}
+				return dst, chunkError(i, off, err)
 			}
 			if len(out)-start < int(n) {
-				return dst, &ChunkError{Chunk: i, FileOffset: off,
-					Err: fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n)}
+				return dst, chunkError(i, off,
+					fmt.Errorf("%w: deflate stream ended after %d bytes, want at least %d", ErrLength, len(out)-start, n))
 			}
 			return out[:start+int(n)], nil
 		}
@@ -177,7 +172,7 @@ func (r *Reader) decode(i int, off int64, rec, dst []byte, codec Codec) ([]byte,
 	start := len(dst)
 	out, err := codec.Decompress(dst, body, full)
 	if err != nil {
-		return dst, &ChunkError{Chunk: i, FileOffset: off, Err: err}
+		return dst, chunkError(i, off, err)
 	}
 	return out[:start+int(n)], nil
 }
@@ -230,7 +225,7 @@ func (r *Reader) readChunkLocked(i int, dst []byte) ([]byte, error) {
 	}
 	r.onDisk = grow(r.onDisk[:0], int(size))
 	if err := readFull(r.r, r.onDisk, off); err != nil {
-		return dst, &ChunkError{Chunk: i, FileOffset: off, Err: err}
+		return dst, chunkError(i, off, err)
 	}
 	return r.decode(i, off, r.onDisk, dst, r.codec)
 }
@@ -389,7 +384,7 @@ func (s *Scanner) Next() bool {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		s.err = &ChunkError{Chunk: i, FileOffset: off, Err: err}
+		s.err = chunkError(i, off, err)
 		return false
 	}
 	data, err := s.r.decode(i, off, s.cur.buf[lo:lo+size], s.out[:0], s.codec)

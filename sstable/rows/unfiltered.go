@@ -1,6 +1,10 @@
 package rows
 
-import "math"
+import (
+	"math"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
+)
 
 // Sentinels of the row model, matching Cassandra's LivenessInfo and Cell constants.
 const (
@@ -20,17 +24,10 @@ const (
 // deletion time), so that re-serializing reproduces the bytes. A row's complex-deletion slot
 // written for a column without a deletion reads back with MarkedForDeleteAt == math.MinInt64
 // and a writer-dependent local deletion time; IsLive reports it live either way.
-type DeletionTime struct {
-	MarkedForDeleteAt int64
-	LocalDeletionTime int64 // seconds since the Unix epoch
-}
+type DeletionTime = encoding.DeletionTime
 
 // Live is DeletionTime.LIVE: deletes nothing.
-var Live = DeletionTime{MarkedForDeleteAt: math.MinInt64, LocalDeletionTime: math.MaxInt64}
-
-// IsLive reports whether d deletes nothing: no timestamp is <= math.MinInt64 but itself, and
-// Cassandra never writes a real tombstone at that timestamp.
-func (d DeletionTime) IsLive() bool { return d.MarkedForDeleteAt == math.MinInt64 }
+var Live = encoding.Live
 
 // Liveness is a row's primary key liveness info.
 type Liveness struct {

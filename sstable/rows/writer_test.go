@@ -470,11 +470,11 @@ func TestPartitionDeletionTime(t *testing.T) {
 		back DeletionTime
 	}{
 		{vNB, Live, "7fffffff8000000000000000", Live},
-		{vNB, DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: 6}, "000000060000000000000005", DeletionTime{5, 6}},
-		{vNB, DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: math.MaxInt32}, "7fffffff0000000000000005", DeletionTime{5, math.MaxInt32}},
+		{vNB, DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: 6}, "000000060000000000000005", DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: 6}},
+		{vNB, DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: math.MaxInt32}, "7fffffff0000000000000005", DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: math.MaxInt32}},
 		{vOA, Live, "80", Live},
 		{vOA, DeletionTime{MarkedForDeleteAt: math.MinInt64, LocalDeletionTime: 3}, "80", Live},
-		{vDA, DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: math.MaxUint32}, "0000000000000005ffffffff", DeletionTime{5, math.MaxUint32}},
+		{vDA, DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: math.MaxUint32}, "0000000000000005ffffffff", DeletionTime{MarkedForDeleteAt: 5, LocalDeletionTime: math.MaxUint32}},
 	}
 	for _, tc := range cases {
 		b, err := AppendDeletionTime(nil, tc.v, tc.d)

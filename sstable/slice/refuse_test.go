@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -73,5 +75,42 @@ func TestSplitLegacyCounterShards(t *testing.T) {
 	}
 	if r.Mode != ModeRewrite || r.Reason != "legacy counter shards" || len(r.Children) != 1 {
 		t.Errorf("auto: mode %s reason %q children %d", r.Mode, r.Reason, len(r.Children))
+	}
+}
+
+// Finding 7 of issue 10: an explicit --mode reflink where the file system cannot clone fails
+// with the reason before writing anything; auto copies and says why in Reason.
+func TestSplitExplicitReflinkFailsWhereCloningCannot(t *testing.T) {
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 40, PartitionSize: 4 << 10, RowSize: 1 << 10, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	// The test's temporary directory is on ext4 or tmpfs here; where it can clone (XFS,
+	// btrfs) the reflink path is TestSplitReflinkOnXFS's.
+	m, _ := fsx.NewMover(fsx.Config{})
+	out := filepath.Join(t.TempDir(), "kids")
+	os.MkdirAll(out, 0o755)
+	if m.ProbeReflink(out, parent.DataFile()) == nil {
+		t.Skip("the temporary directory's file system clones")
+	}
+	_, err = Split(context.Background(), parent, everything, out, Options{Mode: ModeReflink})
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, fsx.ErrCloneUnsupported) {
+		t.Fatalf("explicit reflink: %v, want ErrRefused wrapping the clone failure", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("refused reflink left %d files", len(ents))
+	}
+	r, err := Split(context.Background(), parent, everything, out, Options{Mode: ModeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != ModeCopy || !strings.Contains(r.Reason, "reflink unavailable") {
+		t.Errorf("auto: mode %s, reason %q", r.Mode, r.Reason)
 	}
 }

@@ -26,6 +26,9 @@ func rawThreshold(t *sstable.Table) int32 {
 // cursor and written again by the sstable Writer, which recomputes every component. It is the
 // baseline the zero-copy modes are measured against, and the fallback for parents they refuse.
 func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir string, res *Result) error {
+	if err := provenRange(parent, plans[0].Lo, plans[len(plans)-1].Hi); err != nil {
+		return err
+	}
 	table, err := schema.Compile(parent.Statistics.Header)
 	if err != nil {
 		return fmt.Errorf("rewrite %s: %w", parent.Desc, err)

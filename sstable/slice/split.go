@@ -2,20 +2,16 @@ package slice
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"os"
-	"strconv"
 
-	"github.com/sluicedb/sluice/internal/crcx"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -73,7 +69,7 @@ type Child struct {
 type Result struct {
 	Children []Child
 	Mode     Mode   // the mode really used for Data.db
-	Reason   string // why auto did not use zero-copy, when it did not
+	Reason   string // why auto did not clone (copy) or did not use zero-copy (rewrite), when it did not
 }
 
 // Split writes one child sstable into dir for every piece of ranges that holds partitions of
@@ -90,6 +86,9 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 			return nil, err
 		}
 		opts.Mover = m
+	}
+	if err := checkProvable(parent); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -117,6 +116,15 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	if len(plans) == 0 {
 		return res, nil
 	}
+	if res.Mode == ModeReflink || res.Mode == ModeAuto {
+		// An explicit reflink happens or fails with the reason; only auto falls back.
+		if err := opts.Mover.ProbeReflink(dir, parent.DataFile()); err != nil {
+			if res.Mode == ModeReflink {
+				return nil, fmt.Errorf("%w: --mode reflink into %s: %w", ErrRefused, dir, err)
+			}
+			res.Reason = fmt.Sprintf("reflink unavailable, copied: %v", err)
+		}
+	}
 	if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
 		return nil, err
 	}
@@ -127,11 +135,17 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	if err != nil {
 		return nil, err
 	}
+	if err := sp.proveAhead(); err != nil {
+		return nil, err
+	}
 	if err := sp.run(ctx); err != nil {
 		return nil, err
 	}
 	res.Children = sp.children
 	res.Mode = sp.usedMode()
+	if opts.Mode == ModeAuto && res.Mode == ModeCopy && res.Reason == "" {
+		res.Reason = "no block-aligned run long enough to clone, copied"
+	}
 	return res, nil
 }
 
@@ -295,21 +309,17 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 
 // start opens a child: it moves the Data.db bytes its partitions need and opens the builder.
 func (sp *splitter) start(plan ChildPlan) error {
-	gen, err := descriptor.NextGeneration(sp.dir)
-	if err != nil {
+	var dst *os.File
+	inst, desc, err := generation.Install(sp.dir, sp.parent.Version(), func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		dst, err = inst.Create(d.Filename(descriptor.Data))
 		return err
-	}
-	desc := descriptor.Descriptor{Dir: sp.dir, Version: sp.parent.Version(), ID: strconv.Itoa(gen)}
-	inst, err := fsx.NewInstall(sp.dir, desc.Filename(descriptor.TOC))
+	})
 	if err != nil {
 		return err
 	}
 	oc := &openChild{plan: plan, inst: inst, desc: desc}
 	sp.cur = oc
-	dst, err := inst.Create(desc.Filename(descriptor.Data))
-	if err != nil {
-		return err
-	}
 	var shift int64
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
@@ -345,9 +355,12 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) (int64, error) {
 	oc.data = DataResult{Compression: run.Info(info), DataLength: run.DataLength, FileLength: run.FileLength(), HasDigest: !sp.opts.NoDigest}
 	if !sp.opts.NoDigest {
 		if sp.digestFromCRCs {
-			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, run)
+			// Derived from the stored CRCs, the digest vouches for nothing new.
+			oc.data.Digest, err = compress.RunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength,
+				run.FirstChunk, run.LastChunk, run.SrcOff-run.Pad, run.Pad)
 		} else {
-			oc.data.Digest, err = fileDigest(dst, run.FileLength())
+			// A digest of the bytes themselves: prove every chunk first.
+			oc.data.Digest, err = provenRecords(sp.parent, dst, oc.data.Compression, run)
 		}
 		if err != nil {
 			return 0, err
@@ -355,42 +368,6 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) (int64, error) {
 	}
 	oc.child = Child{DeadBytes: run.Dead, Cloned: st.Cloned, Copied: st.Copied}
 	return run.Shift, nil
-}
-
-// chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
-// parent's inline chunk CRCs: 4 bytes read per chunk, and the pad. A damaged parent chunk makes
-// the derived digest disagree with the bytes, which verify then reports.
-func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, run Run) (uint32, error) {
-	var crc uint32
-	if run.Pad > 0 {
-		pad := make([]byte, run.Pad)
-		if _, err := src.ReadAt(pad, run.SrcOff-run.Pad); err != nil {
-			return 0, err
-		}
-		crc = crc32.ChecksumIEEE(pad)
-	}
-	var stored [4]byte
-	for k := run.FirstChunk; k <= run.LastChunk; k++ {
-		end := fileLength
-		if k+1 < len(info.Offsets) {
-			end = info.Offsets[k+1]
-		}
-		if _, err := src.ReadAt(stored[:], end-4); err != nil {
-			return 0, fmt.Errorf("reading the CRC of chunk %d: %w", k, err)
-		}
-		crc = crcx.Combine(crc, binary.BigEndian.Uint32(stored[:]), end-4-info.Offsets[k])
-		crc = crc32.Update(crc, crc32.IEEETable, stored[:])
-	}
-	return crc, nil
-}
-
-// fileDigest is the CRC32 of the first n bytes of f, read sequentially in large blocks.
-func fileDigest(f *os.File, n int64) (uint32, error) {
-	h := crc32.NewIEEE()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, n), make([]byte, 1<<20)); err != nil {
-		return 0, err
-	}
-	return h.Sum32(), nil
 }
 
 // copyUncompressed moves the bytes of an uncompressed parent and checksums them for CRC.db
@@ -407,9 +384,8 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) (int64, error)
 		return 0, err
 	}
 	sp.cloned += st.Cloned
-	cw := NewCRCWriter(sp.spec.CRCChunkLength)
-	r := io.NewSectionReader(sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength())
-	if _, err := io.CopyBuffer(cw, r, make([]byte, 1<<20)); err != nil {
+	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
+	if err := provenUncompressed(sp.parent, run.SrcOff-run.Pad, run.SrcEnd, cw); err != nil {
 		return 0, err
 	}
 	crcs, digest := cw.Result()

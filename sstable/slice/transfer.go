@@ -2,7 +2,6 @@ package slice
 
 import (
 	"fmt"
-	"hash/crc32"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -195,44 +194,4 @@ func SpecFromStatistics(v version.Version, statistics, rows []byte) (*Spec, erro
 		rows = []byte{}
 	}
 	return &Spec{Version: v, Partitioner: p, Statistics: st, MinIndexInterval: bigindex.DefaultMinIndexInterval, ParentRows: rows}, nil
-}
-
-// CRCWriter computes CRC.db and the digest of an uncompressed Data.db written in order, for
-// receivers of uncompressed children.
-type CRCWriter struct {
-	info   compress.CRCInfo
-	cur    uint32
-	n      int
-	digest uint32
-}
-
-// NewCRCWriter checksums in chunkLength slices, as ChecksummedSequentialWriter.
-func NewCRCWriter(chunkLength int) *CRCWriter {
-	return &CRCWriter{info: compress.CRCInfo{ChunkLength: chunkLength}}
-}
-
-func (c *CRCWriter) Write(p []byte) (int, error) {
-	c.digest = crc32.Update(c.digest, crc32.IEEETable, p)
-	total := len(p)
-	for len(p) > 0 {
-		k := min(len(p), c.info.ChunkLength-c.n)
-		c.cur = crc32.Update(c.cur, crc32.IEEETable, p[:k])
-		c.n += k
-		p = p[k:]
-		if c.n == c.info.ChunkLength {
-			c.info.CRCs = append(c.info.CRCs, c.cur)
-			c.cur, c.n = 0, 0
-		}
-	}
-	return total, nil
-}
-
-// Result returns CRC.db and the digest of everything written.
-func (c *CRCWriter) Result() (*compress.CRCInfo, uint32) {
-	info := c.info
-	info.CRCs = append([]uint32(nil), c.info.CRCs...)
-	if c.n > 0 {
-		info.CRCs = append(info.CRCs, c.cur)
-	}
-	return &info, c.digest
 }

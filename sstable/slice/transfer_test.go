@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -106,7 +107,7 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		}
 		data = DataResult{Compression: pt.Info, Digest: h.Sum32()}
 	} else {
-		cw := NewCRCWriter(65536)
+		cw := compress.NewCRCWriter(65536)
 		if _, err := io.Copy(io.MultiWriter(f, cw), src); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,9 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 	if err := parent.ScanPartitions(func(*sstable.Partition) error { count++; return nil }); err != nil {
 		return nil, err
 	}
+	// More ranges than partitions cannot hold more partitions: bound n by the count, so
+	// that a huge n neither allocates nor loops (and k*count cannot overflow).
+	n = int(min(int64(n), max(count, 1)))
 	min := parent.Partitioner.MinToken()
 	cuts := make([]int64, 0, n-1)
 	for k := 1; k < n; k++ {

@@ -177,6 +177,12 @@ func isLive(markedForDeleteAt, localDeletionTime int64) bool {
 	return markedForDeleteAt == math.MinInt64 && localDeletionTime == NoDeletionTime
 }
 
+// HasTimestamps, HasDeletionTimes and HasTTLs say whether any timestamp, local deletion time
+// or TTL was collected (Stats then holds their bounds, else the defaults).
+func (c *Collector) HasTimestamps() bool    { return c.timestamps.set }
+func (c *Collector) HasDeletionTimes() bool { return c.deletionTimes.set }
+func (c *Collector) HasTTLs() bool          { return c.ttls.set }
+
 // Cardinality returns the cardinality estimator fed by AddKey; its Bytes are the COMPACTION
 // component.
 func (c *Collector) Cardinality() *Cardinality { return c.cardinality }

@@ -60,25 +60,28 @@ func (c Component) String() string {
 // encoding.ErrTruncated / encoding.ErrMalformed.
 type Error struct {
 	Component Component
-	Offset    int64
-	What      string
-	Err       error
+	encoding.OffsetError
 }
 
-func (e *Error) Error() string {
-	if e.What == "" {
-		return fmt.Sprintf("statistics: %s at offset %d: %v", e.Component, e.Offset, e.Err)
+func newError(c Component, offset int64, what string, err error) *Error {
+	if what == "" {
+		what = c.String()
+	} else {
+		what = c.String() + ": " + what
 	}
-	return fmt.Sprintf("statistics: %s at offset %d: %s: %v", e.Component, e.Offset, e.What, e.Err)
+	return &Error{Component: c, OffsetError: encoding.OffsetError{Offset: offset, What: what, Err: err}}
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Error() string { return "statistics: " + e.OffsetError.Error() }
+
+// Unwrap gives the place: stats.Error is an encoding.OffsetError that also names the section.
+func (e *Error) Unwrap() error { return &e.OffsetError }
 
 // componentError turns a reader failure into an *Error for component c.
 func componentError(c Component, err error) *Error {
 	var oe *encoding.OffsetError
 	if errors.As(err, &oe) {
-		return &Error{Component: c, Offset: oe.Offset, What: oe.What, Err: oe.Err}
+		return newError(c, oe.Offset, oe.What, oe.Err)
 	}
-	return &Error{Component: c, Err: err}
+	return newError(c, 0, "", err)
 }

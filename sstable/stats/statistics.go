@@ -61,7 +61,7 @@ func decode(b []byte, v version.Version, firstOnly bool) (*Statistics, []*Error)
 		body := b[e.off:e.end]
 		if checksum {
 			if want := binary.BigEndian.Uint32(b[e.end:]); crc32.ChecksumIEEE(body) != want {
-				problems = append(problems, &Error{Component: e.comp, Offset: int64(e.end), What: "CRC32", Err: ErrChecksum})
+				problems = append(problems, newError(e.comp, int64(e.end), "CRC32", ErrChecksum))
 				if firstOnly {
 					return nil, problems
 				}
@@ -97,7 +97,7 @@ func (s *Statistics) decodeComponent(e extent, body []byte, v version.Version) *
 		return componentError(e.comp, err)
 	}
 	if r.Len() != 0 {
-		return &Error{Component: e.comp, Offset: r.Pos(), What: fmt.Sprintf("%d bytes left", r.Len()), Err: ErrTrailing}
+		return newError(e.comp, r.Pos(), fmt.Sprintf("%d bytes left", r.Len()), ErrTrailing)
 	}
 	return nil
 }
@@ -130,11 +130,11 @@ func readTOC(b []byte, v version.Version) ([]extent, *Error) {
 		return nil, componentError(ComponentTOC, err)
 	}
 	if count < 1 || count > 4 {
-		return nil, &Error{Component: ComponentTOC, What: fmt.Sprintf("component count %d", count), Err: ErrLayout}
+		return nil, newError(ComponentTOC, 0, fmt.Sprintf("component count %d", count), ErrLayout)
 	}
 	if checksum {
 		if want := r.U32(); r.Err() == nil && crc32.ChecksumIEEE(b[:4]) != want {
-			return nil, &Error{Component: ComponentTOC, Offset: 4, What: "CRC32 of the component count", Err: ErrChecksum}
+			return nil, newError(ComponentTOC, 4, "CRC32 of the component count", ErrChecksum)
 		}
 	}
 	tocStart := r.Offset()
@@ -147,7 +147,7 @@ func readTOC(b []byte, v version.Version) ([]extent, *Error) {
 			break
 		}
 		if typ < 0 || typ > int32(ComponentHeader) || (i > 0 && Component(typ) <= extents[i-1].comp) {
-			return nil, &Error{Component: ComponentTOC, Offset: int64(at), What: fmt.Sprintf("component type %d", typ), Err: ErrLayout}
+			return nil, newError(ComponentTOC, int64(at), fmt.Sprintf("component type %d", typ), ErrLayout)
 		}
 		extents[i] = extent{comp: Component(typ), tocAt: at + 4}
 		offsets[i] = off
@@ -156,7 +156,7 @@ func readTOC(b []byte, v version.Version) ([]extent, *Error) {
 	if checksum {
 		want := r.U32()
 		if r.Err() == nil && crc32.Update(crc32.ChecksumIEEE(b[:4]), crc32.IEEETable, b[tocStart:tocEnd]) != want {
-			return nil, &Error{Component: ComponentTOC, Offset: int64(tocEnd), What: "CRC32 of the table of contents", Err: ErrChecksum}
+			return nil, newError(ComponentTOC, int64(tocEnd), "CRC32 of the table of contents", ErrChecksum)
 		}
 	}
 	if err := r.Err(); err != nil {
@@ -166,16 +166,14 @@ func readTOC(b []byte, v version.Version) ([]extent, *Error) {
 	for i := range extents {
 		e := &extents[i]
 		if int(offsets[i]) != next {
-			return nil, &Error{Component: ComponentTOC, Offset: int64(e.tocAt),
-				What: fmt.Sprintf("%s offset %d, expected %d", e.comp, offsets[i], next), Err: ErrLayout}
+			return nil, newError(ComponentTOC, int64(e.tocAt), fmt.Sprintf("%s offset %d, expected %d", e.comp, offsets[i], next), ErrLayout)
 		}
 		end := len(b)
 		if i+1 < len(extents) {
 			end = int(offsets[i+1])
 		}
 		if end-crcLen < next || end > len(b) {
-			return nil, &Error{Component: ComponentTOC, Offset: int64(e.tocAt),
-				What: fmt.Sprintf("%s spans %d..%d of %d bytes", e.comp, next, end, len(b)), Err: ErrLayout}
+			return nil, newError(ComponentTOC, int64(e.tocAt), fmt.Sprintf("%s spans %d..%d of %d bytes", e.comp, next, end, len(b)), ErrLayout)
 		}
 		e.off, e.end = next, end-crcLen
 		next = end

@@ -1,0 +1,137 @@
+package slice
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+)
+
+// ErrCorrupt reports parent bytes that disagree with the checksums the parent stored for
+// them (inline chunk CRCs, CRC.db, Digest.crc32). Nothing is written over such bytes: a
+// child's fresh checksums would vouch for the corruption.
+var ErrCorrupt = errors.New("parent does not match its own checksum")
+
+// ErrUnverifiable reports an uncompressed parent with neither CRC.db nor Digest.crc32: its
+// bytes cannot be proven, so no child with new checksums is made from them.
+var ErrUnverifiable = errors.New("parent has no checksum to verify its bytes against")
+
+func corruptParent(parent *sstable.Table, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrCorrupt, parent.Path(descriptor.Data), err)
+}
+
+// checkProvable makes sure the bytes of parent can be proven before a child is written: a
+// compressed parent carries inline chunk CRCs and an uncompressed one CRC.db; an uncompressed
+// parent without CRC.db is read whole once against its Digest.crc32, or refused.
+func checkProvable(parent *sstable.Table) error {
+	if parent.Compression != nil || parent.CRC != nil {
+		return nil
+	}
+	if !parent.Has(descriptor.Digest) {
+		return fmt.Errorf("%w: %s has neither CRC.db nor Digest.crc32", ErrUnverifiable, parent.Desc)
+	}
+	raw, err := os.ReadFile(parent.Path(descriptor.Digest))
+	if err != nil {
+		return err
+	}
+	want, err := compress.ParseDigest(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", parent.Path(descriptor.Digest), err)
+	}
+	h := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(parent.DataFile(), 0, parent.DataFileLength), make([]byte, 1<<20)); err != nil {
+		return err
+	}
+	if got := h.Sum32(); got != want {
+		return corruptParent(parent, fmt.Errorf("Data.db CRC32 %d, Digest.crc32 says %d", got, want))
+	}
+	return nil
+}
+
+// provenUncompressed feeds the parent's bytes [lo, hi) to w (the child's CRC.db writer) and
+// proves them against the parent's CRC.db: the CRC32 of what w saw must equal the one
+// compress.RangeDigest derives from CRC.db. Without CRC.db, checkProvable already proved the
+// whole file.
+func provenUncompressed(parent *sstable.Table, lo, hi int64, w io.Writer) error {
+	var want uint32
+	if parent.CRC != nil {
+		var err error
+		if want, err = compress.RangeDigest(parent.DataFile(), parent.CRC, parent.DataFileLength, lo, hi); err != nil {
+			return corruptParent(parent, err)
+		}
+	}
+	h := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(io.MultiWriter(w, h), io.NewSectionReader(parent.DataFile(), lo, hi-lo), make([]byte, 1<<20)); err != nil {
+		return err
+	}
+	if parent.CRC != nil && h.Sum32() != want {
+		err := compress.FindBadSlice(parent.DataFile(), parent.CRC, parent.DataFileLength, lo, hi)
+		if err == nil {
+			err = fmt.Errorf("bytes [%d, %d) changed while being read", lo, hi)
+		}
+		return corruptParent(parent, err)
+	}
+	return nil
+}
+
+// provenRecords reads the child's Data.db (the run's FileLength bytes, chunk records at
+// info.Offsets) and checks every record's inline CRC while computing the child's digest. A
+// failure names the parent's chunk and offset.
+func provenRecords(parent *sstable.Table, child *os.File, info *compress.Info, run Run) (uint32, error) {
+	n := run.FileLength()
+	h := crc32.NewIEEE()
+	cc := compress.NewChunkChecker(info.Offsets, n)
+	if _, err := io.CopyBuffer(io.MultiWriter(h, cc), io.NewSectionReader(child, 0, n), make([]byte, 1<<20)); err != nil {
+		var ce *compress.ChunkError
+		if errors.As(err, &ce) { // name the parent's chunk and offset, not the child's
+			ce.Chunk += run.FirstChunk
+			ce.Offset += run.SrcOff - run.Pad
+			ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
+		}
+		return 0, corruptParent(parent, err)
+	}
+	if !cc.Done() {
+		return 0, corruptParent(parent, fmt.Errorf("%w: %d chunk records verified of %d", compress.ErrLength, cc.Verified(), len(info.Offsets)))
+	}
+	return h.Sum32(), nil
+}
+
+// provenRange checks every chunk of parent holding uncompressed bytes [lo, hi) against its
+// stored checksum (inline CRC or CRC.db) in one sequential pass, before a rewrite publishes
+// its first child: a rewrite re-serialises rows under new checksums, so a damaged chunk found
+// only when its child is written would leave the earlier children visible.
+func provenRange(parent *sstable.Table, lo, hi int64) error {
+	if hi <= lo {
+		return nil
+	}
+	L := int64(parent.Data.ChunkLength())
+	sc := parent.Data.NewScanner(int(lo/L), int((hi-1)/L)+1)
+	for sc.Next() {
+	}
+	if err := sc.Err(); err != nil {
+		return corruptParent(parent, err)
+	}
+	return nil
+}
+
+// proveAhead checks, before the first child is written, every parent chunk the children will
+// take, when the split would otherwise find a damaged chunk only after publishing earlier
+// install batches: more children than one batch, and a mode that proves the bytes it moves
+// (an uncompressed parent, rechunk, or a digest computed from the child's bytes). It costs
+// one more sequential read of the parent's range; a split that derives its digest from the
+// stored CRCs reads nothing and launders nothing, so it is not made to.
+func (sp *splitter) proveAhead() error {
+	if len(sp.plans) <= installBatch {
+		return nil
+	}
+	proves := sp.parent.Compression == nil || sp.mode == ModeRechunk || (!sp.opts.NoDigest && !sp.digestFromCRCs)
+	if !proves {
+		return nil
+	}
+	return provenRange(sp.parent, sp.plans[0].Lo, sp.plans[len(sp.plans)-1].Hi)
+}
