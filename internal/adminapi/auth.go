@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sluicedb/sluice/internal/fsx"
 )
 
 // The admin API is for the operator on the node's host. Every request must:
@@ -77,6 +79,10 @@ func LoadOrCreateToken(path string) (string, error) {
 	serr := f.Sync()
 	if err := errors.Join(werr, serr, f.Close()); err != nil {
 		os.Remove(path)
+		return "", fmt.Errorf("admin token file %s: %w", path, err)
+	}
+	// The CLI must find after a crash the token the node served with.
+	if err := fsx.SyncDir(filepath.Dir(path)); err != nil {
 		return "", fmt.Errorf("admin token file %s: %w", path, err)
 	}
 	return tok, nil
