@@ -58,6 +58,12 @@ type Report struct {
 	// FirstPosition is the Data.db position of the first partition; non-zero only for children
 	// of a zero-copy split, whose first chunk starts with bytes of a neighbouring range.
 	FirstPosition int64 `json:"first_position"`
+	// DeadBytes counts uncompressed Data.db bytes no partition occupies, in DeadRegions
+	// regions: before the first partition, between a partition's end and the next index
+	// position (a multi-run sstable's interior dead regions) and after the last partition's end.
+	// Verify skips them: readers enter Data.db only at index positions.
+	DeadBytes   int64 `json:"dead_bytes"`
+	DeadRegions int64 `json:"dead_regions"`
 }
 
 // maxProblems bounds a report on a badly damaged file: past it, further findings are dropped
@@ -338,6 +344,10 @@ func (v *verifier) checkIndexAndData() {
 		if count == 0 {
 			firstKey = append(firstKey[:0], p.Key...)
 			v.report.FirstPosition = p.Position
+			if p.Position > 0 {
+				v.report.DeadBytes += p.Position
+				v.report.DeadRegions++
+			}
 		} else {
 			if keyOK && prevKnown && token.CompareKeys(prevTok, prevKey, p.Token, p.Key) >= 0 {
 				v.add(keyFile, keyAt, "partition %d (key %x) is not after the previous key %x", p.Ordinal, p.Key, prevKey)
@@ -594,7 +604,8 @@ func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPa
 	if end <= pp.position {
 		return false // positions out of order were reported by the index pass
 	}
-	// Without the row pass only the key is needed; with it, the whole partition.
+	// Without the row reader only the key is needed; with it, the whole span to the next index
+	// position, which the partition must end within.
 	n := int64(2 + len(pp.key))
 	if rc.table != nil {
 		n = end - pp.position
@@ -640,7 +651,11 @@ func (v *verifier) checkPartition(cur *dataCursor, rc *rowChecker, pp *pendingPa
 		if pp.hasPromoted {
 			promoted = pp.promoted
 		}
-		rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt, pp.keyAt)
+		span := int64(len(b))
+		if size := rc.partition(b, pp.position, promoted, pp.key, pp.rowIndexAt, pp.keyAt); size < span {
+			v.report.DeadBytes += span - size
+			v.report.DeadRegions++
+		}
 	}
 	return nextMissing
 }

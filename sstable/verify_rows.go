@@ -16,12 +16,17 @@ import (
 // rowChecker is the extended part of Verify: it decodes every unfiltered of every partition
 // with the row cursor, which checks row sizes, previous-row sizes, flags and cell layouts, and
 // that each partition ends with the end-of-partition marker exactly at the next partition.
+//
+// Without Extended it still walks each partition to its end-of-partition flag, which is how a
+// multi-run sstable's dead regions are found: a partition may end before the next index
+// position (or the end of the data), and the bytes between belong to no partition.
 type rowChecker struct {
-	v     *verifier
-	table *schema.Table
-	cur   rows.Cursor
-	rows  int64
-	spans []unfilteredSpan
+	v        *verifier
+	table    *schema.Table
+	extended bool
+	cur      rows.Cursor
+	rows     int64
+	spans    []unfilteredSpan
 	// collect recomputes Statistics.db's row-derived fields; incomplete says a partition
 	// could not be read whole, so they cannot be compared.
 	collect    *stats.Collector
@@ -31,33 +36,33 @@ type rowChecker struct {
 }
 
 func newRowChecker(v *verifier) *rowChecker {
-	if !v.opts.Extended {
-		return &rowChecker{}
-	}
 	table, err := schema.Compile(v.t.Statistics.Header)
 	if err != nil {
-		v.add(v.t.Path(descriptor.Statistics), -1, "serialization header cannot drive the row reader: %v", err)
+		if v.opts.Extended {
+			v.add(v.t.Path(descriptor.Statistics), -1, "serialization header cannot drive the row reader: %v", err)
+		}
 		return &rowChecker{}
 	}
-	return &rowChecker{v: v, table: table, collect: stats.NewCollector(v.t.Version()),
+	return &rowChecker{v: v, table: table, extended: v.opts.Extended, collect: stats.NewCollector(v.t.Version()),
 		bounds: newClusteringBounds(v.t.Statistics.Header.ClusteringTypes)}
 }
 
-// partition checks the partition b, which starts at uncompressed Data.db position start, and
-// its BIG promoted index (from the Index.db entry at indexAt) or BTI row index entry (rowIndexAt
-// >= 0) when it has one.
-func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt, indexAt int64) {
+// partition checks the partition at the head of b, which starts at uncompressed Data.db
+// position start and runs at most to the end of b (the next index position), and, extended,
+// its rows, its BIG promoted index (from the Index.db entry at indexAt) or BTI row index entry
+// (rowIndexAt >= 0) when it has one. It returns the partition's length; what follows it in b
+// is a dead region.
+func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []byte, rowIndexAt, indexAt int64) int64 {
 	dataPath := rc.v.t.Path(descriptor.Data)
-	end := start + int64(len(b))
-	err := rc.cur.Reset(rc.table, rc.v.t.Version(), b)
+	err := rc.cur.ResetTrailing(rc.table, rc.v.t.Version(), b)
 	c := rc.collect
-	if err == nil {
+	if err == nil && rc.extended {
 		d := rc.cur.Deletion()
 		c.AddKey(key)
 		c.PartitionDeletion(d.MarkedForDeleteAt, d.LocalDeletionTime)
 	}
 	st := rc.cur.Static()
-	if err == nil && st != nil {
+	if err == nil && st != nil && rc.extended {
 		collectRow(c, st)
 		if len(st.Columns) > 0 {
 			rc.rows++ // compact tables without clustering keep their values in the static row
@@ -67,6 +72,9 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	rc.spans = rc.spans[:0]
 	open := rows.Live
 	for err == nil && rc.cur.Next() {
+		if !rc.extended {
+			continue
+		}
 		rc.rows++
 		if rc.cur.Kind() == rows.KindRow {
 			collectRow(c, rc.cur.Row())
@@ -94,32 +102,46 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	if err == nil && !rc.cur.Done() {
 		err = errors.New("partition ends without its end-of-partition marker")
 	}
+	size := int64(len(b))
 	if err == nil {
-		if st != nil && len(st.Columns) > 0 && regular == 0 {
-			// Cassandra counts the static row of a compact table without clustering (the
-			// partition's only row) in the row statistics.
-			c.Row(int64(len(st.Columns)))
-		}
-		c.EndPartition(int64(len(b)))
-	} else {
-		rc.incomplete = true
+		size = int64(rc.cur.End())
 	}
-	if err == nil && rowIndexAt >= 0 {
-		rc.checkRowIndex(key, start, rowIndexAt, rc.spans, int64(len(b))-1, rc.cur.Deletion())
-	}
-	if err == nil && promoted != nil {
-		if perr := rc.checkPromoted(promoted, rc.spans, rc.cur.HeaderSize(), end-start); perr != nil {
-			rc.v.add(rc.v.t.Path(descriptor.Index), indexAt, "promoted index of the partition at uncompressed position %d: %v", start, perr)
-		}
+	end := start + size
+	if rc.extended {
+		rc.extendedChecks(err, st, regular, size, start, end, promoted, key, rowIndexAt, indexAt)
 	}
 	if err != nil {
 		var ce *rows.CorruptError
 		if errors.As(err, &ce) {
 			at := start + int64(ce.Offset)
 			rc.v.add(dataPath, rc.v.dataOffset(at), "partition at uncompressed position %d: %v (uncompressed position %d)", start, err, at)
-			return
+			return size
 		}
 		rc.v.add(dataPath, rc.v.dataOffset(start), "partition at uncompressed position %d: %v", start, err)
+	}
+	return size
+}
+
+// extendedChecks finishes the extended checks of a partition of size bytes read with err:
+// its statistics, its BTI row index entry and its BIG promoted index.
+func (rc *rowChecker) extendedChecks(err error, st *rows.Row, regular, size, start, end int64, promoted, key []byte, rowIndexAt, indexAt int64) {
+	if err != nil {
+		rc.incomplete = true
+		return
+	}
+	if st != nil && len(st.Columns) > 0 && regular == 0 {
+		// Cassandra counts the static row of a compact table without clustering (the
+		// partition's only row) in the row statistics.
+		rc.collect.Row(int64(len(st.Columns)))
+	}
+	rc.collect.EndPartition(size)
+	if rowIndexAt >= 0 {
+		rc.checkRowIndex(key, start, rowIndexAt, rc.spans, size-1, rc.cur.Deletion())
+	}
+	if promoted != nil {
+		if perr := rc.checkPromoted(promoted, rc.spans, rc.cur.HeaderSize(), end-start); perr != nil {
+			rc.v.add(rc.v.t.Path(descriptor.Index), indexAt, "promoted index of the partition at uncompressed position %d: %v", start, perr)
+		}
 	}
 }
 
@@ -131,7 +153,7 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 // and a table with rows cannot claim none. Statistics.db of md and me has no checksum; this,
 // the cardinality estimator and the partition-size histogram cover what can be recomputed.
 func (rc *rowChecker) checkStats() {
-	if rc.table == nil || rc.incomplete || rc.v.t.Statistics.Stats == nil {
+	if rc.table == nil || !rc.extended || rc.incomplete || rc.v.t.Statistics.Stats == nil {
 		return
 	}
 	s := rc.v.t.Statistics.Stats

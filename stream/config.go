@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -56,6 +57,10 @@ type Config struct {
 	// is sent to receivers; an unspecified host (0.0.0.0, ::) there means the host the
 	// receiver dialed for the control connection.
 	TCPAddr string
+	// SliceBounds limits the one multi-run child a sender makes of each parent (runs per
+	// child, dead-bytes ratio); past them it sends one child per run and says why in the
+	// plan. The zero value means the defaults (slice.DefaultMaxRuns, DefaultMaxDeadRatio).
+	SliceBounds slice.Bounds
 }
 
 // The data planes of Config.Transport.

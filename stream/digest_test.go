@@ -59,7 +59,7 @@ func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) 
 		t.Fatal(err)
 	}
 	ranges, _ := token.ParseRanges(token.Murmur3, "(-3000000000000000000,4000000000000000000]")
-	ps, err := slice.Partials(tb, ranges)
+	ps, _, err := slice.Partials(tb, ranges, slice.PartialOptions{OnePerParent: true})
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("partials: %v, %d", err, len(ps))
 	}
@@ -146,12 +146,13 @@ func TestFetchNeverLaundersCorruptUncompressedParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := slice.Partials(tb, ranges)
+	ps, _, err := slice.Partials(tb, ranges, slice.PartialOptions{OnePerParent: true})
 	tb.Close()
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("partials: %v, %d", err, len(ps))
 	}
-	lo, hi := ps[0].Run.SrcOff, ps[0].Run.SrcEnd
+	segs := ps[0].Layout.Segments
+	lo, hi := segs[0].SrcOff, segs[len(segs)-1].SrcEnd
 	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
 	// Outside: past the CRC.db slice the child's last byte is in (a flip inside that slice
 	// makes the slice, and so the child's edge, unprovable: refused too).

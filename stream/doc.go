@@ -31,15 +31,18 @@
 //     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
 //  3. The sender holds the table's sstables (Catalog.Hold, released at session end), runs
 //     one index pass per sstable (slice.Partials) and decides each before promising
-//     anything: entire when its children tile its whole Data.db (the files go as they are),
-//     rows when slice.Refusal refuses zero-copy, otherwise one partial per child piece. It
+//     anything: entire when the ranges take every one of its partitions (the files go as
+//     they are), rows when slice.Refusal refuses zero-copy, otherwise one multi-run partial
+//     holding its chunk runs for every range (one partial per run past the slice bounds,
+//     Config.SliceBounds, with the reason in the plan). It
 //     sends Prepare with every planned sstable (ID, kind, reason, bytes, partitions), less
 //     those the receiver already installed. IDs are "<parent>" (entire) or
 //     "<parent>@<firstOrdinal>+<partitions>" (a child): stable for one parent and range set.
 //  4. For each planned sstable, in order, the sender sends its Manifest on the control
 //     stream, opens one unidirectional stream and writes its bytes as Data frames (payload
 //     Config.FrameSize, read straight into the buffer behind the frame header), then closes
-//     that stream (FIN). Partial and rows: the Data.db run (StreamRuns), the index slice
+//     that stream (FIN). Partial and rows: the Data.db segments in order (StreamRuns, each
+//     announced as a wire.Run with its parent chunks and child offset), the index slice
 //     (StreamIndex) and, BTI, the Rows.db slice as component 0, with the child's rebased
 //     CompressionInfo in the Manifest. Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,

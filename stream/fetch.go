@@ -42,6 +42,11 @@ type Fetched struct {
 	SSTable    string // the sender's ID
 	Partitions int64
 	Bytes      int64 // bytes received for it, all streams
+	// Runs is the number of runs of parent chunks its Data.db concatenates (1 for entire and
+	// rows sstables); DeadBytes the bytes of them no partition occupies, as the sender laid
+	// them out (0 for entire and rows: an entire sstable is the sender's file as it is).
+	Runs      int
+	DeadBytes int64
 }
 
 // FetchResult is what a Fetch installed.
@@ -98,7 +103,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeShuttingDown), "fetch cancelled")
 	})
 	defer stop()
-	rs := &recvSession{cfg: cfg, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
+	rs := &recvSession{closeData: func() {}, cfg: cfg, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
 		resumed: resumed, tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
 	err = rs.run(ctx, sr)
 	res.Wall = time.Since(start)
@@ -122,7 +127,9 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 	if len(res.Failed) > 0 {
 		return res, errors.Join(res.Failed...)
 	}
-	if err := state.remove(); err != nil {
+	// The record stays, naming what is installed, so that repeating this request with
+	// Resume installs nothing twice.
+	if err := state.complete(); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -140,10 +147,9 @@ type recvSession struct {
 	ctrl       *quic.Stream
 	sm         *Receiver
 	wbuf       []byte
-	dataFR     *frameReader
-	data       *tcpReader // the TCP data plane, when the sender offered it
-	mem        []byte     // TCP: a payload bound for memory (index, rows slices)
-	readBack   []byte     // TCP: Data.db bytes read back from the file for checking
+	dataFR     *frameReader // QUIC: reads each sstable's stream, reused
+	tcp        *tcpIn       // the TCP data plane, when the sender offered it
+	closeData  func()       // closes the TCP data connection
 	failedIDs  map[string]bool
 	// resumed holds the ResumePoints with verified chunks this session sent: the sender
 	// restarts those sstables' Data.db after them.
@@ -173,6 +179,7 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 	if err := rs.send(rs.sm.Start()...); err != nil {
 		return err
 	}
+	defer func() { rs.closeData() }() // closeData is set once the TCP data plane is dialled
 	fr := newFrameReader(ctrl, rs.cfg.Limits)
 	for !rs.sm.Done() {
 		m, err := fr.message()
@@ -189,55 +196,8 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 		if err != nil {
 			return err
 		}
-		if st.DataPlane != nil {
-			c, err := dialData(ctx, rs.cfg, st.DataPlane, rs.peer)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// A session that ends for any reason (cancel included: Fetch closes the QUIC
-			// connection) unblocks a read on the data connection.
-			stop := context.AfterFunc(rs.conn.Context(), func() { c.Close() })
-			defer stop()
-			rs.data = newTCPReader(c, rs.cfg.Limits)
-		}
-		if p, ok := m.(*wire.Prepare); ok {
-			var total int64
-			for _, s := range p.SSTables {
-				total += int64(s.Bytes)
-			}
-			rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(p.SSTables), total })
-		}
-		if f, ok := m.(*wire.Failure); ok {
-			why := ErrRefused
-			if f.Code == wire.CodeChecksum {
-				why = ErrChecksum // the sender found its own copy damaged
-			}
-			rs.failed(f.SSTableID, f.Code, fmt.Errorf("%w: sender: %s", why, f.Reason))
-		}
-		if _, ok := m.(*wire.Manifest); ok && st.Discard != "" {
-			// A refused Manifest: the Failure we send says why; its data stream follows.
-			for _, out := range st.Send {
-				if f, ok := out.(*wire.Failure); ok {
-					rs.failed(f.SSTableID, f.Code, st.Err)
-				}
-			}
-			if rs.data != nil {
-				if err := rs.drain(st.Discard); err != nil {
-					return err
-				}
-				continue
-			}
-			us, err := rs.conn.AcceptUniStream(ctx)
-			if err != nil {
-				return err
-			}
-			us.CancelRead(quic.StreamErrorCode(wire.CodeProtocol))
-		}
-		if st.Receive != nil {
-			if err := rs.receive(ctx, st.Receive); err != nil {
-				return err
-			}
+		if err := rs.act(ctx, m, st); err != nil {
+			return err
 		}
 	}
 	// Complete is sent: wait for the sender to close its side, then the caller closes the
@@ -253,6 +213,54 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 	return nil
 }
 
+// act carries out what the Receiver decided on control message m: dial the TCP data plane,
+// report progress and failures, skip a refused sstable's data, receive an accepted one.
+func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
+	if st.DataPlane != nil {
+		c, err := dialData(ctx, rs.cfg, st.DataPlane, rs.peer)
+		if err != nil {
+			return err
+		}
+		// A session that ends for any reason (cancel included: Fetch closes the QUIC
+		// connection) unblocks a read on the data connection.
+		stop := context.AfterFunc(rs.conn.Context(), func() { c.Close() })
+		rs.closeData = func() { stop(); c.Close() }
+		rs.tcp = &tcpIn{data: newTCPReader(c, rs.cfg.Limits)}
+	}
+	switch m := m.(type) {
+	case *wire.Prepare:
+		var total int64
+		for _, s := range m.SSTables {
+			total += int64(s.Bytes)
+		}
+		rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(m.SSTables), total })
+	case *wire.Failure:
+		why := ErrRefused
+		if m.Code == wire.CodeChecksum {
+			why = ErrChecksum // the sender found its own copy damaged
+		}
+		rs.failed(m.SSTableID, m.Code, fmt.Errorf("%w: sender: %s", why, m.Reason))
+	case *wire.Manifest:
+		if st.Discard != "" {
+			// A refused Manifest: the Failure we send says why; its data stream follows.
+			for _, out := range st.Send {
+				if f, ok := out.(*wire.Failure); ok {
+					rs.failed(f.SSTableID, f.Code, st.Err)
+				}
+			}
+			p, err := rs.openInbound(ctx, st.Discard)
+			if err != nil {
+				return err
+			}
+			return p.abandon(st.Discard, wire.CodeProtocol)
+		}
+	}
+	if st.Receive != nil {
+		return rs.receive(ctx, st.Receive)
+	}
+	return nil
+}
+
 func (rs *recvSession) failed(id string, code wire.Code, err error) {
 	if id == "" || rs.failedIDs[id] {
 		return
@@ -264,188 +272,213 @@ func (rs *recvSession) failed(id string, code wire.Code, err error) {
 	rs.res.Failed = append(rs.res.Failed, &SSTableError{Peer: rs.peer, SSTable: id, Code: code, Err: err})
 }
 
-// receive reads the current sstable's data stream into an install and commits it, or
-// fails the sstable. Only a session-level problem (connection gone, context done) is
-// returned as an error; then the verified prefix of Data.db is kept for a resume.
+// receive reads the current sstable's data into an install and commits it, or fails the
+// sstable. Only a session-level problem (connection gone, context done, data plane broken)
+// is returned as an error; then the verified prefix of Data.db is kept for a resume.
 func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
-	var us *quic.ReceiveStream
-	if rs.data == nil {
-		var err error
-		if us, err = rs.conn.AcceptUniStream(ctx); err != nil {
-			return fmt.Errorf("waiting for the data of %s: %w", in.ID, err)
-		}
+	plane, err := rs.openInbound(ctx, in.ID)
+	if err != nil {
+		return fmt.Errorf("waiting for the data of %s: %w", in.ID, err)
 	}
-	var job *installJob
-	var part string // this sstable's kept Data.db (a hard link to the install's), or ""
-	// fatal marks an error the TCP data connection cannot recover from (it broke, or a
-	// frame was cut short): it fails the session, as a broken QUIC connection does.
-	var fatal bool
-	// failSSTable ends this sstable. keep says whether every byte accepted so far was also
-	// written, so that the verified prefix may be kept when the whole session is failing.
-	failSSTable := func(err error, keep bool) error {
-		if us != nil {
-			us.CancelRead(quic.StreamErrorCode(localCode(err)))
-		} else if !fatal && ctx.Err() == nil && rs.conn.Context().Err() == nil {
-			// The rest of this sstable's data is still on its way: skip it to reach the
-			// next sstable's (the sender stops early once it reads our Failure).
-			if derr := rs.drain(in.ID); derr != nil {
-				err, fatal, keep = errors.Join(err, derr), true, false
-			}
-		}
-		if fatal || ctx.Err() != nil || rs.conn.Context().Err() != nil || connectionGone(err) {
-			if keep && job != nil && part != "" {
-				if cerr := rs.checkpoint(in, job, part); cerr != nil {
-					err = errors.Join(err, fmt.Errorf("keeping the received prefix of %s: %w", in.ID, cerr))
-				}
-			}
-			return err
-		}
-		if derr := rs.dropPartial(in.ID, part); derr != nil {
-			return errors.Join(err, derr)
-		}
-		code := localCode(err)
-		rs.failed(in.ID, code, err)
-		rs.cfg.observeSSTable(Receiving, in.Kind.String(), 0, err)
-		return rs.send(rs.sm.Failed(in.ID, code, err.Error()).Send...)
+	t := &transfer{rs: rs, ctx: ctx, in: in, plane: plane}
+	st := t.begin()
+	if t.job != nil {
+		defer t.job.abort()
 	}
+	if st != nil {
+		return t.fail(st)
+	}
+	if st := t.pump(); st != nil {
+		return t.fail(st)
+	}
+	if st := t.install(); st != nil {
+		return t.fail(st)
+	}
+	return nil
+}
+
+// transfer is one sstable being received: its checks (in), its install (job), the data
+// plane it arrives on and the name its Data.db is kept under for a resume.
+type transfer struct {
+	rs         *recvSession
+	ctx        context.Context
+	in         *Incoming
+	plane      inbound
+	job        *installJob
+	part       string // the kept Data.db (a hard link to the install's), or ""
+	replayed   int64  // bytes of a kept prefix replayed instead of received
+	sinceRport int64
+}
+
+// stop is why a transfer stopped: err, and whether every byte accepted so far was also
+// written (so that its verified prefix may be kept).
+type stop struct {
+	err    error
+	intact bool
+}
+
+func stopped(err error, intact bool) *stop { return &stop{err: err, intact: intact} }
+
+// begin opens the install and, when the sender resumes this sstable after a kept prefix,
+// replays that prefix into it; then gives the Data.db its kept name.
+func (t *transfer) begin() *stop {
+	rs, in := t.rs, t.in
 	job, err := newInstallJob(rs.dir, rs.state.scratchPattern(), in)
 	if err != nil {
-		return failSSTable(err, false)
+		return stopped(err, false)
 	}
-	defer job.abort()
-	var replayed int64
+	t.job = job
 	if v, ok := rs.resumed[in.ID]; ok {
 		delete(rs.resumed, in.ID)
 		if off, ok := in.ResumeOffset(v); ok {
 			// The sender restarts Data.db at off: the kept prefix must fill the gap.
 			p := rs.state.Partial
 			if p == nil || p.ID != in.ID || p.VerifiedChunks != v || p.Bytes != off || p.Manifest != manifestHash(in.Manifest) {
-				return failSSTable(fmt.Errorf("%w: the kept Data.db prefix of %s was received under another manifest", ErrManifest, in.ID), false)
+				return stopped(fmt.Errorf("%w: the kept Data.db prefix of %s was received under another manifest", ErrManifest, in.ID), false)
 			}
 			if err := job.replay(filepath.Join(rs.dir, p.Path), off); err != nil {
-				return failSSTable(err, false)
+				return stopped(err, false)
 			}
-			replayed = off
+			t.replayed = off
 		}
 	}
-	if part, err = rs.keep(job); err != nil {
-		return failSSTable(err, false)
+	if t.part, err = rs.keep(job); err != nil {
+		return stopped(err, false)
 	}
-	if replayed > 0 {
+	if t.replayed > 0 {
 		// Record the new kept file before dropping the old one.
-		if err := rs.checkpoint(in, job, part); err != nil {
-			return failSSTable(err, false)
+		if err := rs.checkpoint(t.in, job, t.part); err != nil {
+			return stopped(err, false)
 		}
 	}
-	var sinceReport, sinceCheckpoint int64
-	// account counts n payload bytes received and written: the inbound limit, progress
-	// reports and checkpoints.
-	account := func(n int64) error {
-		rs.res.BytesReceived += n
-		if err := rs.cfg.Inbound.Wait(ctx, int(n)); err != nil {
-			return failSSTable(err, true)
-		}
-		sinceReport += n
-		if sinceReport >= progressBytes {
-			sinceReport = 0
-			rs.progress(func(s *SessionStatus) { s.BytesDone = rs.res.BytesReceived })
-		}
-		if sinceCheckpoint += n; sinceCheckpoint >= checkpointBytes && part != "" {
-			sinceCheckpoint = 0
-			if err := rs.checkpoint(in, job, part); err != nil {
-				return failSSTable(err, false)
-			}
-		}
-		return nil
-	}
+	return nil
+}
+
+// pump is the one receive loop: each frame's header is admitted by the Receiver's checks,
+// its payload taken by the data plane into the install, and the bytes accounted.
+func (t *transfer) pump() *stop {
 	var d wire.Data
-	if rs.data != nil {
-		for {
-			n, err := rs.data.header(&d)
-			if err == nil && n == 0 && d.SSTableID != in.ID {
-				err = fmt.Errorf("%w: end of sstable %q's data in that of %q", ErrProtocol, d.SSTableID, in.ID)
-			}
-			if err != nil {
-				fatal = true
-				return failSSTable(err, true)
-			}
-			if n == 0 {
-				break
-			}
-			s, err := in.admit(&d, uint64(n))
-			if err != nil {
-				return failSSTable(err, false)
-			}
-			if err := rs.tcpPayload(ctx, in, job, s, &d, n); err != nil {
-				// A payload cut short leaves the connection mid-frame. Every byte accepted
-				// before this frame was written, so its verified prefix may be kept.
-				fatal = rs.data.left != 0
-				return failSSTable(err, fatal)
-			}
-			if err := account(n); err != nil {
-				return err
-			}
+	for {
+		n, end, err := t.plane.next(&d)
+		if err != nil {
+			return stopped(err, true)
 		}
-	} else {
-		if rs.dataFR == nil {
-			rs.dataFR = newFrameReader(us, rs.cfg.Limits)
-		} else {
-			rs.dataFR.r, rs.dataFR.n, rs.dataFR.off = us, 0, 0
+		if end {
+			return nil
 		}
-		for {
-			b, err := rs.dataFR.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return failSSTable(err, true)
-			}
-			if _, err := wire.ParseData(b, rs.cfg.Limits, &d); err != nil {
-				return failSSTable(fmt.Errorf("%w: %w", ErrProtocol, err), true)
-			}
-			if err := in.Accept(&d); err != nil {
-				return failSSTable(err, false)
-			}
-			if err := job.write(&d); err != nil {
-				return failSSTable(err, false)
-			}
-			if err := account(int64(len(d.Payload))); err != nil {
-				return err
-			}
+		s, err := t.in.admit(&d, uint64(n))
+		if err != nil {
+			return stopped(err, false)
+		}
+		if err := t.plane.take(t.ctx, t.in, t.job, s, &d, n); err != nil {
+			// A TCP payload cut short leaves the connection mid-frame (the plane is broken):
+			// every byte accepted before this frame was written, so its prefix may be kept.
+			return stopped(err, t.plane.broken())
+		}
+		if st := t.account(n); st != nil {
+			return st
 		}
 	}
+}
+
+// account counts n payload bytes received and written: the inbound limit, progress reports
+// and checkpoints.
+func (t *transfer) account(n int64) *stop {
+	rs := t.rs
+	rs.res.BytesReceived += n
+	if err := rs.cfg.Inbound.Wait(t.ctx, int(n)); err != nil {
+		return stopped(err, true)
+	}
+	if t.sinceRport += n; t.sinceRport >= progressBytes {
+		t.sinceRport = 0
+		rs.progress(func(s *SessionStatus) { s.BytesDone = rs.res.BytesReceived })
+	}
+	if t.in.Progress(n) && t.part != "" {
+		if err := rs.checkpoint(t.in, t.job, t.part); err != nil {
+			return stopped(err, false)
+		}
+	}
+	return nil
+}
+
+// install completes, rebuilds and commits the sstable, records it and tells the sender.
+func (t *transfer) install() *stop {
+	rs, in, job := t.rs, t.in, t.job
 	if err := in.Complete(); err != nil {
-		return failSSTable(err, false)
+		return stopped(err, false)
 	}
-	partitions, err := job.finish(ctx)
+	partitions, err := job.finish(t.ctx)
 	if err != nil {
 		// Every byte arrived and was written: a cancelled rebuild or rewrite may keep them.
-		return failSSTable(err, true)
+		return stopped(err, true)
 	}
 	rs.state.Installed[in.ID] = job.final.Filename(descriptor.TOC)
 	rs.state.Partial = nil
 	if err := rs.state.save(); err != nil {
-		return err
+		return &stop{err: sessionErr{err}}
 	}
-	if part != "" {
+	if t.part != "" {
 		// Unrecorded now; if this removal is lost, the next Fetch's sweep removes it.
-		os.Remove(filepath.Join(rs.dir, part))
+		os.Remove(filepath.Join(rs.dir, t.part))
 	}
-	got := int64(in.Received()) - replayed
-	rs.res.SSTables = append(rs.res.SSTables, Fetched{Path: job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID,
-		Partitions: partitions, Bytes: got})
+	got := int64(in.Received()) - t.replayed
+	f := Fetched{Path: job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: partitions, Bytes: got, Runs: 1}
+	if in.Kind == wire.KindPartial {
+		f.Runs, f.DeadBytes = len(in.Layout.Segments), int64(in.Manifest.DeadBytes)
+	}
+	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(s *SessionStatus) { s.FilesDone++; s.BytesDone = rs.res.BytesReceived })
 	rs.cfg.observeSSTable(Receiving, in.Kind.String(), got, nil)
-	return rs.send(rs.sm.Installed(in.ID, uint64(partitions)).Send...)
+	if err := rs.send(rs.sm.Installed(in.ID, uint64(partitions)).Send...); err != nil {
+		return &stop{err: sessionErr{err}}
+	}
+	return nil
+}
+
+// sessionErr marks an error that ends the session whatever else holds (the control stream
+// failed after the sstable was installed).
+type sessionErr struct{ error }
+
+func (e sessionErr) Unwrap() error { return e.error }
+
+// fail ends the transfer as DecideFailure says: the session ends (keeping the verified
+// prefix when it may), or this sstable alone fails and the sender is told.
+func (t *transfer) fail(st *stop) error {
+	rs, in, err := t.rs, t.in, st.err
+	if se, ok := err.(sessionErr); ok {
+		return se.error
+	}
+	over := func() bool {
+		return t.plane.broken() || t.ctx.Err() != nil || rs.conn.Context().Err() != nil || connectionGone(err)
+	}
+	if !over() {
+		// The rest of this sstable's data is still on its way: stop it (QUIC) or skip it to
+		// reach the next sstable's (TCP).
+		if aerr := t.plane.abandon(in.ID, localCode(err)); aerr != nil {
+			err, st.intact = errors.Join(err, aerr), false
+		}
+	}
+	act := DecideFailure(FailureFacts{SessionOver: over(), PrefixIntact: st.intact, Kept: t.job != nil && t.part != ""})
+	if act.EndSession {
+		if act.Checkpoint {
+			if cerr := rs.checkpoint(in, t.job, t.part); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("keeping the received prefix of %s: %w", in.ID, cerr))
+			}
+		}
+		return err
+	}
+	if derr := rs.dropPartial(in.ID, t.part); derr != nil {
+		return errors.Join(err, derr)
+	}
+	code := localCode(err)
+	rs.failed(in.ID, code, err)
+	rs.cfg.observeSSTable(Receiving, in.Kind.String(), 0, err)
+	return rs.send(rs.sm.Failed(in.ID, code, err.Error()).Send...)
 }
 
 const (
 	// progressBytes is how often, in received bytes, onProgress hears of a transfer.
 	progressBytes = 1 << 20
-	// checkpointBytes is how often, in received bytes, the verified Data.db prefix of the
-	// sstable in progress is made durable and recorded, so that even a crash (not only a
-	// failed session, which records it at once) loses at most this much.
-	checkpointBytes = 64 << 20
 )
 
 // keep gives the Data.db being received a second name, a hard link in the target
@@ -474,10 +507,8 @@ func (rs *recvSession) keep(job *installJob) (string, error) {
 // removed after the record stops naming it; one left unnamed by a crash in between is
 // removed by the next Fetch of the same request (sweep).
 func (rs *recvSession) checkpoint(in *Incoming, job *installJob, part string) error {
-	chunks, off := in.Checkpoint()
-	if chunks == 0 || len(rs.resumed) > 0 {
-		// Nothing to keep, or the record still holds the prefix of an sstable this session
-		// resumes but has not reached yet: there is one partial per request.
+	chunks, off, ok := in.CheckpointAt(len(rs.resumed))
+	if !ok {
 		return nil
 	}
 	if err := job.data.Sync(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
 )
@@ -54,8 +55,8 @@ func TestFetchRandomRanges(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	names := []string{"big_lz4", "bti_lz4", "big_none", "bti_none"}
 	for _, name := range names {
-		for i := 0; i < 3; i++ {
-			ranges := randomRanges(r, 1+r.IntN(3))
+		for i, n := range []int{1 + r.IntN(3), 33, 1 + r.IntN(256)} {
+			ranges := randomRanges(r, n)
 			t.Run(fmt.Sprintf("%s/%d", name, i), func(t *testing.T) {
 				res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
 					FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
@@ -66,8 +67,11 @@ func TestFetchRandomRanges(t *testing.T) {
 					if f.Kind != "partial" && f.Kind != "entire" {
 						t.Errorf("kind %q", f.Kind)
 					}
+					if f.Runs < 1 || (f.Kind == "entire" && f.Runs != 1) {
+						t.Errorf("%s: %d runs", f.SSTable, f.Runs)
+					}
 				}
-				t.Logf("%s: %d sstables, %d bytes", ranges, len(res.SSTables), res.BytesReceived)
+				t.Logf("%d ranges: %d sstables, %d bytes", len(ranges), len(res.SSTables), res.BytesReceived)
 				checkFetched(t, parents[name], ranges, res)
 			})
 		}
@@ -212,8 +216,35 @@ func TestFetchCancelThenResumeSkipsInstalled(t *testing.T) {
 		}
 	}
 	all := &FetchResult{SSTables: append(res1.SSTables, res2.SSTables...)}
-	checkFetched(t, parents, ranges, all)
-	if st, _ := filepath.Glob(filepath.Join(dir, ".sluice-fetch-*")); len(st) != 0 {
-		t.Errorf("state file left after a complete fetch: %v", st)
+	checkFetchedPartitions(t, parents, ranges, all)
+	if st, _ := filepath.Glob(filepath.Join(dir, ".sluice-part-*")); len(st) != 0 {
+		t.Errorf("kept Data.db left after a complete fetch: %v", st)
 	}
+
+	// Resuming the completed fetch is idempotent: nothing is fetched again, and the directory
+	// holds the same partitions, each once.
+	res3, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res3.SSTables) != 0 || len(res3.Skipped) != len(parents) {
+		t.Errorf("resume after completion installed %d and skipped %d, want 0 and %d", len(res3.SSTables), len(res3.Skipped), len(parents))
+	}
+	checkDirHolds(t, dir, parents, ranges)
+}
+
+// checkDirHolds checks that the sstables in dir hold exactly the parents' partitions in
+// ranges, each once.
+func checkDirHolds(t *testing.T, dir string, parents []string, ranges token.RangeSet) {
+	t.Helper()
+	descs, err := descriptor.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &FetchResult{}
+	for _, d := range descs {
+		n := int64(len(readAll(t, d.Prefix())))
+		res.SSTables = append(res.SSTables, Fetched{Path: d.Prefix(), Kind: "entire", Partitions: n})
+	}
+	checkFetchedPartitions(t, parents, ranges, res)
 }

@@ -19,7 +19,7 @@ type frameReader struct {
 }
 
 // frameHeaderRoom is more than a Data frame's header ever takes.
-const frameHeaderRoom = 512
+const frameHeaderRoom = wire.MaxDataHeader
 
 func newFrameReader(r io.Reader, lim wire.Limits) *frameReader {
 	return &frameReader{r: r, lim: lim, buf: make([]byte, 64<<10)}

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,6 +151,27 @@ func readAll(t testing.TB, prefix string) []partition { return sstabletest.ReadA
 // and together they hold exactly the parents' partitions in ranges, byte for byte, once.
 func checkFetched(t testing.TB, parents []string, ranges token.RangeSet, res *FetchResult) {
 	t.Helper()
+	checkOnePerParent(t, res)
+	checkFetchedPartitions(t, parents, ranges, res)
+}
+
+// checkOnePerParent checks that one session installed at most one sstable per parent sstable
+// (entire, or one multi-run partial).
+func checkOnePerParent(t testing.TB, res *FetchResult) {
+	t.Helper()
+	perParent := map[string]int{}
+	for _, f := range res.SSTables {
+		parent, _, _ := strings.Cut(f.SSTable, "@")
+		if perParent[parent]++; perParent[parent] > 1 {
+			t.Errorf("fetched %d sstables of parent %s; a session installs at most one per parent", perParent[parent], parent)
+		}
+	}
+}
+
+// checkFetchedPartitions checks that the fetched sstables verify (extended) and together hold
+// exactly the parents' partitions in ranges, each once.
+func checkFetchedPartitions(t testing.TB, parents []string, ranges token.RangeSet, res *FetchResult) {
+	t.Helper()
 	want := map[string][]byte{}
 	for _, p := range parents {
 		for _, pt := range readAll(t, p) {
@@ -181,6 +203,11 @@ func checkFetched(t testing.TB, parents []string, ranges token.RangeSet, res *Fe
 		}
 		if int64(n) != f.Partitions {
 			t.Errorf("fetched %s: %d partitions, result says %d", f.Path, n, f.Partitions)
+		}
+		// The sender counts the dead bytes its layout adds; a parent with dead regions of its
+		// own (a multi-run sstable fetched on) carries those inside its runs, uncounted.
+		if f.Kind == "partial" && rep.DeadBytes < f.DeadBytes {
+			t.Errorf("fetched %s: verify counts %d dead bytes, the sender said %d", f.Path, rep.DeadBytes, f.DeadBytes)
 		}
 	}
 	if len(got) != len(want) {

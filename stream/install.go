@@ -196,11 +196,7 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 		}
-		first := int64(-1)
 		if err := slice.ForEachIndexRecord(j.index, spec.Partitioner, func(p *sstable.Partition) error {
-			if first < 0 {
-				first = p.Position
-			}
 			partitions++
 			return nil
 		}); err != nil {
@@ -208,9 +204,6 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		}
 		if uint64(partitions) != m.Partitions {
 			return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
-		}
-		if err := in.ResolveShift(first); err != nil {
-			return 0, err
 		}
 		// The bytes must be the parent's: the digest the sender derived from the parent's
 		// stored checksums, sent on the control stream, against what arrived.
@@ -222,7 +215,7 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if j.crcw != nil {
 			data.CRC, data.Digest = j.crcw.Result()
 		}
-		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Shift, in.Hi, j.index, data); err != nil {
+		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data); err != nil {
 			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 		}
 	}

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/sluicedb/sluice/wire"
 )
@@ -20,15 +19,18 @@ type Candidate struct {
 	Partitions int64
 	// FileBytes is the size of every component the entire path would send.
 	FileBytes int64
-	// Children are the parent's children for the ranges, in Data.db order.
+	// Children are the parent's children for the ranges, in Data.db order: one multi-run
+	// child, or one per run when the slice bounds refused that (Fallback says why).
 	Children []ChildFacts
+	Fallback string
 }
 
 // ChildFacts is one child piece of a Candidate.
 type ChildFacts struct {
 	FirstOrdinal, Partitions int64
 	Lo, Hi                   int64 // parent uncompressed Data.db span of its partitions
-	Bytes                    int64 // bytes the partial path would send (run + index + rows)
+	Runs                     int   // runs of partitions (with gaps between them)
+	Bytes                    int64 // bytes the partial path would send (runs + index + rows)
 }
 
 // ChildID is the planned ID of a child: the parent's ID and the ordinals of its partitions.
@@ -51,7 +53,10 @@ func Decide(c Candidate) []wire.PlannedSSTable {
 	out := make([]wire.PlannedSSTable, 0, len(c.Children))
 	for _, ch := range c.Children {
 		p := wire.PlannedSSTable{ID: ChildID(c.ID, ch), Kind: wire.KindPartial, Bytes: uint64(ch.Bytes), Partitions: uint64(ch.Partitions),
-			Reason: fmt.Sprintf("partitions %d..%d of %d", ch.FirstOrdinal, ch.FirstOrdinal+ch.Partitions-1, c.Partitions)}
+			Reason: fmt.Sprintf("%d of %d partitions in %d runs, from ordinal %d", ch.Partitions, c.Partitions, ch.Runs, ch.FirstOrdinal)}
+		if c.Fallback != "" {
+			p.Reason += "; one sstable per run: " + c.Fallback
+		}
 		if c.Refusal != "" {
 			p.Kind, p.Reason = wire.KindRows, c.Refusal
 		}
@@ -60,20 +65,16 @@ func Decide(c Candidate) []wire.PlannedSSTable {
 	return out
 }
 
-// covers says whether the children tile the parent's data from 0 to DataLength, so that
-// together they are all of it (a wrapping range gives two children that meet).
+// covers says whether the children are every partition of the parent, one run each, so
+// that the parent's files as they are are exactly what was asked for (a wrapping range gives
+// two children that meet).
 func covers(c Candidate) bool {
-	ch := append([]ChildFacts(nil), c.Children...)
-	sort.Slice(ch, func(i, j int) bool { return ch[i].Lo < ch[j].Lo })
-	if ch[0].Lo != 0 || ch[len(ch)-1].Hi != c.DataLength || c.DataLength == 0 {
-		return false
-	}
 	var n int64
-	for i := range ch {
-		if i > 0 && ch[i].Lo != ch[i-1].Hi {
+	for i, ch := range c.Children {
+		if (i > 0 && ch.Lo != c.Children[i-1].Hi) || ch.Runs > 1 {
 			return false
 		}
-		n += ch[i].Partitions
+		n += ch.Partitions
 	}
-	return n == c.Partitions || c.Partitions == 0
+	return n == c.Partitions && c.Partitions > 0
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/stats"
 	"github.com/sluicedb/sluice/sstable/version"
 	"github.com/sluicedb/sluice/wire"
@@ -260,14 +261,15 @@ type Incoming struct {
 	Version  version.Version
 	// Info is the CompressionInfo of the received Data.db (nil: uncompressed).
 	Info *compress.Info
-	// Shift and Hi map the child onto the parent (partial): child position = parent
-	// position - Shift; the last partition ends at parent position Hi. For an uncompressed
-	// parent they are known only once the index slice is complete (ResolveShift).
-	Shift, Hi int64
+	// Layout maps the child's segments onto the parent (partial, rows): where each run of
+	// parent chunks lands and how parent positions in the index slice become child ones.
+	Layout *slice.Layout
 	// CRCChunkLength is the CRC.db chunk length of an uncompressed partial child.
 	CRCChunkLength int
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
+
+	sinceCheckpoint int64 // bytes accepted since the verified prefix was last recorded
 
 	want    []uint64 // expected lengths: [runs, index, components...]
 	got     []uint64
@@ -392,19 +394,6 @@ func (in *Incoming) Total() uint64 {
 	return n
 }
 
-// ResolveShift fixes Shift and Hi of an uncompressed partial (or rows) child from the first index
-// record's position, which is where its Data.db starts in the parent.
-func (in *Incoming) ResolveShift(firstPosition int64) error {
-	if in.Info != nil || in.Kind == wire.KindEntire {
-		return nil
-	}
-	if firstPosition < 0 || firstPosition > int64(1)<<62 {
-		return fmt.Errorf("%w: first partition position %d", ErrManifest, firstPosition)
-	}
-	in.Shift, in.Hi = firstPosition, firstPosition+int64(in.Manifest.DataLength)
-	return nil
-}
-
 // entireComponents are the component names an entire transfer may carry as files, per
 // format: the peer never names a file, it picks one of these. Statistics.db and
 // CompressionInfo.db travel in the Manifest; TOC.txt is written by the receiver.
@@ -460,7 +449,8 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 			return nil, bad("CompressionInfo says chunk length %d and data length %d, the manifest %d and %d",
 				info.ChunkLength, info.DataLength, m.ChunkLength, m.DataLength)
 		}
-		if len(info.Offsets) == 0 || info.Offsets[0] != 0 {
+		// Only an entire sstable may start with a head pad (a reflinked child sent as it is).
+		if len(info.Offsets) == 0 || info.Offsets[0] < 0 || (info.Offsets[0] != 0 && m.Kind != wire.KindEntire) {
 			return nil, bad("first chunk not at offset 0")
 		}
 		for k := 1; k < len(info.Offsets); k++ {
@@ -495,43 +485,23 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 	if m.IndexSliceLength == 0 || m.IndexSliceLength > uint64(r.cfg.MaxIndexSlice) {
 		return bad("index slice of %d bytes (limit %d)", m.IndexSliceLength, r.cfg.MaxIndexSlice)
 	}
-	if len(m.Runs) != 1 {
-		return bad("%d runs; a partial child is one run", len(m.Runs))
-	}
-	run := m.Runs[0]
-	if run.FileOffset != 0 || run.Length != m.DataFileLength {
-		return bad("run at %d of %d bytes does not fill the %d-byte Data.db", run.FileOffset, run.Length, m.DataFileLength)
-	}
 	if m.DataFileLength == 0 {
 		return bad("empty Data.db")
 	}
-	if in.Info != nil {
-		L := uint64(m.ChunkLength)
-		c := uint64(len(in.Info.Offsets))
-		if run.ChunkCount != c {
-			return bad("run of %d chunks, CompressionInfo has %d", run.ChunkCount, c)
-		}
-		// FORMAT.md §5 rule 2: (C-1)*L < dataLength <= C*L.
-		if hi, _ := bits.Mul64(c, L); hi != 0 || m.DataLength <= (c-1)*L || m.DataLength > c*L {
-			return bad("data length %d does not fit %d chunks of %d", m.DataLength, c, L)
-		}
-		if run.FirstChunk > 1<<40 || run.FirstChunk*L > 1<<62 {
-			return bad("first chunk %d out of range", run.FirstChunk)
-		}
-		in.Shift = int64(run.FirstChunk * L)
-		in.Hi = in.Shift + int64(m.DataLength)
-	} else {
+	if in.Info == nil {
 		if m.DataLength != m.DataFileLength {
 			return bad("uncompressed data length %d differs from the file length %d", m.DataLength, m.DataFileLength)
 		}
 		if m.ChunkLength < 512 || m.ChunkLength > 1<<24 || m.ChunkLength&(m.ChunkLength-1) != 0 {
 			return bad("CRC chunk length %d", m.ChunkLength)
 		}
-		if run.ChunkCount != 0 || run.FirstChunk != 0 {
-			return bad("an uncompressed run names chunks")
-		}
 		in.CRCChunkLength = int(m.ChunkLength)
 	}
+	lay, err := partialLayout(in.Info, m)
+	if err != nil {
+		return err
+	}
+	in.Layout = lay
 	in.want = []uint64{m.DataFileLength, m.IndexSliceLength}
 	switch in.Version.Format {
 	case version.BTI:
@@ -549,6 +519,50 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 	}
 	in.got = make([]uint64, len(in.want))
 	return nil
+}
+
+// partialLayout checks a partial manifest's runs (one per segment of parent chunks, in order,
+// back to back in the child's Data.db) against its CompressionInfo and lengths, and returns
+// the child's layout.
+func partialLayout(info *compress.Info, m *wire.Manifest) (*slice.Layout, error) {
+	if len(m.Runs) == 0 {
+		return nil, bad("a partial child without runs")
+	}
+	segs := make([]slice.Segment, len(m.Runs))
+	var chunks uint64
+	for i, run := range m.Runs {
+		if run.ChunkCount == 0 || run.ChunkCount > 1<<40 || run.FirstChunk > 1<<40 || run.Length == 0 ||
+			run.Length > m.DataFileLength || run.FileOffset > m.DataFileLength {
+			return nil, bad("run %d: chunks %d+%d, %d bytes at %d", i, run.FirstChunk, run.ChunkCount, run.Length, run.FileOffset)
+		}
+		if run.ParentOffset > 1<<62 {
+			return nil, bad("run %d at parent offset %d", i, run.ParentOffset)
+		}
+		segs[i] = slice.Segment{FirstChunk: int(run.FirstChunk), LastChunk: int(run.FirstChunk + run.ChunkCount - 1),
+			PLo: int64(run.ParentOffset), DstOff: int64(run.FileOffset), SrcEnd: int64(run.Length)}
+		if info != nil && (chunks >= uint64(len(info.Offsets)) || info.Offsets[chunks] != int64(run.FileOffset)) {
+			return nil, bad("run %d at %d does not start at a chunk of CompressionInfo", i, run.FileOffset)
+		}
+		chunks += run.ChunkCount
+	}
+	if info != nil {
+		L, c := uint64(m.ChunkLength), uint64(len(info.Offsets))
+		if chunks != c {
+			return nil, bad("runs of %d chunks, CompressionInfo has %d", chunks, c)
+		}
+		// FORMAT.md §5 rule 2: (C-1)*L < dataLength <= C*L.
+		if hi, _ := bits.Mul64(c, L); hi != 0 || m.DataLength <= (c-1)*L || m.DataLength > c*L {
+			return nil, bad("data length %d does not fit %d chunks of %d", m.DataLength, c, L)
+		}
+	}
+	lay, err := slice.ReceivedLayout(info != nil, int64(m.ChunkLength), int64(m.DataLength), segs)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if uint64(lay.FileLength) != m.DataFileLength {
+		return nil, bad("runs fill %d bytes of the %d-byte Data.db", lay.FileLength, m.DataFileLength)
+	}
+	return lay, nil
 }
 
 func (r *Receiver) validateEntire(in *Incoming, m *wire.Manifest, f version.Format) error {
@@ -642,6 +656,59 @@ func (in *Incoming) Checkpoint() (chunks uint64, bytes int64) {
 		return 0, 0
 	}
 	return chunks, off
+}
+
+// checkpointBytes is how often, in received bytes, the verified Data.db prefix of the sstable
+// in progress is made durable and recorded, so that even a crash (not only a failed session,
+// which records it at once) loses at most this much.
+const checkpointBytes = 64 << 20
+
+// Progress counts n more bytes accepted and written, and says whether the verified prefix is
+// due to be recorded (every checkpointBytes).
+func (in *Incoming) Progress(n int64) (checkpoint bool) {
+	if in.sinceCheckpoint += n; in.sinceCheckpoint >= checkpointBytes {
+		in.sinceCheckpoint = 0
+		return true
+	}
+	return false
+}
+
+// CheckpointAt is Checkpoint when a record of it is worth writing: some chunks verified, and
+// no earlier sstable of the request still waiting to resume from the one kept prefix a
+// request may have (pendingResumes counts those).
+func (in *Incoming) CheckpointAt(pendingResumes int) (chunks uint64, bytes int64, ok bool) {
+	chunks, bytes = in.Checkpoint()
+	return chunks, bytes, chunks > 0 && pendingResumes == 0
+}
+
+// FailureFacts is what a driver knows when an sstable's transfer stops with an error.
+type FailureFacts struct {
+	// SessionOver: the context ended, the connection is gone or the data plane broke
+	// mid-frame — nothing more can arrive in this session.
+	SessionOver bool
+	// PrefixIntact: every byte accepted so far was also written.
+	PrefixIntact bool
+	// Kept: the Data.db being received has a second name that outlives the install.
+	Kept bool
+}
+
+// FailureAction is what the driver does next.
+type FailureAction struct {
+	// EndSession: return the error, the session is over; otherwise fail this sstable alone
+	// (forget its kept prefix, tell the sender) and go on with the next.
+	EndSession bool
+	// Checkpoint: first record the verified prefix, for a later resume.
+	Checkpoint bool
+}
+
+// DecideFailure is the keep/fail/checkpoint decision for a failed transfer: a session that is
+// over keeps what it verified, when every accepted byte was written and has a name to be
+// found under; a session that goes on fails only this sstable, which then restarts whole.
+func DecideFailure(f FailureFacts) FailureAction {
+	if f.SessionOver {
+		return FailureAction{EndSession: true, Checkpoint: f.PrefixIntact && f.Kept}
+	}
+	return FailureAction{}
 }
 
 func resumeGrid(chunkLength uint32) int64 {

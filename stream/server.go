@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -288,39 +287,11 @@ func (ss *sendSession) send(ms ...wire.Message) error {
 }
 
 func (ss *sendSession) run(ctx context.Context) error {
-	cfg := ss.srv.cfg
-	hctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
-	ctrl, err := ss.conn.AcceptStream(hctx)
-	cancel()
+	fr, err := ss.handshake(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: no control stream from %s: %w", ErrProtocol, ss.peer, err)
+		return err
 	}
-	ss.ctrl = ctrl
-	defer ctrl.CancelRead(0)
-	ss.sm = NewSender(cfg.hello())
-	fr := newFrameReader(ctrl, capFrame(cfg.Limits, maxRequestFrame))
-	ctrl.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
-	for ss.sm.Request() == nil {
-		m, err := fr.message()
-		if err != nil {
-			return fmt.Errorf("session with %s: %w", ss.peer, err)
-		}
-		out, err := ss.sm.Step(m)
-		if werr := ss.send(out...); werr != nil && err == nil {
-			err = werr
-		}
-		if err != nil {
-			return fmt.Errorf("session with %s: %w", ss.peer, err)
-		}
-	}
-	ctrl.SetReadDeadline(time.Time{})
-	fr.limit(capFrame(cfg.Limits, maxSessionFrame))
-	req := ss.sm.Request()
-	ss.tr = newTracker(req.SessionID.String(), ss.peer, Sending, req.Keyspace, req.Table)
-	ss.srv.mu.Lock()
-	ss.srv.sessions[ss.tr.st.ID] = ss.tr
-	ss.srv.mu.Unlock()
-
+	defer ss.ctrl.CancelRead(0)
 	defer func() {
 		for _, t := range ss.tables {
 			t.Close()
@@ -329,34 +300,10 @@ func (ss *sendSession) run(ctx context.Context) error {
 			ss.release()
 		}
 	}()
-	var plan []*outgoing
-	err = ss.checkPeer(req)
-	if err == nil {
-		plan, err = ss.plan(req)
-	}
-	if err != nil {
-		code := codeOf(err)
-		ss.send(&wire.Failure{Code: code, Reason: err.Error()})
-		return &SessionError{Peer: ss.peer, Code: code, Err: err}
-	}
-	planned := make([]wire.PlannedSSTable, len(plan))
-	byID := map[string]*outgoing{}
-	for i, o := range plan {
-		planned[i] = o.planned
-		byID[o.planned.ID] = o
-	}
-	ss.byID = byID
-	prep, err := ss.sm.Prepare(planned)
+	prep, err := ss.prepare(ss.sm.Request())
 	if err != nil {
 		return err
 	}
-	var total int64
-	for _, p := range prep.SSTables {
-		total += int64(p.Bytes)
-	}
-	ss.tr.update(func(st *SessionStatus) {
-		st.State, st.FilesTotal, st.BytesTotal = "streaming", len(prep.SSTables), total
-	})
 	if ss.srv.plane != nil && ss.sm.PeerOffers(featureTCPData) {
 		// Both ends run the TCP data plane: offer it before Prepare; the receiver dials it
 		// at once and every sstable's data goes there.
@@ -376,7 +323,84 @@ func (ss *sendSession) run(ctx context.Context) error {
 	if err := ss.send(prep); err != nil {
 		return err
 	}
-	// One goroutine reads the control stream for the whole session; this one sends.
+	return ss.stream(ctx, fr, prep)
+}
+
+// handshake accepts the control stream and steps the Sender through Hello and the request,
+// within the handshake timeout, and registers the session.
+func (ss *sendSession) handshake(ctx context.Context) (*frameReader, error) {
+	cfg := ss.srv.cfg
+	hctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
+	ctrl, err := ss.conn.AcceptStream(hctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: no control stream from %s: %w", ErrProtocol, ss.peer, err)
+	}
+	ss.ctrl = ctrl
+	ss.sm = NewSender(cfg.hello())
+	fr := newFrameReader(ctrl, capFrame(cfg.Limits, maxRequestFrame))
+	ctrl.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	for ss.sm.Request() == nil {
+		m, err := fr.message()
+		if err != nil {
+			ctrl.CancelRead(0)
+			return nil, fmt.Errorf("session with %s: %w", ss.peer, err)
+		}
+		out, err := ss.sm.Step(m)
+		if werr := ss.send(out...); werr != nil && err == nil {
+			err = werr
+		}
+		if err != nil {
+			ctrl.CancelRead(0)
+			return nil, fmt.Errorf("session with %s: %w", ss.peer, err)
+		}
+	}
+	ctrl.SetReadDeadline(time.Time{})
+	fr.limit(capFrame(cfg.Limits, maxSessionFrame))
+	req := ss.sm.Request()
+	ss.tr = newTracker(req.SessionID.String(), ss.peer, Sending, req.Keyspace, req.Table)
+	ss.srv.mu.Lock()
+	ss.srv.sessions[ss.tr.st.ID] = ss.tr
+	ss.srv.mu.Unlock()
+	return fr, nil
+}
+
+// prepare plans the request (a failure ends the session with a Failure that says why) and
+// turns the plan into the Prepare to send.
+func (ss *sendSession) prepare(req *wire.StreamRequest) (*wire.Prepare, error) {
+	var plan []*outgoing
+	err := ss.checkPeer(req)
+	if err == nil {
+		plan, err = ss.plan(req)
+	}
+	if err != nil {
+		code := codeOf(err)
+		ss.send(&wire.Failure{Code: code, Reason: err.Error()})
+		return nil, &SessionError{Peer: ss.peer, Code: code, Err: err}
+	}
+	planned := make([]wire.PlannedSSTable, len(plan))
+	ss.byID = map[string]*outgoing{}
+	for i, o := range plan {
+		planned[i] = o.planned
+		ss.byID[o.planned.ID] = o
+	}
+	prep, err := ss.sm.Prepare(planned)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, p := range prep.SSTables {
+		total += int64(p.Bytes)
+	}
+	ss.tr.update(func(st *SessionStatus) {
+		st.State, st.FilesTotal, st.BytesTotal = "streaming", len(prep.SSTables), total
+	})
+	return prep, nil
+}
+
+// stream sends every prepared sstable while one goroutine reads the control stream, then
+// waits for the receiver's Complete and closes our side.
+func (ss *sendSession) stream(ctx context.Context, fr *frameReader, prep *wire.Prepare) error {
 	ss.msgs, ss.rerr = make(chan wire.Message, sessionQueue), make(chan error, 1)
 	go func() {
 		for {
@@ -392,7 +416,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 			}
 		}
 	}()
-	ss.buf = make([]byte, hdrRoom+cfg.FrameSize)
+	ss.buf = make([]byte, hdrRoom+ss.srv.cfg.FrameSize)
 	for _, p := range prep.SSTables {
 		if err := ss.poll(ctx, false); err != nil {
 			return err
@@ -400,7 +424,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 		if ss.sm.Done() {
 			break
 		}
-		if err := ss.sendOne(ctx, byID[p.ID]); err != nil {
+		if err := ss.sendOne(ctx, ss.byID[p.ID]); err != nil {
 			return err
 		}
 	}
@@ -412,11 +436,11 @@ func (ss *sendSession) run(ctx context.Context) error {
 	}
 	// Complete received: close our side of the control stream; the receiver closes the
 	// connection once it reads that end.
-	ctrl.Close()
+	ss.ctrl.Close()
 	select {
 	case <-ss.conn.Context().Done():
 	case <-ctx.Done():
-	case <-time.After(cfg.HandshakeTimeout):
+	case <-time.After(ss.srv.cfg.HandshakeTimeout):
 	}
 	return nil
 }
@@ -490,7 +514,7 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		partials, err := slice.Partials(t, ranges)
+		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds})
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
 				return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -504,13 +528,13 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := Candidate{ID: filepath.Base(d.Prefix()), Refusal: slice.Refusal(t), DataLength: t.DataLength()}
+		c := Candidate{ID: filepath.Base(d.Prefix()), Refusal: slice.Refusal(t), DataLength: t.DataLength(), Fallback: fallback}
 		byChild := map[string]*slice.Partial{}
 		for i := range partials {
 			p := &partials[i]
 			f := ChildFacts{FirstOrdinal: p.Plan.FirstOrdinal, Partitions: p.Plan.Partitions, Lo: p.Plan.Lo, Hi: p.Plan.Hi,
-				Bytes: p.Run.FileLength() + int64(len(p.Index)+len(p.Rows))}
-			c.Partitions += f.Partitions
+				Runs: len(p.Plan.Runs), Bytes: p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))}
+			c.Partitions = p.ParentPartitions
 			c.Children = append(c.Children, f)
 			byChild[ChildID(c.ID, f)] = p
 		}
@@ -524,39 +548,6 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		}
 	}
 	return out, nil
-}
-
-// sendOne sends one planned sstable: its Manifest on the control stream, then its bytes on
-// a new unidirectional stream, which it closes (or resets on a local error).
-func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
-	if ss.offer != nil {
-		return ss.sendOneTCP(ctx, o)
-	}
-	id := o.planned.ID
-	sources, release, ok, err := ss.beginOne(o)
-	if !ok {
-		return err
-	}
-	defer release()
-	us, err := ss.conn.OpenUniStreamSync(ctx)
-	if err != nil {
-		return err
-	}
-	for _, src := range sources {
-		if err := ss.sendSource(ctx, us, id, src); err != nil {
-			us.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
-			var se *quic.StreamError
-			if errors.As(err, &se) && se.Remote {
-				// The receiver failed this sstable and said why on the control stream.
-				return nil
-			}
-			if ctx.Err() != nil || ss.conn.Context().Err() != nil {
-				return err
-			}
-			return ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
-		}
-	}
-	return us.Close()
 }
 
 // source is one byte sequence of a Data stream: a file range or bytes in memory. Its
@@ -583,7 +574,7 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 	m, sources, err := manifestFor(o)
 	if err != nil {
 		code := wire.CodeInternal
-		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrUnverifiable) {
+		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrCorrupt) || errors.Is(err, slice.ErrUnverifiable) {
 			code = wire.CodeChecksum // the parent's bytes disagree with, or lack, their checksum
 		}
 		return nil, nil, false, ss.send(&wire.Failure{Code: code, SSTableID: id, Reason: err.Error()})
@@ -614,16 +605,21 @@ func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64
 	if !ok {
 		return 0
 	}
+	// Data.db may come from several sources (the segments of a multi-run child), each
+	// starting at its child offset: drop those wholly below off and start the next at it.
+	var skipped int64
 	for i := range srcs {
 		s := &srcs[i]
 		isData := s.stream == wire.StreamRuns ||
 			(s.stream == wire.StreamComponent && o.planned.Kind == wire.KindEntire && m.Components[s.component].Name == string(descriptor.Data))
-		if isData && s.f != nil && off <= s.n {
-			s.off, s.n, s.start = s.off+off, s.n-off, off
-			return off
+		if !isData || s.f == nil || s.start >= off {
+			continue
 		}
+		k := min(off-s.start, s.n)
+		s.off, s.n, s.start = s.off+k, s.n-k, s.start+k
+		skipped += k
 	}
-	return 0
+	return skipped
 }
 
 func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
@@ -634,30 +630,31 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 	if o.planned.Kind == wire.KindPartial || o.planned.Kind == wire.KindRows {
 		// A rows child travels exactly as a partial one; the receiver rewrites its rows.
 		p := o.partial
-		m.DataLength, m.DataFileLength = uint64(p.Run.DataLength), uint64(p.Run.FileLength())
-		run := wire.Run{FirstChunk: uint64(p.Run.FirstChunk), FileOffset: 0, Length: uint64(p.Run.FileLength())}
-		if p.Info != nil {
-			m.ChunkLength = uint32(p.Info.ChunkLength)
-			m.Compression = p.Info.Append(nil, v)
-			run.ChunkCount = uint64(p.Run.Chunks())
-		} else {
-			run.FirstChunk = 0
-			m.ChunkLength = uint32(compress.DefaultCRCChunkLength)
-			if t.CRC != nil {
-				m.ChunkLength = uint32(t.CRC.ChunkLength)
-			}
-		}
-		m.Runs = []wire.Run{run}
-		digest, err := runDigest(t, p.Run)
+		l := &p.Layout
+		m.DataLength, m.DataFileLength = uint64(l.DataLength), uint64(l.FileLength)
+		m.ChunkLength, m.DeadBytes = uint32(l.ChunkLength), uint64(l.Dead)
+		// The digest the receiver must find over the child's Data.db, derived from the parent's
+		// stored checksums rather than from the bytes sent; it travels on the authenticated
+		// control stream, so a chunk damaged on disk, in transit or by the data plane, even
+		// with its inline CRC recomputed, fails the receiver's comparison. A parent chunk that
+		// fails its CRC.db check fails this sstable here.
+		d, err := slice.LayoutDigest(t, l)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: %w", t.Path(descriptor.Data), err)
 		}
-		m.Digest = digest
+		m.Digest = d
+		if p.Info != nil {
+			m.Compression = p.Info.Append(nil, v)
+		}
+		// The segments go in order on the one Data stream, each frame at its child offset.
+		var srcs []source
+		for _, s := range l.Segments {
+			m.Runs = append(m.Runs, wire.Run{FirstChunk: uint64(s.FirstChunk), ChunkCount: uint64(s.Chunks()),
+				FileOffset: uint64(s.DstOff), Length: uint64(s.Length()), ParentOffset: uint64(s.PLo)})
+			srcs = append(srcs, source{stream: wire.StreamRuns, f: t.DataFile(), off: s.SrcOff, n: s.Length(), start: s.DstOff})
+		}
 		m.IndexSliceLength = uint64(len(p.Index))
-		srcs := []source{
-			{stream: wire.StreamRuns, f: t.DataFile(), off: p.Run.SrcOff, n: p.Run.SrcEnd - p.Run.SrcOff},
-			{stream: wire.StreamIndex, mem: p.Index},
-		}
+		srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
 		if v.Format == version.BTI {
 			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}
 			srcs = append(srcs, source{stream: wire.StreamComponent, component: 0, mem: p.Rows})
@@ -710,66 +707,4 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		m.Components = append(m.Components, wire.ComponentSpec{Name: string(c), Length: uint64(fi.Size())})
 	}
 	return m, srcs, nil
-}
-
-// runDigest is the CRC32 the receiver must find over a partial child's Data.db bytes,
-// derived from the parent's stored checksums rather than from the bytes sent: the inline
-// chunk CRCs (compressed), or CRC.db with the slices the run cuts read and checked
-// (uncompressed). It travels in the Manifest on the authenticated control stream, so a
-// chunk corrupted on disk, in transit or by the data plane, even with its inline CRC
-// recomputed, fails the receiver's comparison instead of being installed.
-func runDigest(t *sstable.Table, r slice.Run) (uint32, error) {
-	var (
-		d   uint32
-		err error
-	)
-	switch {
-	case t.Compression != nil:
-		d, err = compress.RunDigest(t.DataFile(), t.Compression, t.DataFileLength, r.FirstChunk, r.LastChunk, 0, 0)
-	case t.CRC != nil:
-		d, err = compress.RangeDigest(t.DataFile(), t.CRC, t.DataFileLength, r.SrcOff, r.SrcEnd)
-	default:
-		err = fmt.Errorf("%w: %s has no CRC.db", slice.ErrUnverifiable, t.Desc)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", t.Path(descriptor.Data), err)
-	}
-	return d, nil
-}
-
-// sendSource writes one source as Data frames: each payload is read straight into the
-// session's one buffer behind room for the frame header, which is then written in front
-// of it, so a frame leaves in one Write with no copy.
-func (ss *sendSession) sendSource(ctx context.Context, w io.Writer, id string, src source) error {
-	d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component}
-	size := int64(len(ss.buf) - hdrRoom)
-	total := src.n
-	if src.mem != nil {
-		total = int64(len(src.mem))
-	}
-	for done := int64(0); done < total; {
-		n := min(size, total-done)
-		payload := ss.buf[hdrRoom : hdrRoom+n]
-		if src.mem != nil {
-			copy(payload, src.mem[done:done+n])
-		} else if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
-			return fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
-		}
-		d.Offset = uint64(src.start + done)
-		hl := wire.DataHeaderLength(&d, int(n))
-		if hl > hdrRoom {
-			return fmt.Errorf("stream: Data header of %d bytes", hl)
-		}
-		wire.AppendDataHeader(ss.buf[hdrRoom-hl:hdrRoom-hl], &d, int(n))
-		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
-			return err
-		}
-		writeDeadline(w, ss.srv.cfg.IdleTimeout)
-		if _, err := w.Write(ss.buf[hdrRoom-hl : hdrRoom+n]); err != nil {
-			return err
-		}
-		done += n
-		ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
-	}
-	return nil
 }

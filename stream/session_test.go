@@ -33,7 +33,7 @@ func manifests(t testing.TB, compression string) (partial, entire *wire.Manifest
 		t.Fatal(err)
 	}
 	ranges, _ := token.ParseRanges(token.Murmur3, "(-3000000000000000000,4000000000000000000]")
-	ps, err := slice.Partials(tb, ranges)
+	ps, _, err := slice.Partials(tb, ranges, slice.PartialOptions{OnePerParent: true})
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("partials: %v, %d", err, len(ps))
 	}
@@ -228,7 +228,20 @@ func TestReceiverRejectsHostileManifests(t *testing.T) {
 	}{
 		{"run outside the file", partial, func(m *wire.Manifest) { m.Runs[0].FileOffset = 10 }},
 		{"run longer than the file", partial, func(m *wire.Manifest) { m.Runs[0].Length++ }},
-		{"two runs", partial, func(m *wire.Manifest) { m.Runs = append(m.Runs, m.Runs[0]) }},
+		{"the same run twice", partial, func(m *wire.Manifest) { m.Runs = append(m.Runs, m.Runs[0]) }},
+		{"a run split in two without a gap", partial, func(m *wire.Manifest) {
+			r := m.Runs[0]
+			a, b := r, r
+			a.ChunkCount, a.Length = 1, uint64(info.Offsets[1])
+			b.FirstChunk, b.ChunkCount, b.FileOffset, b.Length = r.FirstChunk+1, r.ChunkCount-1, uint64(info.Offsets[1]), r.Length-uint64(info.Offsets[1])
+			m.Runs = []wire.Run{a, b}
+		}},
+		{"no runs", partial, func(m *wire.Manifest) { m.Runs = nil }},
+		{"empty run", partial, func(m *wire.Manifest) { m.Runs[0].ChunkCount = 0 }},
+		{"uncompressed runs overlapping in the parent", plain, func(m *wire.Manifest) {
+			r := m.Runs[0]
+			m.Runs = []wire.Run{{FirstChunk: r.FirstChunk, ChunkCount: 1, Length: 100}, {FirstChunk: r.FirstChunk + 5, ChunkCount: 1, FileOffset: 100, Length: r.Length - 100}}
+		}},
 		{"chunk count mismatch", partial, func(m *wire.Manifest) { m.Runs[0].ChunkCount++ }},
 		{"chunk offsets not increasing", partial, func(m *wire.Manifest) {
 			i := *info
@@ -304,6 +317,7 @@ func TestDecide(t *testing.T) {
 		{"wrapping halves meet", Candidate{ID: "a", DataLength: 100, Partitions: 10, Children: []ChildFacts{ch(0, 4, 0, 40), ch(4, 6, 40, 100)}}, []wire.Kind{wire.KindEntire}},
 		{"a prefix", Candidate{ID: "a", DataLength: 100, Partitions: 10, Children: []ChildFacts{ch(0, 4, 0, 40)}}, []wire.Kind{wire.KindPartial}},
 		{"a gap", Candidate{ID: "a", DataLength: 100, Partitions: 10, Children: []ChildFacts{ch(0, 4, 0, 40), ch(5, 5, 50, 100)}}, []wire.Kind{wire.KindPartial, wire.KindPartial}},
+		{"one child with a gap from end to end", Candidate{ID: "a", DataLength: 100, Partitions: 9, Children: []ChildFacts{{FirstOrdinal: 0, Partitions: 9, Lo: 0, Hi: 100, Runs: 2}}}, []wire.Kind{wire.KindPartial}},
 		{"refused", Candidate{ID: "a", Refusal: "legacy counter shards", DataLength: 100, Partitions: 10, Children: []ChildFacts{ch(0, 10, 0, 100)}}, []wire.Kind{wire.KindRows}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

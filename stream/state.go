@@ -18,8 +18,10 @@ import (
 // fetchState is the resume record a Fetch keeps in its target directory: which of the
 // sender's sstables it already installed, and under which local name, and the verified
 // Data.db prefix of the one it was receiving. It is rewritten atomically (temporary name
-// under fsx.TempPrefix, fsync, rename, directory fsync) after every install and checkpoint,
-// and removed when a session completes with nothing failed.
+// under fsx.TempPrefix, fsync, rename, directory fsync) after every install and checkpoint.
+// When a session completes with nothing failed the record keeps only what it installed: a
+// repeated Fetch of the same request with Resume then skips all of it, so repeating a fetch
+// ends with the same partitions, each once.
 type fetchState struct {
 	Peer      string            `json:"peer"`
 	Keyspace  string            `json:"keyspace"`
@@ -156,16 +158,13 @@ func (st *fetchState) save() error {
 	return fsx.WriteFileAtomic(st.path, b, 0o644)
 }
 
-// remove deletes the record and the kept file it names.
-func (st *fetchState) remove() error {
-	var errs []error
+// complete drops the kept file of a partial and saves the record of what is installed.
+func (st *fetchState) complete() error {
 	if st.Partial != nil {
-		errs = append(errs, removeIfExists(filepath.Join(st.dir, st.Partial.Path)))
+		if err := removeIfExists(filepath.Join(st.dir, st.Partial.Path)); err != nil {
+			return err
+		}
 		st.Partial = nil
 	}
-	errs = append(errs, removeIfExists(st.path))
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return fsx.SyncDir(st.dir)
+	return st.save()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -226,68 +225,13 @@ func dialData(ctx context.Context, cfg Config, dp *wire.TCPDataPlane, peer strin
 	return tc, nil
 }
 
-// dataPayloadTag is the tag of Data's Payload field, its last (wire package
-// documentation): the TCP data plane reads a frame's header up to it and splices the
-// payload that follows.
-const dataPayloadTag = 5
-
-// parseDataHeader decodes the Data frame header at the start of b, up to and including
-// the Payload field's length, into d (d.Payload empty). It returns the header's length
-// and the payload's. io.EOF means b holds only part of the header. The fields before the
-// payload are decoded by wire.ParseData itself, on a copy of the header whose payload is
-// cut to nothing, so that the data plane accepts exactly what the QUIC path accepts.
-// scratch, of at least frameHeaderRoom+24 bytes, holds that copy.
+// parseDataHeader is wire.ParseDataHeader with the peer's mistakes as protocol errors.
 func parseDataHeader(b, scratch []byte, lim wire.Limits, d *wire.Data) (hn int, payload int64, err error) {
-	t, bodyLen, fh, err := wire.ReadFrameHeader(b, lim)
-	if err != nil {
-		return 0, 0, err
+	hn, payload, err = wire.ParseDataHeader(b, scratch, lim, d)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: TCP data connection: %w", ErrProtocol, err)
 	}
-	if t != wire.MsgData {
-		return 0, 0, fmt.Errorf("%w: %v frame on the TCP data connection", ErrProtocol, t)
-	}
-	end := fh + bodyLen
-	for p := fh; ; {
-		tag, tn := binary.Uvarint(b[p:])
-		if tn == 0 {
-			return 0, 0, io.EOF
-		}
-		if tn < 0 {
-			return 0, 0, fmt.Errorf("%w: Data field tag: %w", ErrProtocol, wire.ErrMalformed)
-		}
-		n, ln := binary.Uvarint(b[p+tn:])
-		if ln == 0 {
-			return 0, 0, io.EOF
-		}
-		if ln < 0 || n > uint64(end-(p+tn+ln)) || p+tn+ln > end {
-			return 0, 0, fmt.Errorf("%w: Data field %d overruns the frame: %w", ErrProtocol, tag, wire.ErrMalformed)
-		}
-		if tag == dataPayloadTag {
-			if p+tn+ln+int(n) != end {
-				return 0, 0, fmt.Errorf("%w: Data payload is not the frame's last field: %w", ErrProtocol, wire.ErrMalformed)
-			}
-			body := p - fh + tn + 1 // the fields before the payload, its tag and a zero length
-			if body > frameHeaderRoom {
-				return 0, 0, fmt.Errorf("%w: Data header of %d bytes", ErrProtocol, body)
-			}
-			h := binary.AppendUvarint(scratch[:0], uint64(wire.MsgData))
-			h = binary.AppendUvarint(h, uint64(body))
-			h = append(h, b[fh:p+tn]...)
-			h = append(h, 0)
-			if _, err := wire.ParseData(h, lim, d); err != nil {
-				return 0, 0, fmt.Errorf("%w: %w", ErrProtocol, err)
-			}
-			d.Payload = nil
-			return p + tn + ln, int64(n), nil
-		}
-		// A field before the payload must lie whole inside the header buffer.
-		if p+tn+ln+int(n) > len(b) {
-			if p+tn+ln+int(n) > frameHeaderRoom {
-				return 0, 0, fmt.Errorf("%w: Data header longer than %d bytes", ErrProtocol, frameHeaderRoom)
-			}
-			return 0, 0, io.EOF
-		}
-		p += tn + ln + int(n)
-	}
+	return hn, payload, err
 }
 
 // tcpReader reads Data frames from the TCP data connection: each header through a small
@@ -305,7 +249,7 @@ type tcpReader struct {
 
 func newTCPReader(c *net.TCPConn, lim wire.Limits) *tcpReader {
 	// Small, so that little of each payload passes through user space on its way to a file.
-	return &tcpReader{c: c, lim: lim, buf: make([]byte, frameHeaderRoom), scratch: make([]byte, frameHeaderRoom+24)}
+	return &tcpReader{c: c, lim: lim, buf: make([]byte, wire.MaxDataHeader), scratch: make([]byte, wire.DataHeaderScratch)}
 }
 
 // header reads the next frame's header into d and returns its payload length. It must be
@@ -411,96 +355,17 @@ func (ss *sendSession) dataConn(ctx context.Context) (*net.TCPConn, error) {
 	}
 }
 
-// sendOneTCP sends one planned sstable over the TCP data plane: its Manifest on the
-// control stream, then its Data frames on the data connection, each header written from
-// memory and each file payload with sendfile, and an empty Data frame for the sstable to
-// end it (QUIC's FIN). It stops early, still ending with the empty frame, once the receiver
-// reported an outcome for the sstable (it failed it). Unlike QUIC, one connection carries
-// every sstable, so a local error in the middle of a frame cannot be confined to this
-// sstable: it fails the session.
-func (ss *sendSession) sendOneTCP(ctx context.Context, o *outgoing) error {
-	id := o.planned.ID
-	sources, release, ok, err := ss.beginOne(o)
-	if !ok {
-		return err
-	}
-	defer release()
-	c, err := ss.dataConn(ctx)
-	if err != nil {
-		return err
-	}
-	for _, src := range sources {
-		stopped, err := ss.sendSourceTCP(ctx, c, id, src)
-		if err != nil {
-			return fmt.Errorf("sending %s over TCP to %s: %w", id, ss.peer, err)
-		}
-		if stopped {
-			break
-		}
-	}
-	end := wire.AppendDataHeader(ss.buf[:0], &wire.Data{SSTableID: id, Stream: wire.StreamRuns}, 0)
-	if _, err := c.Write(end); err != nil {
-		return fmt.Errorf("sending %s over TCP to %s: %w", id, ss.peer, err)
-	}
-	return nil
-}
-
-// sendSourceTCP writes one source as Data frames on c. stopped reports that the receiver
-// already gave the sstable an outcome, so the rest is not sent.
-func (ss *sendSession) sendSourceTCP(ctx context.Context, c *net.TCPConn, id string, src source) (stopped bool, err error) {
-	d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component}
-	size := int64(len(ss.buf) - hdrRoom)
-	total := src.n
-	if src.mem != nil {
-		total = int64(len(src.mem))
-	}
-	for done := int64(0); done < total; {
-		if err := ss.poll(ctx, false); err != nil {
-			return false, err
-		}
-		if acked, _ := ss.sm.Outcome(id); acked {
-			return true, nil
-		}
-		n := min(size, total-done)
-		d.Offset = uint64(src.start + done)
-		if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
-			return false, fmt.Errorf("stream: Data header of %d bytes", hl)
-		}
-		frame := wire.AppendDataHeader(ss.buf[:0], &d, int(n))
-		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
-			return false, err
-		}
-		writeDeadline(c, ss.srv.cfg.IdleTimeout)
-		if src.mem != nil {
-			frame = append(frame, src.mem[done:done+n]...)
-			if _, err := c.Write(frame); err != nil {
-				return false, err
-			}
-		} else {
-			if _, err := c.Write(frame); err != nil {
-				return false, err
-			}
-			if _, err := fsx.Sendfile(ctx, c, src.f, src.off+done, n); err != nil {
-				return false, err
-			}
-		}
-		done += n
-		ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
-	}
-	return false, nil
-}
-
 // readBackSize bounds the buffer through which the TCP receiver reads spliced Data.db
 // bytes back for checking: small enough to stay in cache while it is CRC-checked.
 const readBackSize = 256 << 10
 
-// tcpPayload places the payload of d (n bytes, admitted to slot s of in) from the TCP data
+// place places the payload of d (n bytes, admitted to slot s of in) from the TCP data
 // connection. A file's payload is spliced into the file at its offset; Data.db bytes are
 // then read back from the file (from the page cache, where the splice just put them) and
 // fed to the chunk checker, the digest and, uncompressed, the CRC.db writer: the checks
 // see exactly the bytes the file holds. Index and rows slices are read into memory. On an
-// error rs.data.left says whether the payload was consumed whole.
-func (rs *recvSession) tcpPayload(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
+// error the reader's left count says whether the payload was consumed whole.
+func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
 	f := job.file(d)
 	if f == nil {
 		if int64(cap(rs.mem)) < n {
@@ -541,7 +406,7 @@ func (rs *recvSession) tcpPayload(ctx context.Context, in *Incoming, job *instal
 
 // drain skips the rest of sstable id's data on the TCP data connection, up to the empty
 // Data frame that ends it: the data of an sstable this receiver failed or refused.
-func (rs *recvSession) drain(id string) error {
+func (rs *tcpIn) drain(id string) error {
 	if err := rs.data.skip(); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -316,67 +315,20 @@ func TestReceiverTCPDataPlane(t *testing.T) {
 	}
 }
 
-// parseDataHeader decodes exactly what ParseData decodes from the same frame, and reports a
-// prefix of the header as io.EOF.
-func TestParseDataHeader(t *testing.T) {
-	d := wire.Data{SSTableID: "nb-1-big@3+40", Stream: wire.StreamComponent, Component: 2, Offset: 1 << 33}
-	payload := bytes.Repeat([]byte{7}, 1000)
-	frame := append(wire.AppendDataHeader(nil, &d, len(payload)), payload...)
-	hl := wire.DataHeaderLength(&d, len(payload))
-	scratch := make([]byte, frameHeaderRoom+24)
+// The data plane's header reader turns the peer's malformed headers into protocol errors
+// and still reports a partial header as io.EOF (wire's tests cover the codec itself).
+func TestParseDataHeaderErrors(t *testing.T) {
+	d := wire.Data{SSTableID: "a", Stream: wire.StreamRuns}
+	frame := wire.AppendDataHeader(nil, &d, 10)
+	scratch := make([]byte, wire.DataHeaderScratch)
 	var got wire.Data
-	hn, n, err := parseDataHeader(frame[:hl+10], scratch, wire.Limits{}, &got)
-	if err != nil || hn != hl || n != int64(len(payload)) {
-		t.Fatalf("parseDataHeader: %d %d %v; want %d %d", hn, n, err, hl, len(payload))
-	}
-	if got.SSTableID != d.SSTableID || got.Stream != d.Stream || got.Component != d.Component || got.Offset != d.Offset || len(got.Payload) != 0 {
-		t.Errorf("decoded %+v, want %+v", got, d)
-	}
-	for k := 0; k < hl; k++ {
-		if _, _, err := parseDataHeader(frame[:k], scratch, wire.Limits{}, &got); !errors.Is(err, io.EOF) {
-			t.Errorf("header prefix of %d bytes: %v, want io.EOF", k, err)
-		}
+	if _, _, err := parseDataHeader(frame[:len(frame)-1], scratch, wire.Limits{}, &got); !errors.Is(err, io.EOF) {
+		t.Errorf("partial header: %v", err)
 	}
 	other := wire.AppendMessage(nil, &wire.Keepalive{Nanos: 1})
 	if _, _, err := parseDataHeader(other, scratch, wire.Limits{}, &got); !errors.Is(err, ErrProtocol) {
 		t.Errorf("a Keepalive frame: %v", err)
 	}
-}
-
-// parseDataHeader never panics, never claims more header than it was given, and agrees
-// with ParseData on every complete frame it accepts.
-func FuzzParseDataHeader(f *testing.F) {
-	for _, d := range []wire.Data{
-		{SSTableID: "a", Stream: wire.StreamRuns, Offset: 0},
-		{SSTableID: "nb-1-big@3+40", Stream: wire.StreamComponent, Component: 2, Offset: 1 << 40},
-	} {
-		for _, n := range []int{0, 1, 300} {
-			f.Add(append(wire.AppendDataHeader(nil, &d, n), make([]byte, n)...))
-		}
-	}
-	f.Add(wire.AppendMessage(nil, &wire.Keepalive{Nanos: 300}))
-	scratch := make([]byte, frameHeaderRoom+24)
-	lim := wire.Limits{MaxFrame: 1 << 20, MaxStringLen: 256}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var d wire.Data
-		hn, n, err := parseDataHeader(b, scratch, lim, &d)
-		if err != nil {
-			return
-		}
-		if hn > len(b) || n < 0 {
-			t.Fatalf("header %d of %d bytes, payload %d", hn, len(b), n)
-		}
-		if int64(len(b)) >= int64(hn)+n {
-			var want wire.Data
-			if _, err := wire.ParseData(b, lim, &want); err != nil {
-				t.Fatalf("parseDataHeader accepted a frame ParseData refuses: %v", err)
-			}
-			if want.SSTableID != d.SSTableID || want.Stream != d.Stream || want.Component != d.Component ||
-				want.Offset != d.Offset || int64(len(want.Payload)) != n {
-				t.Fatalf("parseDataHeader %+v (%d), ParseData %+v", d, n, want)
-			}
-		}
-	})
 }
 
 // flakyListener fails its first accepts as a listener out of descriptors does.

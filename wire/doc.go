@@ -81,10 +81,12 @@
 //	                     12  Partitions        uint
 //	                     13  Statistics        bytes (opaque)
 //	                     14  Digest            uint (uint32)
+//	                     15  DeadBytes         uint
 //	      Run            1   FirstChunk        uint
 //	                     2   ChunkCount        uint
 //	                     3   FileOffset        uint
 //	                     4   Length            uint
+//	                     5   ParentOffset      uint
 //	      ComponentSpec  1   Name              string
 //	                     2   Length            uint
 //	6     Data           1   SSTableID         string

@@ -128,7 +128,7 @@ func samples() []sample {
 			SSTableID: maxString, Version: maxString, Format: maxString, Kind: Kind(math.MaxUint8),
 			DataLength: math.MaxUint64, DataFileLength: math.MaxUint64, ChunkLength: math.MaxUint32,
 			Compression:      payload64k,
-			Runs:             []Run{{math.MaxUint64, math.MaxUint64, math.MaxUint64, math.MaxUint64}},
+			Runs:             []Run{{math.MaxUint64, math.MaxUint64, math.MaxUint64, math.MaxUint64, math.MaxUint64}},
 			Components:       []ComponentSpec{{Name: maxString, Length: math.MaxUint64}},
 			IndexSliceLength: math.MaxUint64, Partitions: math.MaxUint64, Statistics: payload64k, Digest: math.MaxUint32,
 		}},

@@ -1,13 +1,16 @@
 package wire
 
-// Run is one contiguous run of compressed chunks copied from the source Data.db: chunks
-// FirstChunk..FirstChunk+ChunkCount-1 of the source, occupying Length bytes at FileOffset
-// in the child Data.db.
+// Run is one contiguous piece of the source Data.db copied into a child: chunks
+// FirstChunk..FirstChunk+ChunkCount-1 of the source (compressed; for an uncompressed source
+// the CRC.db chunks it touches), occupying Length bytes at FileOffset in the child Data.db;
+// ParentOffset is where those bytes start in the source's uncompressed data (what an
+// uncompressed child needs to map positions; a compressed one derives it from FirstChunk).
 type Run struct {
-	FirstChunk uint64
-	ChunkCount uint64
-	FileOffset uint64
-	Length     uint64
+	FirstChunk   uint64
+	ChunkCount   uint64
+	FileOffset   uint64
+	Length       uint64
+	ParentOffset uint64
 }
 
 // ComponentSpec names a component sent whole (Data.Stream == StreamComponent addresses it
@@ -36,6 +39,9 @@ type Manifest struct {
 	Partitions       uint64
 	Statistics       []byte // opaque Statistics.db bytes
 	Digest           uint32 // Digest.crc32 of the child Data.db
+	// DeadBytes is what the sender's layout left dead in a partial child's data: bytes of the
+	// parent's chunks no partition of the child occupies (informational: shown to operators).
+	DeadBytes uint64
 }
 
 const (
@@ -53,11 +59,13 @@ const (
 	manifestPartitions       = 12
 	manifestStatistics       = 13
 	manifestDigest           = 14
+	manifestDeadBytes        = 15
 
 	runFirstChunk = 1
 	runChunkCount = 2
 	runFileOffset = 3
 	runLength     = 4
+	runParent     = 5
 
 	componentName   = 1
 	componentLength = 2
@@ -80,6 +88,7 @@ var manifestSchema = schema{
 		manifestPartitions:       "Partitions",
 		manifestStatistics:       "Statistics",
 		manifestDigest:           "Digest",
+		manifestDeadBytes:        "DeadBytes",
 	},
 	repeated: 1<<manifestRuns | 1<<manifestComponents,
 }
@@ -91,6 +100,7 @@ var runSchema = schema{
 		runChunkCount: "ChunkCount",
 		runFileOffset: "FileOffset",
 		runLength:     "Length",
+		runParent:     "ParentOffset",
 	},
 }
 
@@ -122,6 +132,7 @@ func (m *Manifest) encode(w *writer) {
 	w.uint(manifestPartitions, m.Partitions)
 	w.bytes(manifestStatistics, m.Statistics)
 	w.uint(manifestDigest, uint64(m.Digest))
+	w.uint(manifestDeadBytes, m.DeadBytes)
 }
 
 func (m *Manifest) decode(d *decoder) {
@@ -173,6 +184,8 @@ func (m *Manifest) decode(d *decoder) {
 			m.Statistics = d.bytes(blob)
 		case manifestDigest:
 			m.Digest = d.u32()
+		case manifestDeadBytes:
+			m.DeadBytes = d.u64()
 		}
 	}
 }
@@ -182,6 +195,7 @@ func (r *Run) encode(w *writer) {
 	w.uint(runChunkCount, r.ChunkCount)
 	w.uint(runFileOffset, r.FileOffset)
 	w.uint(runLength, r.Length)
+	w.uint(runParent, r.ParentOffset)
 }
 
 func (r *Run) decode(d *decoder) {
@@ -195,6 +209,8 @@ func (r *Run) decode(d *decoder) {
 			r.FileOffset = d.u64()
 		case runLength:
 			r.Length = d.u64()
+		case runParent:
+			r.ParentOffset = d.u64()
 		}
 	}
 }

@@ -176,3 +176,54 @@ func TestGenAndSplitJSON(t *testing.T) {
 		t.Errorf("children hold %d partitions, want 64", total)
 	}
 }
+
+// slice --json prints exactly the documented fields for the one sstable it writes, which
+// verifies; overlapping ranges are a usage error (exit 2) and write nothing; ranges holding
+// no partition write nothing.
+func TestSliceJSON(t *testing.T) {
+	f := fixture(t, tenK)
+	dir := t.TempDir()
+	spec := "(-9000000000000000000,-8000000000000000000],(-100,5000000000000000],(7000000000000000000,-9100000000000000000]"
+	code, out, errs := sluice(t, "sstable", "slice", f.Path("Data.db"), "--ranges", spec, "--out", filepath.Join(dir, "one"), "--mode", "copy", "--json")
+	if code != 0 {
+		t.Fatalf("slice: exit %d: %s", code, errs)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := []string{"path", "partitions", "runs", "dead_bytes", "data_file_length", "mode", "reason", "bytes_written", "wall_seconds"}
+	if len(rep) != len(want) {
+		t.Errorf("fields %v, want exactly %v", rep, want)
+	}
+	for _, k := range want {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("no %q in %s", k, out)
+		}
+	}
+	if rep["runs"].(float64) != 3 || rep["mode"] != "copy" || rep["partitions"].(float64) == 0 {
+		t.Errorf("slice --json: %s", out)
+	}
+	if code, out, _ := sluice(t, "sstable", "verify", "--extended", rep["path"].(string)); code != 0 {
+		t.Errorf("the slice does not verify: %s", out)
+	}
+	if ds, _ := filepath.Glob(filepath.Join(dir, "one", "*-TOC.txt")); len(ds) != 1 {
+		t.Errorf("wrote %v, want one sstable", ds)
+	}
+
+	over := filepath.Join(dir, "over")
+	if code, _, errs := sluice(t, "sstable", "slice", f.Path("Data.db"), "--ranges", "(0,100],(50,200]", "--out", over); code != 2 {
+		t.Errorf("overlapping ranges: exit %d (%s), want 2", code, errs)
+	}
+	if _, err := os.Stat(over); !os.IsNotExist(err) {
+		t.Errorf("overlapping ranges created %s", over)
+	}
+
+	code, out, _ = sluice(t, "sstable", "slice", f.Path("Data.db"), "--ranges", "(1,2]", "--out", filepath.Join(dir, "none"), "--json")
+	if code != 0 || !strings.Contains(out, `"path": ""`) {
+		t.Errorf("empty range: exit %d: %s", code, out)
+	}
+	if ds, _ := filepath.Glob(filepath.Join(dir, "none", "*-TOC.txt")); len(ds) != 0 {
+		t.Errorf("empty range wrote %v", ds)
+	}
+}

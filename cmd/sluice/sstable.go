@@ -23,7 +23,7 @@ prefix such as dir/nb-1-big. Tokens print as decimal strings for Murmur3 and as 
 hex for ByteOrdered; keys print as lower-case hex.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newDescribeCmd(), newKeysCmd(), newVerifyCmd(), newGenCmd(), newSplitCmd())
+	cmd.AddCommand(newDescribeCmd(), newKeysCmd(), newVerifyCmd(), newGenCmd(), newSplitCmd(), newSliceCmd())
 	return cmd
 }
 
@@ -207,6 +207,9 @@ the component file and byte offset.`,
 					fmt.Fprintf(out, "%s: OK (%d partitions, %d chunks", rep.Path, rep.Partitions, rep.Chunks)
 					if extended {
 						fmt.Fprintf(out, ", %d rows", rep.Rows)
+					}
+					if rep.DeadBytes > 0 {
+						fmt.Fprintf(out, ", %d dead bytes in %d regions skipped", rep.DeadBytes, rep.DeadRegions)
 					}
 					fmt.Fprintln(out, ")")
 				}

@@ -38,6 +38,8 @@ type fetchedSSTable struct {
 	Kind       string `json:"kind"`
 	Partitions int64  `json:"partitions"`
 	Bytes      int64  `json:"bytes"`
+	Runs       int    `json:"runs"`
+	DeadBytes  int64  `json:"dead_bytes"`
 }
 
 func newFetchCmd() *cobra.Command {
@@ -105,7 +107,8 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			}
 			rep := fetchReport{SSTables: []fetchedSSTable{}, Skipped: res.Skipped, Failed: []string{}, Bytes: res.BytesReceived, Wall: res.Wall.Seconds()}
 			for _, f := range res.SSTables {
-				rep.SSTables = append(rep.SSTables, fetchedSSTable{Path: f.Path + "-Data.db", Kind: f.Kind, Partitions: f.Partitions, Bytes: f.Bytes})
+				rep.SSTables = append(rep.SSTables, fetchedSSTable{Path: f.Path + "-Data.db", Kind: f.Kind, Partitions: f.Partitions, Bytes: f.Bytes,
+					Runs: f.Runs, DeadBytes: f.DeadBytes})
 			}
 			for _, e := range res.Failed {
 				rep.Failed = append(rep.Failed, e.Error())
@@ -117,7 +120,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			} else {
 				w := cmd.OutOrStdout()
 				for _, f := range rep.SSTables {
-					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes\n", f.Path, f.Kind, f.Partitions, f.Bytes)
+					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes  %d runs (%d dead bytes)\n", f.Path, f.Kind, f.Partitions, f.Bytes, f.Runs, f.DeadBytes)
 				}
 				for _, f := range rep.Failed {
 					fmt.Fprintf(w, "failed: %s\n", f)

@@ -177,10 +177,10 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 		t.Close()
 		return nil, err
 	}
-	// Two non-adjacent quarters, so the partial stream carries two children.
+	// Two non-adjacent quarters, so the partial stream carries one child of two runs.
 	w.half = token.RangeSet{quarters[0], quarters[2]}
 	rep.PartialRanges = w.half.String()
-	partials, err := slice.Partials(t, w.half)
+	partials, _, err := slice.Partials(t, w.half, slice.PartialOptions{OnePerParent: true})
 	if err == nil {
 		err = t.ScanPartitions(func(*sstable.Partition) error { rep.Partitions++; return nil })
 	}
@@ -191,7 +191,7 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	}
 	// The raw transfer moves as many bytes as the partial stream's payload.
 	for _, p := range partials {
-		w.halfBytes += p.Run.FileLength() + int64(len(p.Index)+len(p.Rows))
+		w.halfBytes += p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))
 	}
 
 	ringStart := token.Murmur3.MinToken()
@@ -263,6 +263,7 @@ type streamSample struct {
 	receiverCPU time.Duration
 	heap        uint64
 	peakRSS     int64
+	fetched     fetchOutput // what `stream fetch --json` printed (fetch configurations)
 }
 
 func streamMedians(name string, ss []streamSample) StreamRow {
@@ -438,13 +439,18 @@ func (w *streamWorld) rawReceive(ctx context.Context, srv *server, name, what st
 
 // fetchOutput is the part of `sluice stream fetch --json` the benchmark reads.
 type fetchOutput struct {
-	SSTables []struct {
-		Kind  string `json:"kind"`
-		Bytes int64  `json:"bytes"`
-	} `json:"sstables"`
-	Failed []string `json:"failed"`
-	Bytes  int64    `json:"bytes_received"`
-	Wall   float64  `json:"wall_seconds"`
+	SSTables []fetchedOutput `json:"sstables"`
+	Failed   []string        `json:"failed"`
+	Bytes    int64           `json:"bytes_received"`
+	Wall     float64         `json:"wall_seconds"`
+}
+
+// fetchedOutput is one sstable in `stream fetch --json`.
+type fetchedOutput struct {
+	Kind      string `json:"kind"`
+	Bytes     int64  `json:"bytes"`
+	Runs      int    `json:"runs"`
+	DeadBytes int64  `json:"dead_bytes"`
 }
 
 // runFetch is configurations (b) to (d) and (f): a `sluice run` node sends, `sluice stream
@@ -503,6 +509,7 @@ func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges t
 	}
 	sort.Strings(ks)
 	s.status, s.kinds, s.bytes, s.wall = "ok", strings.Join(ks, ", "), got.Bytes, secondsDuration(got.Wall)
+	s.fetched = got
 	if len(got.SSTables) == 0 || got.Bytes == 0 {
 		return s, fmt.Errorf("stream fetch installed nothing: %s", stdout)
 	}

@@ -47,10 +47,7 @@ func TestRefusedOnly(t *testing.T) {
 		t.Error("no failure counted as not supported")
 	}
 	installed := fetchOutput{Failed: []string{refused}}
-	installed.SSTables = append(installed.SSTables, struct {
-		Kind  string `json:"kind"`
-		Bytes int64  `json:"bytes"`
-	}{"partial", 1})
+	installed.SSTables = append(installed.SSTables, fetchedOutput{Kind: "partial", Bytes: 1})
 	if _, ok := refusedOnly(installed); ok {
 		t.Error("a fetch that installed something counted as not supported")
 	}

@@ -47,9 +47,12 @@ func (d *dirLocks) get(dir string) *sync.RWMutex {
 
 // StartCleanup removes from this node's tables every partition outside the ranges it must
 // keep (ring.CleanupRanges: replicated now or once in-flight changes settle). Each sstable
-// with partitions outside is split into the kept ranges (slice.Split, mode auto) in its own
-// directory, and then removed, TOC first. Children are installed before the parent goes, so a
-// crash in between leaves both (the kept partitions twice, which reconcile), never a loss.
+// becomes at most one: kept whole when nothing lies outside the kept ranges, dropped when
+// nothing lies inside, and otherwise sliced (slice.Slice, mode auto: one multi-run child of
+// its chunk runs, rechunked gap-free past the slice bounds) in its own directory, and then
+// removed, TOC first, so a node's sstable count never rises from cleanup. The child is
+// installed before the parent goes, so a crash in between leaves both (the kept partitions
+// twice, which reconcile), never a loss.
 func (n *Node) StartCleanup(req CleanupRequest) (OpStatus, error) {
 	c, err := n.requireCluster()
 	if err != nil {
@@ -158,7 +161,7 @@ func cleanupSSTable(ctx context.Context, s catalog.LiveSSTable, keep token.Range
 		res.Action = CleanupDropped
 	default:
 		res.Action = CleanupSplit
-		sr, err := slice.Split(ctx, t, keep, s.Desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover})
+		sr, err := slice.Slice(ctx, t, keep, s.Desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover, RechunkPastBounds: true})
 		if err != nil {
 			return res, err
 		}

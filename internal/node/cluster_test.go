@@ -19,6 +19,7 @@ import (
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -305,6 +306,10 @@ func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *test
 	checkPlacement(t, ringOf(t, n1), keys, n1, n2, n3)
 
 	// Bootstrap n4: it allocates tokens, fetches its ranges and becomes NORMAL.
+	held := map[string]int{}
+	for _, n := range nodes {
+		held[n.cfg.Name] = countSSTables(t, n)
+	}
 	cfg := tc.config("n4", t.TempDir(), seed)
 	cfg.Bootstrap = true
 	n4 := tc.start(cfg).node
@@ -326,6 +331,10 @@ func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *test
 		if tr.To != "n4" || tr.SSTables == 0 {
 			t.Errorf("transfer %+v: want sstables installed on n4", tr)
 		}
+		// At most one sstable per source sstable, however many ranges the transfer holds.
+		if tr.SSTables > held[tr.From] {
+			t.Errorf("transfer %+v installed %d sstables from %d on %s", tr, tr.SSTables, held[tr.From], tr.From)
+		}
 	}
 	four := map[string]ring.NodeState{"n1": ring.Normal, "n2": ring.Normal, "n3": ring.Normal, "n4": ring.Normal}
 	all := []*Node{n1, n2, n3, n4}
@@ -342,7 +351,7 @@ func TestBootstrapCleanupAndDecommissionKeepEveryKeyOnExactlyItsReplicas(t *test
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitOp(t, n, s.ID)
+		checkCleanupOnePerParent(t, waitOp(t, n, s.ID))
 	}
 	r4 := ringOf(t, n1)
 	checkPlacement(t, r4, keys, all...)
@@ -471,7 +480,7 @@ func TestMoveThenCleanupKeepsEveryKeyOnExactlyItsReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitOp(t, n, s.ID)
+		checkCleanupOnePerParent(t, waitOp(t, n, s.ID))
 	}
 	checkPlacement(t, ringOf(t, nodes[1]), keys, nodes...)
 	if _, err := nodes[0].StartMove(target); err == nil {
@@ -544,4 +553,28 @@ func TestImportAdoptsVerifiedSSTablesAndRefusesDamagedOnes(t *testing.T) {
 	if got := len(heldKeys(t, n)); got != 40 {
 		t.Fatalf("after the refused import the node holds %d keys, want 40", got)
 	}
+}
+
+// checkCleanupOnePerParent checks that cleanup turned each sstable into at most one: kept,
+// dropped, or sliced into exactly one child.
+func checkCleanupOnePerParent(t *testing.T, st OpStatus) {
+	t.Helper()
+	for _, c := range st.Cleanup {
+		switch {
+		case c.Action == CleanupSplit && len(c.Children) != 1:
+			t.Errorf("cleanup of %s: %d children, want one", c.SSTable, len(c.Children))
+		case c.Action != CleanupSplit && len(c.Children) != 0:
+			t.Errorf("cleanup of %s (%s): %d children", c.SSTable, c.Action, len(c.Children))
+		}
+	}
+}
+
+// countSSTables counts the live sstables of the test table on n.
+func countSSTables(t *testing.T, n *Node) int {
+	t.Helper()
+	ds, err := descriptor.List(gen.TableDir(n.cfg.DataDirs[0], testKS, testTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ds)
 }

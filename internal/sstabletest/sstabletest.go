@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/rows"
+	"github.com/sluicedb/sluice/sstable/schema"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -18,7 +20,8 @@ type Partition struct {
 }
 
 // ReadAll returns every partition of the sstable at prefix with its Data.db bytes. A partition
-// ends where the next begins, or at the end of the data.
+// ends at its end-of-partition flag, found with the row cursor: in a multi-run sstable a dead
+// region may lie between it and the next partition.
 func ReadAll(t testing.TB, prefix string) []Partition {
 	t.Helper()
 	tb, err := sstable.Open(prefix)
@@ -40,11 +43,26 @@ func ReadAll(t testing.TB, prefix string) []Partition {
 		t.Fatal(err)
 	}
 	pos = append(pos, tb.DataLength())
+	table, err := schema.Compile(tb.Statistics.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur rows.Cursor
 	for i := range out {
-		out[i].Bytes = make([]byte, pos[i+1]-pos[i])
-		if _, err := tb.Data.ReadAt(out[i].Bytes, pos[i]); err != nil {
+		b := make([]byte, pos[i+1]-pos[i])
+		if _, err := tb.Data.ReadAt(b, pos[i]); err != nil {
 			t.Fatal(err)
 		}
+		err := cur.ResetTrailing(table, tb.Version(), b)
+		for err == nil && cur.Next() {
+		}
+		if err == nil {
+			err = cur.Err()
+		}
+		if err != nil || !cur.Done() {
+			t.Fatalf("%s: partition %x at %d: %v (no end-of-partition flag before the next partition)", prefix, out[i].Key, pos[i], err)
+		}
+		out[i].Bytes = b[:cur.End()]
 	}
 	return out
 }

@@ -139,6 +139,7 @@ type Cursor struct {
 	count      int
 	headerSize int
 	done       bool
+	trailing   bool  // bytes may follow the end-of-partition flag (ResetTrailing)
 	present    []int // column indexes present in the row being decoded
 }
 
@@ -153,6 +154,22 @@ type rowBuf struct {
 // Reset positions c at the start of partition, which must hold exactly one partition (from
 // its index position to the next partition's), and reads its header and static row.
 func (c *Cursor) Reset(t *schema.Table, v version.Version, partition []byte) error {
+	c.trailing = false
+	return c.reset(t, v, partition)
+}
+
+// ResetTrailing is Reset for a slice that may run on past the partition's end: from its index
+// position to the next partition's in a multi-run sstable, where a dead region (bytes of the
+// parent no index entry addresses) can follow a partition. End then says where it ended.
+func (c *Cursor) ResetTrailing(t *schema.Table, v version.Version, partition []byte) error {
+	c.trailing = true
+	return c.reset(t, v, partition)
+}
+
+// End is the offset just past the end-of-partition flag, once Done.
+func (c *Cursor) End() int { return c.d.off }
+
+func (c *Cursor) reset(t *schema.Table, v version.Version, partition []byte) error {
 	c.t, c.s = t, newDeltas(t.Header)
 	c.d = dec{b: partition}
 	c.kind, c.start, c.end, c.prevStart, c.count, c.headerSize, c.done = 0, 0, 0, 0, 0, 0, false
@@ -222,7 +239,7 @@ func (c *Cursor) Next() bool {
 	}
 	if flags&flagEndOfPartition != 0 {
 		c.done = true
-		if c.d.off != len(c.d.b) {
+		if c.d.off != len(c.d.b) && !c.trailing {
 			c.d.fail(c.d.off, "end of partition", fmt.Errorf("%w: %d bytes follow the end-of-partition flag", ErrMalformed, len(c.d.b)-c.d.off))
 			return false
 		}

@@ -48,6 +48,7 @@ func BenchmarkRebuildAdd(b *testing.B) {
 				b.Fatal(err)
 			}
 			out := b.TempDir()
+			whole := &Layout{Segments: []Segment{{PHi: t.DataLength()}}, DataLength: t.DataLength()}
 			gen := 0
 			newBuilder := func() *Builder {
 				gen++
@@ -56,7 +57,7 @@ func BenchmarkRebuildAdd(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { inst.Abort() })
-				bl, err := NewBuilder(spec, inst, descriptor.Descriptor{Dir: out, Version: v, ID: fmt.Sprint(gen)}, 0, t.DataLength(), 0)
+				bl, err := NewBuilder(spec, inst, descriptor.Descriptor{Dir: out, Version: v, ID: fmt.Sprint(gen)}, whole, 0)
 				if err != nil {
 					b.Fatal(err)
 				}

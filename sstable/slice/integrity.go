@@ -79,18 +79,17 @@ func provenUncompressed(parent *sstable.Table, lo, hi int64, w io.Writer) error 
 	return nil
 }
 
-// provenRecords reads the child's Data.db (the run's FileLength bytes, chunk records at
+// provenRecords reads the child's Data.db (l.FileLength bytes, chunk records at
 // info.Offsets) and checks every record's inline CRC while computing the child's digest. A
 // failure names the parent's chunk and offset.
-func provenRecords(parent *sstable.Table, child *os.File, info *compress.Info, run Run) (uint32, error) {
-	n := run.FileLength()
+func provenRecords(parent *sstable.Table, child *os.File, info *compress.Info, l *Layout) (uint32, error) {
+	n := l.FileLength
 	h := crc32.NewIEEE()
 	cc := compress.NewChunkChecker(info.Offsets, n)
 	if _, err := io.CopyBuffer(io.MultiWriter(h, cc), io.NewSectionReader(child, 0, n), make([]byte, 1<<20)); err != nil {
 		var ce *compress.ChunkError
 		if errors.As(err, &ce) { // name the parent's chunk and offset, not the child's
-			ce.Chunk += run.FirstChunk
-			ce.Offset += run.SrcOff - run.Pad
+			ce.Chunk, ce.Offset = l.parentChunk(ce.Chunk, ce.Offset)
 			ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
 		}
 		return 0, corruptParent(parent, err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -71,17 +70,67 @@ func (ps *Pieces) Find(t token.Token) int {
 	return -1
 }
 
-// ChildPlan is one child: a contiguous run of parent partitions that one piece selects.
+// RunPlan is one run of a child: consecutive parent partitions that one piece selects, in
+// parent Data.db [Lo, Hi).
+type RunPlan struct {
+	FirstOrdinal int64
+	Partitions   int64
+	Lo, Hi       int64
+}
+
+// ChildPlan is one child: one run (split: one child per piece) or every run a parent has for
+// a range set (slice, streaming, cleanup: one child per parent), in parent order. The scalar
+// fields summarise the runs: the first run's ordinal and Lo, the last run's Hi, the total
+// partition count, the first and last key.
 type ChildPlan struct {
 	Piece        int
-	Range        token.Range // the requested range (not the piece)
+	Range        token.Range // the requested range of the first run (split: the child's range)
 	RangeIndex   int
 	FirstOrdinal int64
 	Partitions   int64
-	Lo, Hi       int64 // parent uncompressed Data.db: start of the first partition, end of the last
+	Lo, Hi       int64
 	First, Last  []byte
 	FirstTok     token.Token
 	LastTok      token.Token
+	Runs         []RunPlan
+}
+
+// Contains reports whether ordinal is a partition of one of the child's runs; ordinals must
+// be asked in increasing order from run k on, and the returned k is where to ask next.
+func (c *ChildPlan) Contains(k int, ordinal int64) (int, bool) {
+	for k < len(c.Runs) && ordinal >= c.Runs[k].FirstOrdinal+c.Runs[k].Partitions {
+		k++
+	}
+	return k, k < len(c.Runs) && ordinal >= c.Runs[k].FirstOrdinal
+}
+
+// LastOrdinal is the ordinal of the child's last partition.
+func (c *ChildPlan) LastOrdinal() int64 {
+	r := c.Runs[len(c.Runs)-1]
+	return r.FirstOrdinal + r.Partitions - 1
+}
+
+// Merge makes one child of every run of plans (which are in parent order, as the Planner
+// returns them). Runs that touch (a range set that splits adjacent partitions between two
+// ranges) become one run.
+func Merge(plans []ChildPlan) ChildPlan {
+	c := plans[0]
+	c.Runs = nil
+	c.Partitions = 0
+	for _, p := range plans {
+		for _, r := range p.Runs {
+			if n := len(c.Runs); n > 0 && c.Runs[n-1].Hi == r.Lo && c.Runs[n-1].FirstOrdinal+c.Runs[n-1].Partitions == r.FirstOrdinal {
+				c.Runs[n-1].Hi = r.Hi
+				c.Runs[n-1].Partitions += r.Partitions
+			} else {
+				c.Runs = append(c.Runs, r)
+			}
+			c.Partitions += r.Partitions
+		}
+	}
+	last := plans[len(plans)-1]
+	c.Hi, c.Last, c.LastTok = last.Hi, last.Last, last.LastTok
+	return c
 }
 
 // Planner accumulates children from the partition index in order. Feed every partition with
@@ -107,8 +156,7 @@ func (pl *Planner) Add(ordinal int64, key []byte, t token.Token, position int64)
 	}
 	if k >= 0 {
 		if pl.cur < 0 {
-			r, ri := pl.ps.Range(k)
-			_ = r
+			_, ri := pl.ps.Range(k)
 			pl.children = append(pl.children, ChildPlan{Piece: k, RangeIndex: ri, FirstOrdinal: ordinal, Lo: position,
 				First: append([]byte(nil), key...), FirstTok: cloneToken(t)})
 			pl.cur = len(pl.children) - 1
@@ -134,76 +182,9 @@ func (pl *Planner) Finish(ranges token.RangeSet, dataLength int64) []ChildPlan {
 		pl.children[pl.cur].Hi = dataLength
 	}
 	for i := range pl.children {
-		pl.children[i].Range = ranges[pl.children[i].RangeIndex]
+		c := &pl.children[i]
+		c.Range = ranges[c.RangeIndex]
+		c.Runs = []RunPlan{{FirstOrdinal: c.FirstOrdinal, Partitions: c.Partitions, Lo: c.Lo, Hi: c.Hi}}
 	}
 	return pl.children
-}
-
-// Run is where a child's Data.db bytes come from and how its positions map.
-type Run struct {
-	Lo, Hi     int64 // parent uncompressed range the child's partitions occupy
-	FirstChunk int   // parent chunks [FirstChunk, LastChunk]; for uncompressed parents 0, 0
-	LastChunk  int
-	Shift      int64 // child position = parent position - Shift
-	SrcOff     int64 // parent Data.db bytes [SrcOff, SrcEnd) are copied after Pad bytes of head pad
-	SrcEnd     int64
-	Pad        int64 // head pad: parent bytes [SrcOff-Pad, SrcOff) copied first, keeping offsets block-congruent
-	DataLength int64 // the child's uncompressed length
-	Dead       int64 // bytes in the child belonging to other partitions: head pad, dead prefix, unaddressable tail
-}
-
-// FileLength is the child's Data.db length.
-func (r Run) FileLength() int64 { return r.Pad + r.SrcEnd - r.SrcOff }
-
-// Chunks is the child's chunk count (compressed parents).
-func (r Run) Chunks() int { return r.LastChunk - r.FirstChunk + 1 }
-
-// LayoutCompressed maps [lo, hi) of a compressed parent to the run of whole chunks that holds
-// it (FORMAT.md §5 rules 2-3). align > 1 adds a head pad so that the child's first chunk sits
-// at the same offset modulo align as in the parent, which lets FICLONERANGE share its blocks.
-func LayoutCompressed(info *compress.Info, fileLength, lo, hi, align int64) Run {
-	L := int64(info.ChunkLength)
-	i, j := int(lo/L), int((hi-1)/L)
-	r := Run{Lo: lo, Hi: hi, FirstChunk: i, LastChunk: j, Shift: int64(i) * L}
-	r.SrcOff = info.Offsets[i]
-	// The end of chunk j comes from the next offset: the parent's file length only when j is its
-	// last entry (a trailing empty chunk after j must not be taken in).
-	if j+1 < len(info.Offsets) {
-		r.SrcEnd = info.Offsets[j+1]
-	} else {
-		r.SrcEnd = fileLength
-	}
-	if align > 1 {
-		r.Pad = r.SrcOff % align
-	}
-	r.DataLength = hi - r.Shift
-	chunkEnd := min(int64(j+1)*L, info.DataLength)
-	r.Dead = r.Pad + (lo - r.Shift) + (chunkEnd - hi)
-	return r
-}
-
-// LayoutUncompressed maps [lo, hi) of an uncompressed parent: the bytes themselves, behind a
-// head pad when align > 1.
-func LayoutUncompressed(lo, hi, align int64) Run {
-	r := Run{Lo: lo, Hi: hi, SrcOff: lo, SrcEnd: hi}
-	if align > 1 {
-		r.Pad = lo % align
-	}
-	r.Shift = lo - r.Pad
-	r.DataLength = hi - r.Shift
-	r.Dead = r.Pad
-	return r
-}
-
-// Info is the child's CompressionInfo.db: the parent's compressor, options, chunk length and
-// maxCompressedLength, the run's chunk offsets rebased (after the head pad) and its length.
-func (r Run) Info(parent *compress.Info) *compress.Info {
-	c := *parent
-	c.DataLength = r.DataLength
-	c.Offsets = make([]int64, r.Chunks())
-	base := parent.Offsets[r.FirstChunk]
-	for k := range c.Offsets {
-		c.Offsets[k] = r.Pad + parent.Offsets[r.FirstChunk+k] - base
-	}
-	return &c
 }

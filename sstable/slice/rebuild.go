@@ -68,11 +68,10 @@ func (s *Spec) parentPartitions() int64 {
 // Add partitions in order; then Finish with what the mover produced. The Builder writes
 // through inst, which the caller commits or aborts.
 type Builder struct {
-	spec  *Spec
-	desc  descriptor.Descriptor
-	inst  *fsx.Install
-	shift int64
-	hi    int64
+	spec *Spec
+	desc descriptor.Descriptor
+	inst *fsx.Install
+	lay  *Layout
 
 	// BIG
 	index    *bufio.Writer
@@ -83,30 +82,34 @@ type Builder struct {
 	partitions *bufio.Writer
 	pib        *bti.PartitionIndexBuilder
 	comparable []byte
-	rowsCut    int64 // child Rows.db = parent Rows.db [rowsCut, rowsEnd)
-	rowsEnd    int64
-	rows       []byte
+	rows       rowsSlice // the child's Rows.db, assembled from the parent's
 	patches    []patch
 
 	hashes      [][2]uint64
 	sizes       stats.EstimatedHistogram
 	cardinality *stats.Cardinality
 	count       int64
-	prevPos     int64
+	prevPos     int64 // child position of the previous partition
 	first, last []byte
 	lastTok     token.Token
 }
 
 type patch struct {
 	entry bti.RowIndexEntry
+	shift int64 // child Rows.db offset - parent's
 	pos   int64
 }
 
-// NewBuilder starts a child whose Data.db positions are the parent's less shift and whose
-// last partition ends at parent position hi. For BTI, rowsCut is where the child's slice of
-// the parent Rows.db begins (a multiple of the 4 KiB page, so tries keep their page layout).
-func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, shift, hi, rowsCut int64) (*Builder, error) {
-	b := &Builder{spec: spec, desc: desc, inst: inst, shift: shift, hi: hi, rowsCut: rowsCut, prevPos: -1,
+// NewBuilder starts a child whose Data.db positions map from the parent's through lay. For
+// BTI, rowsCut is where the child's slice of the parent Rows.db begins (a multiple of the 4 KiB
+// page, so tries keep their page layout).
+//
+// Partition sizes (Statistics.db) are index spans: from a partition's position to the next
+// one's, the last to the end of the data. On a single-run child that is each partition's exact
+// size, as Cassandra records it; on a multi-run child the partition before a dead region also
+// counts that region, which is what verify measures from the index too.
+func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, rowsCut int64) (*Builder, error) {
+	b := &Builder{spec: spec, desc: desc, inst: inst, lay: lay, prevPos: -1,
 		cardinality: stats.NewCardinality()}
 	buckets := stats.PartitionSizeBuckets5 + 1
 	if spec.Statistics.Stats != nil {
@@ -120,7 +123,8 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, shift
 		}
 		b.partitions = bufio.NewWriterSize(f, 256<<10)
 		b.pib = bti.NewPartitionIndexBuilder(b.partitions)
-		b.rowsEnd = rowsCut
+		b.rows = rowsSlice{parent: spec.ParentRows}
+		b.rows.begin(rowsCut)
 	} else {
 		f, err := inst.Create(desc.Filename(descriptor.Index))
 		if err != nil {
@@ -134,14 +138,17 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, shift
 
 // Add appends one partition of the parent (positions as in the parent).
 func (b *Builder) Add(p *sstable.Partition) error {
-	pos := p.Position - b.shift
-	if pos < 0 {
-		return fmt.Errorf("slice: partition %d at %d is before the child's start %d", p.Ordinal, p.Position, b.shift)
+	pos, err := b.lay.Map(p.Position)
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", p.Ordinal, err)
+	}
+	if pos <= b.prevPos || pos >= b.lay.DataLength {
+		return fmt.Errorf("slice: partition %d at child position %d is out of order or past the data's end %d", p.Ordinal, pos, b.lay.DataLength)
 	}
 	if b.prevPos >= 0 {
-		b.sizes.Add(p.Position - b.prevPos)
+		b.sizes.Add(pos - b.prevPos)
 	}
-	b.prevPos = p.Position
+	b.prevPos = pos
 	if b.count == 0 {
 		b.first = append(b.first[:0], p.Key...)
 	}
@@ -154,13 +161,12 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	if b.pib != nil {
 		indexPos := ^pos
 		if p.IndexPos >= 0 {
-			e, err := bti.ReadRowIndexEntry(b.spec.ParentRows, p.IndexPos)
+			e, childPos, shift, err := b.rows.entry(p.IndexPos)
 			if err != nil {
 				return err
 			}
-			b.patches = append(b.patches, patch{entry: e, pos: pos})
-			b.rowsEnd = max(b.rowsEnd, e.End)
-			indexPos = p.IndexPos - b.rowsCut
+			b.patches = append(b.patches, patch{entry: e, shift: shift, pos: pos})
+			indexPos = childPos
 		}
 		b.comparable = bti.AppendDecoratedKey(b.comparable[:0], p.Token, p.Key)
 		return b.pib.Add(b.comparable, byte(h1), indexPos)
@@ -172,6 +178,15 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	}
 	b.indexPos += int64(len(b.entry))
 	return nil
+}
+
+// BeginRun tells a BTI builder that the next partition starts a new run of the parent, whose
+// first Rows.db entry follows parent offset lastEnd: its row index entries are taken from a
+// new page-aligned piece of the parent's Rows.db rather than everything in between.
+func (b *Builder) BeginRun(lastEnd int64) {
+	if b.pib != nil {
+		b.rows.begin(lastEnd)
+	}
 }
 
 // Count is the number of partitions added.
@@ -194,7 +209,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		return nil, fmt.Errorf("slice: child %s has no partitions", b.desc)
 	}
 	v := b.spec.Version
-	b.sizes.Add(b.hi - b.prevPos)
+	b.sizes.Add(b.lay.DataLength - b.prevPos)
 	written := []descriptor.Component{descriptor.Data}
 	if b.pib != nil {
 		if _, err := b.pib.Finish(b.first, b.last); err != nil {
@@ -203,11 +218,11 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.partitions.Flush(); err != nil {
 			return nil, err
 		}
-		rows := append([]byte(nil), b.spec.ParentRows[b.rowsCut:b.rowsEnd]...)
+		rows := b.rows.bytes()
 		for _, p := range b.patches {
 			e := p.entry
-			e.Pos -= b.rowsCut
-			e.DataPositionOffset -= b.rowsCut
+			e.Pos += p.shift
+			e.DataPositionOffset += p.shift
 			if err := bti.PatchDataPosition(rows, e, p.pos); err != nil {
 				return nil, err
 			}

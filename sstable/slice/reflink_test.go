@@ -8,6 +8,7 @@ import (
 	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
@@ -47,4 +48,34 @@ func TestSplitReflinkOnXFS(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A multi-run slice on XFS clones the runs whose offsets allow it (the first, behind its head
+// pad, always) and copies the rest; it verifies and holds exactly the partitions.
+func TestSliceReflinkOnXFS(t *testing.T) {
+	mnt := fsxtest.MountXFS(t, "1G")
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), filepath.Join(mnt, "oa"), gen.Options{Version: v, Size: 32 << 20, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq, err := EqualRanges(parent, 8)
+	parent.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := token.RangeSet{eq[0], eq[2], eq[4], eq[6]}
+	r := checkSlice(t, res.Desc.Prefix(), ranges, ModeReflink, Options{}, filepath.Join(mnt, "slice"))
+	c := r.Children[0]
+	if r.Mode != ModeReflink || c.Runs != 4 || c.Cloned == 0 {
+		t.Fatalf("mode %s, %d runs, %d cloned", r.Mode, c.Runs, c.Cloned)
+	}
+	if shared := fsxtest.SharedBytes(t, c.Desc.Path("Data.db")); shared < c.Cloned {
+		t.Errorf("%d shared bytes, cloned %d", shared, c.Cloned)
+	}
+	t.Logf("cloned %d of %d bytes over %d runs", c.Cloned, c.DataFileLength, c.Runs)
 }

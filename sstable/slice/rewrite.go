@@ -46,6 +46,7 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 	}
 	var (
 		k       int // the plan being written
+		run     int // the run of plan k the scan is in or before
 		w       *sstable.Writer
 		cur     rows.Cursor
 		buf     []byte
@@ -60,7 +61,7 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 		if _, err := parent.Data.ReadAt(buf, pending.pos); err != nil {
 			return err
 		}
-		if err := cur.Reset(table, parent.Version(), buf); err != nil {
+		if err := cur.ResetTrailing(table, parent.Version(), buf); err != nil {
 			return err
 		}
 		if err := w.BeginPartition(cur.Key(), cur.Deletion()); err != nil {
@@ -100,7 +101,7 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 			return err
 		}
 		p := plans[k]
-		res.Children = append(res.Children, Child{Desc: d, Range: p.Range, Partitions: p.Partitions,
+		res.Children = append(res.Children, Child{Desc: d, Range: p.Range, Partitions: p.Partitions, Runs: len(p.Runs),
 			FirstToken: p.FirstTok, LastToken: p.LastTok, DataFileLength: fileSize(d.Path("Data.db")), Copied: fileSize(d.Path("Data.db"))})
 		k++
 		return nil
@@ -117,7 +118,7 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 			}
 			pending.valid = false
 		}
-		if w != nil && p.Ordinal >= plans[k].FirstOrdinal+plans[k].Partitions {
+		if w != nil && p.Ordinal > plans[k].LastOrdinal() {
 			if err := finish(); err != nil {
 				return err
 			}
@@ -127,9 +128,13 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 			if w, err = sstable.NewWriter(dir, opts); err != nil {
 				return err
 			}
+			run = 0
 		}
 		if w != nil {
-			pending.valid, pending.pos = true, p.Position
+			var in bool
+			if run, in = plans[k].Contains(run, p.Ordinal); in {
+				pending.valid, pending.pos = true, p.Position
+			}
 		}
 		return nil
 	})

@@ -1,11 +1,15 @@
 package slice
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 
+	"github.com/sluicedb/sluice/internal/crcx"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bti"
@@ -46,6 +50,11 @@ type Options struct {
 	// Mover copies and clones; its per-directory reflink capability cache is worth sharing
 	// between splits. Nil means a fresh one.
 	Mover *fsx.Mover
+	// Bounds limits the multi-run child of Slice; past them it falls back to one child per run,
+	// or with RechunkPastBounds to one rechunked (gap-free) child, so that a caller that must
+	// never raise the sstable count (cleanup) still gets one.
+	Bounds            Bounds
+	RechunkPastBounds bool
 }
 
 // Child is one written child sstable.
@@ -56,13 +65,17 @@ type Child struct {
 	FirstToken     token.Token
 	LastToken      token.Token
 	DataFileLength int64
-	// DeadBytes counts bytes of the child's Data.db that belong to no partition of the child:
-	// the reflink head pad, the part of the first chunk before its first partition and the part
-	// of the last chunk after its last. Readers never reach them: they enter Data.db only at
-	// index positions.
+	// DeadBytes counts the child's uncompressed Data.db bytes that belong to no partition of
+	// the child: the part of each run's first chunk before its first partition and of each
+	// run's last chunk after its last (the child's data ends with its last partition), and
+	// partitions between runs less than a chunk apart. Readers never reach them: they enter
+	// Data.db only at index positions.
 	DeadBytes int64
 	Cloned    int64 // Data.db bytes shared with the parent
 	Copied    int64 // Data.db bytes copied or written
+	// Runs is the number of contiguous pieces of the parent the child's Data.db concatenates
+	// (1 for a split child; rechunk and rewrite count the runs they joined).
+	Runs int
 }
 
 // Result is what Split did.
@@ -77,6 +90,19 @@ type Result struct {
 // parent is never modified. Each child is installed atomically; on error, children already
 // installed stay, nothing partial is visible, and the next Split in dir removes leftovers.
 func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options) (*Result, error) {
+	return execute(ctx, parent, ranges, dir, opts, false)
+}
+
+// Slice writes at most one child sstable into dir holding exactly parent's partitions in
+// ranges (any number, wrapping allowed): the parent's chunk runs for every range, concatenated
+// in token order (Layout). Nothing is written when no partition falls in the ranges. When the
+// child would break opts.Bounds (zero-copy modes only: rechunk and rewrite leave no dead bytes)
+// it falls back to one child per run and Result.Reason says why.
+func Slice(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options) (*Result, error) {
+	return execute(ctx, parent, ranges, dir, opts, true)
+}
+
+func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options, one bool) (*Result, error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
 	}
@@ -87,6 +113,10 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 		}
 		opts.Mover = m
 	}
+	ps, err := NewPieces(parent.Partitioner, ranges)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkProvable(parent); err != nil {
 		return nil, err
 	}
@@ -95,10 +125,6 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	}
 	if _, err := fsx.CleanLeftovers(dir); err != nil {
 		return nil, fmt.Errorf("removing leftovers of an interrupted split in %s: %w", dir, err)
-	}
-	ps, err := NewPieces(parent.Partitioner, ranges)
-	if err != nil {
-		return nil, err
 	}
 	plans, err := PlanTable(parent, ps, ranges)
 	if err != nil {
@@ -116,13 +142,25 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 	if len(plans) == 0 {
 		return res, nil
 	}
+	if one {
+		var fallback string
+		merged := Merge(plans)
+		plans, fallback = OnePerParent(parent, plans, res.Mode, opts.Bounds)
+		switch {
+		case fallback != "" && opts.RechunkPastBounds:
+			plans, res.Mode = []ChildPlan{merged}, ModeRechunk
+			res.Reason = joinReason(res.Reason, "rechunked: "+fallback)
+		case fallback != "":
+			res.Reason = joinReason(res.Reason, "one sstable per run: "+fallback)
+		}
+	}
 	if res.Mode == ModeReflink || res.Mode == ModeAuto {
 		// An explicit reflink happens or fails with the reason; only auto falls back.
 		if err := opts.Mover.ProbeReflink(dir, parent.DataFile()); err != nil {
 			if res.Mode == ModeReflink {
 				return nil, fmt.Errorf("%w: --mode reflink into %s: %w", ErrRefused, dir, err)
 			}
-			res.Reason = fmt.Sprintf("reflink unavailable, copied: %v", err)
+			res.Reason = joinReason(res.Reason, fmt.Sprintf("reflink unavailable, copied: %v", err))
 		}
 	}
 	if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
@@ -147,6 +185,33 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 		res.Reason = "no block-aligned run long enough to clone, copied"
 	}
 	return res, nil
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// OnePerParent merges the planner's per-piece children of parent into one multi-run child, or
+// keeps them apart when that child would break the bounds (then the reason is returned). Modes
+// that write fresh chunks (rechunk, rewrite) join the runs into one gap-free stream of bytes,
+// so no bound applies to them.
+func OnePerParent(parent *sstable.Table, plans []ChildPlan, mode Mode, b Bounds) ([]ChildPlan, string) {
+	one := Merge(plans)
+	if mode == ModeRechunk || mode == ModeRewrite {
+		return []ChildPlan{one}, ""
+	}
+	crc := compress.DefaultCRCChunkLength
+	if parent.CRC != nil {
+		crc = parent.CRC.ChunkLength
+	}
+	l := NewLayout(geometry(parent, crc), one.Runs, 1)
+	if reason := b.Exceeded(&l); reason != "" {
+		return plans, reason
+	}
+	return []ChildPlan{one}, ""
 }
 
 // Refusal is why zero-copy cannot take parent, or "". Legacy counter shards must be rewritten
@@ -178,7 +243,9 @@ func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]Chil
 func checkSpace(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode, opts Options) error {
 	var need int64
 	for _, c := range plans {
-		need += c.Hi - c.Lo // uncompressed: an upper bound for compressed data and rewrites
+		for _, r := range c.Runs {
+			need += r.Hi - r.Lo // uncompressed: an upper bound for compressed data and rewrites
+		}
 	}
 	if parent.Compression != nil && parent.DataLength() > 0 && mode != ModeRewrite && mode != ModeRechunk {
 		need = int64(float64(need) * float64(parent.DataFileLength) / float64(parent.DataLength()))
@@ -195,7 +262,8 @@ func checkSpace(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode,
 }
 
 // splitter runs the zero-copy modes: one index pass, a child started (data moved, builder
-// opened) at its first partition and finished at its last.
+// opened) at its first partition and finished at its last; partitions between its runs are
+// passed over.
 type splitter struct {
 	parent   *sstable.Table
 	spec     *Spec
@@ -211,14 +279,17 @@ type splitter struct {
 	pending []*openChild // built, waiting to be installed together
 	lastEnd int64        // end of the last Rows.db entry seen (BTI)
 	cloned  int64
-	// digestFromCRCs derives digests from inline chunk CRCs instead of reading children.
+	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
 }
 
 type openChild struct {
 	plan    ChildPlan
+	run     int // the plan's run the scan is in or before
+	begun   int // the run whose partitions the builder is taking
 	inst    *fsx.Install
 	desc    descriptor.Descriptor
+	layout  Layout
 	builder *Builder
 	data    DataResult
 	child   Child
@@ -273,7 +344,7 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		if sp.cur != nil && p.Ordinal >= sp.cur.plan.FirstOrdinal+sp.cur.plan.Partitions {
+		if sp.cur != nil && p.Ordinal > sp.cur.plan.LastOrdinal() {
 			if err := sp.finish(); err != nil {
 				return err
 			}
@@ -284,9 +355,16 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			}
 			sp.next++
 		}
-		if sp.cur != nil {
-			if err := sp.cur.builder.Add(p); err != nil {
-				return err
+		if oc := sp.cur; oc != nil {
+			var in bool
+			if oc.run, in = oc.plan.Contains(oc.run, p.Ordinal); in {
+				if oc.run != oc.begun {
+					oc.begun = oc.run
+					oc.builder.BeginRun(sp.lastEnd)
+				}
+				if err := oc.builder.Add(p); err != nil {
+					return err
+				}
 			}
 		}
 		if p.IndexPos >= 0 && sp.spec.ParentRows != nil {
@@ -307,6 +385,11 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 	return err
 }
 
+// geometry is the parent's shape for NewLayout.
+func geometry(t *sstable.Table, crcChunkLength int) Geometry {
+	return Geometry{Info: t.Compression, FileLength: t.DataFileLength, DataLength: t.DataLength(), CRCChunkLength: int64(crcChunkLength)}
+}
+
 // start opens a child: it moves the Data.db bytes its partitions need and opens the builder.
 func (sp *splitter) start(plan ChildPlan) error {
 	var dst *os.File
@@ -320,112 +403,250 @@ func (sp *splitter) start(plan ChildPlan) error {
 	}
 	oc := &openChild{plan: plan, inst: inst, desc: desc}
 	sp.cur = oc
-	var shift int64
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
-		shift, err = sp.rechunk(oc, dst)
+		err = sp.rechunk(oc, dst)
+	case sp.mode == ModeRechunk:
+		err = sp.rechunkUncompressed(oc, dst)
 	case sp.parent.Compression != nil:
-		shift, err = sp.copyChunks(oc, dst)
+		err = sp.copyChunks(oc, dst)
 	default:
-		shift, err = sp.copyUncompressed(oc, dst)
+		err = sp.copyUncompressed(oc, dst)
 	}
 	if err != nil {
 		return fmt.Errorf("child %s (%s): %w", desc, plan.Range, err)
 	}
+	oc.child.Runs = len(oc.layout.Segments)
 	// A BTI child takes the parent's Rows.db from the page holding the end of the previous
 	// entry, so its tries keep their page layout.
 	rowsCut := sp.lastEnd &^ 4095
-	oc.builder, err = NewBuilder(sp.spec, inst, desc, shift, plan.Hi, rowsCut)
+	oc.builder, err = NewBuilder(sp.spec, inst, desc, &oc.layout, rowsCut)
 	return err
 }
 
-// copyChunks moves the run of whole parent chunks holding the child, cloning where it can.
-func (sp *splitter) copyChunks(oc *openChild, dst *os.File) (int64, error) {
+// moveSegments moves the layout's segments into dst, each cloned where the file system can
+// share its block-aligned middle.
+func (sp *splitter) moveSegments(l *Layout, dst *os.File, clone bool) (fsx.Stats, error) {
+	var total fsx.Stats
+	for k, s := range l.Segments {
+		dstOff, srcOff, n := s.DstOff, s.SrcOff, s.Length()
+		if k == 0 {
+			dstOff, srcOff, n = 0, srcOff-l.Pad, n+l.Pad
+		}
+		st, err := sp.opts.Mover.Move(dst, dstOff, sp.parent.DataFile(), srcOff, n, clone)
+		if err != nil {
+			return total, err
+		}
+		total.Cloned += st.Cloned
+		total.Copied += st.Copied
+	}
+	sp.cloned += total.Cloned
+	return total, nil
+}
+
+// copyChunks moves the runs of whole parent chunks holding the child, cloning where it can.
+func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	info := sp.parent.Compression
 	align := int64(1)
 	if sp.mode != ModeCopy {
 		align = sp.align
 	}
-	run := LayoutCompressed(info, sp.parent.DataFileLength, oc.plan.Lo, oc.plan.Hi, align)
-	st, err := sp.opts.Mover.Move(dst, 0, sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength(), sp.mode != ModeCopy)
+	oc.layout = NewLayout(geometry(sp.parent, 0), oc.plan.Runs, align)
+	l := &oc.layout
+	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sp.cloned += st.Cloned
-	oc.data = DataResult{Compression: run.Info(info), DataLength: run.DataLength, FileLength: run.FileLength(), HasDigest: !sp.opts.NoDigest}
+	oc.data = DataResult{Compression: l.Info(info), DataLength: l.DataLength, FileLength: l.FileLength, HasDigest: !sp.opts.NoDigest}
 	if !sp.opts.NoDigest {
 		if sp.digestFromCRCs {
 			// Derived from the stored CRCs, the digest vouches for nothing new.
-			oc.data.Digest, err = compress.RunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength,
-				run.FirstChunk, run.LastChunk, run.SrcOff-run.Pad, run.Pad)
+			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, l)
 		} else {
 			// A digest of the bytes themselves: prove every chunk first.
-			oc.data.Digest, err = provenRecords(sp.parent, dst, oc.data.Compression, run)
+			oc.data.Digest, err = provenRecords(sp.parent, dst, oc.data.Compression, l)
 		}
+		if err != nil {
+			return err
+		}
+	}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
+	return nil
+}
+
+// chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
+// parent's inline chunk CRCs, segment by segment (compress.RunDigest: 4 bytes read per chunk,
+// and the pad), joined with CRC-32 combination. A damaged parent chunk makes the derived digest
+// disagree with the bytes, which verify then reports.
+func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layout) (uint32, error) {
+	var crc uint32
+	for k, s := range l.Segments {
+		padOff, pad := int64(0), int64(0)
+		if k == 0 {
+			padOff, pad = s.SrcOff-l.Pad, l.Pad
+		}
+		d, err := compress.RunDigest(src, info, fileLength, s.FirstChunk, s.LastChunk, padOff, pad)
 		if err != nil {
 			return 0, err
 		}
+		if k == 0 {
+			crc = d
+			continue
+		}
+		crc = crcx.Combine(crc, d, s.Length())
 	}
-	oc.child = Child{DeadBytes: run.Dead, Cloned: st.Cloned, Copied: st.Copied}
-	return run.Shift, nil
+	return crc, nil
 }
 
-// copyUncompressed moves the bytes of an uncompressed parent and checksums them for CRC.db
-// (and the digest) as Cassandra's ChecksummedSequentialWriter would, on a grid that starts at
-// the child's first byte.
-func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) (int64, error) {
+// copyUncompressed copies the runs of an uncompressed parent back to back (behind a head pad
+// in reflink mode) and proves their bytes against the parent's CRC.db (provenUncompressed: a
+// damaged slice fails the child, never laundered into a fresh checksum) while checksumming
+// them for the child's CRC.db and digest, as Cassandra's ChecksummedSequentialWriter would. A
+// parent without CRC.db was proven whole against its Digest.crc32 (checkProvable).
+func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 	align := int64(1)
 	if sp.mode == ModeReflink || sp.mode == ModeAuto {
 		align = sp.align
 	}
-	run := LayoutUncompressed(oc.plan.Lo, oc.plan.Hi, align)
-	st, err := sp.opts.Mover.Move(dst, 0, sp.parent.DataFile(), run.SrcOff-run.Pad, run.FileLength(), sp.mode != ModeCopy && sp.mode != ModeRechunk)
+	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, align)
+	l := &oc.layout
+	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy && sp.mode != ModeRechunk)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sp.cloned += st.Cloned
 	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
-	if err := provenUncompressed(sp.parent, run.SrcOff-run.Pad, run.SrcEnd, cw); err != nil {
-		return 0, err
+	for k, s := range l.Segments {
+		lo := s.SrcOff
+		if k == 0 {
+			lo -= l.Pad
+		}
+		if err := provenUncompressed(sp.parent, lo, s.SrcEnd, cw); err != nil {
+			return err
+		}
 	}
 	crcs, digest := cw.Result()
-	oc.data = DataResult{CRC: crcs, DataLength: run.DataLength, FileLength: run.FileLength(), Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{DeadBytes: run.Dead, Cloned: st.Cloned, Copied: st.Copied}
-	return run.Shift, nil
+	oc.data = DataResult{CRC: crcs, DataLength: l.DataLength, FileLength: l.FileLength, Digest: digest, HasDigest: !sp.opts.NoDigest}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
+	return nil
 }
 
-// rechunk decompresses the parent chunks holding [lo, hi) and recompresses exactly those bytes
-// into fresh chunks, so the child starts at its first partition: no dead bytes, and a child
-// that stock Cassandra verify and scrub accept. Rows are not parsed.
-func (sp *splitter) rechunk(oc *openChild, dst *os.File) (int64, error) {
+// LayoutDigest is the CRC32 of the Data.db laid out by l derived from the parent's stored
+// checksums rather than from the bytes: the inline chunk CRCs (compressed), or CRC.db with the
+// slices a segment cuts read and checked (uncompressed, compress.RangeDigest). A streaming
+// sender puts it in the Manifest so that bytes damaged anywhere on their way fail the
+// receiver's comparison.
+func LayoutDigest(parent *sstable.Table, l *Layout) (uint32, error) {
+	switch {
+	case parent.Compression != nil:
+		return chunkRunDigest(parent.DataFile(), parent.Compression, parent.DataFileLength, l)
+	case parent.CRC == nil:
+		return 0, fmt.Errorf("%w: %s has no CRC.db", ErrUnverifiable, parent.Desc)
+	}
+	var crc uint32
+	if l.Pad > 0 {
+		return 0, fmt.Errorf("slice: LayoutDigest of a padded layout")
+	}
+	for k, s := range l.Segments {
+		d, err := compress.RangeDigest(parent.DataFile(), parent.CRC, parent.DataFileLength, s.SrcOff, s.SrcEnd)
+		if err != nil {
+			return 0, corruptParent(parent, err)
+		}
+		if k == 0 {
+			crc = d
+			continue
+		}
+		crc = crcx.Combine(crc, d, s.Length())
+	}
+	return crc, nil
+}
+
+// rechunk decompresses the parent chunks holding the child's runs and recompresses exactly the
+// runs' bytes, back to back, into fresh chunks: no dead bytes, and a child that stock Cassandra
+// verify and scrub accept. Rows are not parsed.
+func (sp *splitter) rechunk(oc *openChild, dst *os.File) error {
 	info := sp.parent.Compression
-	run := LayoutCompressed(info, sp.parent.DataFileLength, oc.plan.Lo, oc.plan.Hi, 1)
 	bw := fsx.NewAsyncWriter(dst, 1<<20, 4)
 	w, err := compress.NewWriter(bw, compress.WriterOptions{Version: sp.parent.Version(), Compressor: info.Compressor,
 		Options: info.Options, ChunkLength: info.ChunkLength, MaxCompressedLength: rawThreshold(sp.parent)})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	sc := sp.parent.Data.NewScanner(run.FirstChunk, run.LastChunk+1)
+	var off int64
+	l := Layout{Compressed: true, ChunkLength: int64(info.ChunkLength)}
+	for _, r := range oc.plan.Runs {
+		if err = rechunkRun(sp.parent, r, w); err != nil {
+			break
+		}
+		l.Segments = append(l.Segments, Segment{PLo: r.Lo, PHi: r.Hi, Shift: r.Lo - off, Runs: 1})
+		off += r.Hi - r.Lo
+	}
+	res, cerr := w.Close()
+	if err := errors.Join(err, cerr, bw.Close()); err != nil {
+		return err
+	}
+	l.DataLength, l.FileLength = res.DataLength, res.FileLength
+	oc.layout = l
+	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
+	oc.child = Child{Copied: res.FileLength}
+	return nil
+}
+
+// rechunkUncompressed writes the runs of an uncompressed parent back to back, checking every
+// parent CRC.db chunk it takes bytes from before the child's fresh CRC.db covers them: no dead
+// bytes, and nothing laundered.
+func (sp *splitter) rechunkUncompressed(oc *openChild, dst *os.File) error {
+	C := int64(sp.spec.CRCChunkLength)
+	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
+	bw := bufio.NewWriterSize(io.MultiWriter(dst, cw), 1<<20)
+	buf := make([]byte, C)
+	path := sp.parent.Path(descriptor.Data)
+	l := Layout{ChunkLength: C}
+	var off int64
+	for _, r := range oc.plan.Runs {
+		for k := r.Lo / C; k*C < r.Hi; k++ {
+			n := min(C, sp.parent.DataLength()-k*C)
+			if _, err := sp.parent.DataFile().ReadAt(buf[:n], k*C); err != nil {
+				return fmt.Errorf("%s: reading chunk %d: %w", path, k, err)
+			}
+			if crc := sp.parent.CRC; crc != nil {
+				if k >= int64(len(crc.CRCs)) || crc32.ChecksumIEEE(buf[:n]) != crc.CRCs[k] {
+					return fmt.Errorf("%w: %s: chunk %d (offset %d) does not match CRC.db", ErrCorrupt, path, k, k*C)
+				}
+			}
+			lo, hi := max(r.Lo-k*C, 0), min(r.Hi-k*C, n)
+			if _, err := bw.Write(buf[lo:hi]); err != nil {
+				return err
+			}
+		}
+		l.Segments = append(l.Segments, Segment{PLo: r.Lo, PHi: r.Hi, Shift: r.Lo - off, Runs: 1})
+		off += r.Hi - r.Lo
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	l.DataLength, l.FileLength = off, off
+	oc.layout = l
+	crcs, digest := cw.Result()
+	oc.data = DataResult{CRC: crcs, DataLength: off, FileLength: off, Digest: digest, HasDigest: !sp.opts.NoDigest}
+	oc.child = Child{Copied: off}
+	return nil
+}
+
+// rechunkRun writes the parent's uncompressed bytes [r.Lo, r.Hi) to w.
+func rechunkRun(parent *sstable.Table, r RunPlan, w *compress.Writer) error {
+	L := int64(parent.Compression.ChunkLength)
+	sc := parent.Data.NewScanner(int(r.Lo/L), int((r.Hi-1)/L)+1)
 	for sc.Next() {
 		b := sc.Bytes()
 		start := sc.Offset()
-		lo, hi := max(oc.plan.Lo-start, 0), min(oc.plan.Hi-start, int64(len(b)))
+		lo, hi := max(r.Lo-start, 0), min(r.Hi-start, int64(len(b)))
 		if lo < hi {
 			if _, err := w.Write(b[lo:hi]); err != nil {
-				_, _ = w.Close()
-				_ = bw.Close()
-				return 0, err
+				return err
 			}
 		}
 	}
-	res, cerr := w.Close()
-	if err := errors.Join(sc.Err(), cerr, bw.Close()); err != nil {
-		return 0, err
-	}
-	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{Copied: res.FileLength}
-	return oc.plan.Lo, nil
+	return sc.Err()
 }
 
 // installBatch bounds how many built children wait to be installed together (each holds its
@@ -461,6 +682,7 @@ func (sp *splitter) install() error {
 		c := oc.child
 		c.Desc, c.Range, c.Partitions = oc.desc, oc.plan.Range, oc.plan.Partitions
 		c.FirstToken, c.LastToken, c.DataFileLength = oc.plan.FirstTok, oc.plan.LastTok, oc.data.FileLength
+		c.Runs = len(oc.layout.Segments)
 		sp.children = append(sp.children, c)
 	}
 	sp.pending = nil

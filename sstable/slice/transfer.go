@@ -16,90 +16,121 @@ import (
 )
 
 // Partial is what a sender ships for one child so that the receiver can rebuild it without
-// the parent: the run of parent Data.db bytes (verbatim chunks, no head pad), the child's
-// rebased CompressionInfo, the index slice (one record per partition, parent positions) and,
-// for BTI, the child's slice of the parent's Rows.db with record positions relative to it.
+// the parent: the child's segments of parent Data.db bytes (verbatim chunks, no head pad) in
+// order, the child's CompressionInfo, the index slice (one record per partition, parent
+// positions) and, for BTI, the child's slice of the parent's Rows.db with record positions
+// relative to it.
 type Partial struct {
-	Plan  ChildPlan
-	Run   Run
-	Info  *compress.Info // the child's CompressionInfo.db; nil for an uncompressed parent
-	Index []byte         // index records (AppendIndexRecord)
-	Rows  []byte         // BTI only
+	Plan   ChildPlan
+	Layout Layout
+	Info   *compress.Info // the child's CompressionInfo.db; nil for an uncompressed parent
+	Index  []byte         // index records (AppendIndexRecord)
+	Rows   []byte         // BTI only
+	// ParentPartitions is the parent's partition count, from the same index pass.
+	ParentPartitions int64
+}
+
+// PartialOptions selects how Partials groups the runs.
+type PartialOptions struct {
+	// OnePerParent makes one multi-run child of every run (streaming); otherwise each piece of
+	// the ranges is its own child.
+	OnePerParent bool
+	Bounds       Bounds
 }
 
 // Partials plans the children of parent for ranges and gathers, in one index pass, what each
-// needs shipped. Data.db bytes are not read: the caller sends Run.SrcOff..Run.SrcEnd itself.
-func Partials(parent *sstable.Table, ranges token.RangeSet) ([]Partial, error) {
+// needs shipped. Data.db bytes are not read: the caller sends the segments itself. With
+// OnePerParent, reason says why the runs stayed separate children, when they did.
+func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, err error) {
 	ps, err := NewPieces(parent.Partitioner, ranges)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	plans, err := PlanTable(parent, ps, ranges)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if opts.OnePerParent && len(plans) > 0 {
+		plans, reason = OnePerParent(parent, plans, ModeCopy, opts.Bounds)
 	}
 	spec, err := SpecOf(parent)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	out := make([]Partial, len(plans))
+	out = make([]Partial, len(plans))
 	for i, p := range plans {
 		out[i].Plan = p
+		out[i].Layout = NewLayout(geometry(parent, spec.CRCChunkLength), p.Runs, 1)
 		if parent.Compression != nil {
-			out[i].Run = LayoutCompressed(parent.Compression, parent.DataFileLength, p.Lo, p.Hi, 1)
-			out[i].Info = out[i].Run.Info(parent.Compression)
-		} else {
-			out[i].Run = LayoutUncompressed(p.Lo, p.Hi, 1)
+			out[i].Info = out[i].Layout.Info(parent.Compression)
 		}
 	}
+	return out, reason, gatherIndex(parent, spec, out)
+}
+
+// gatherIndex fills the index (and BTI rows) slices of out in one index pass.
+func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 	var (
-		k                 = 0
-		lastEnd           int64
-		rowsCut, rowsEnd  int64
-		inChild           bool
-		rowEntry          bti.RowIndexEntry
-		isBTI             = spec.ParentRows != nil
-		finishChildRowsAt = func(i int) {
-			if isBTI {
-				out[i].Rows = append([]byte(nil), spec.ParentRows[rowsCut:rowsEnd]...)
-			}
-		}
+		k, run  int
+		begun   int // the run whose rows the slice is taking
+		lastEnd int64
+		inChild bool
+		rows    rowsSlice
+		isBTI   = spec.ParentRows != nil
+		n       int64
 	)
-	err = parent.ScanPartitions(func(pt *sstable.Partition) error {
-		if inChild && pt.Ordinal >= out[k].Plan.FirstOrdinal+out[k].Plan.Partitions {
-			finishChildRowsAt(k)
-			inChild = false
-			k++
+	finish := func() {
+		if isBTI {
+			out[k].Rows = rows.bytes()
+		}
+		inChild = false
+		k++
+	}
+	err := parent.ScanPartitions(func(pt *sstable.Partition) error {
+		n++
+		if inChild && pt.Ordinal > out[k].Plan.LastOrdinal() {
+			finish()
 		}
 		if !inChild && k < len(out) && pt.Ordinal == out[k].Plan.FirstOrdinal {
-			inChild = true
-			rowsCut = lastEnd &^ 4095
-			rowsEnd = rowsCut
+			inChild, run, begun = true, 0, 0
+			rows = rowsSlice{parent: spec.ParentRows}
+			rows.begin(lastEnd)
+		}
+		member := false
+		if inChild {
+			if run, member = out[k].Plan.Contains(run, pt.Ordinal); member && run != begun {
+				begun = run
+				rows.begin(lastEnd)
+			}
 		}
 		indexPos := int64(-1)
 		if pt.IndexPos >= 0 && isBTI {
-			var err error
-			if rowEntry, err = bti.ReadRowIndexEntry(spec.ParentRows, pt.IndexPos); err != nil {
-				return err
-			}
-			lastEnd = rowEntry.End
-			if inChild {
-				rowsEnd = max(rowsEnd, rowEntry.End)
-				indexPos = pt.IndexPos - rowsCut
+			if member {
+				e, childPos, _, err := rows.entry(pt.IndexPos)
+				if err != nil {
+					return err
+				}
+				lastEnd, indexPos = e.End, childPos
+			} else {
+				e, err := bti.ReadRowIndexEntry(spec.ParentRows, pt.IndexPos)
+				if err != nil {
+					return err
+				}
+				lastEnd = e.End
 			}
 		}
-		if inChild {
+		if member {
 			out[k].Index = AppendIndexRecord(out[k].Index, pt.Key, pt.Position, indexPos, pt.Promoted)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err == nil && inChild {
+		finish()
 	}
-	if inChild {
-		finishChildRowsAt(k)
+	for i := range out {
+		out[i].ParentPartitions = n
 	}
-	return out, nil
+	return err
 }
 
 // AppendIndexRecord appends one index-slice record: the key, the parent Data.db position, the
@@ -145,10 +176,10 @@ func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Part
 
 // RebuildPartial writes every component of a received child but Data.db, which must already
 // be complete in inst under desc: spec carries the parent's metadata (ParentRows is the shipped
-// rows slice), shift and hi come from the sender's Run, index is the shipped index slice. It
-// checks the records' order and that their positions fall inside the run.
-func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, shift, hi int64, index []byte, data DataResult) ([]descriptor.Component, error) {
-	b, err := NewBuilder(spec, inst, desc, shift, hi, 0)
+// rows slice), lay comes from the sender's segments (ReceivedLayout), index is the shipped
+// index slice. It checks the records' order and that their positions fall inside a segment.
+func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult) ([]descriptor.Component, error) {
+	b, err := NewBuilder(spec, inst, desc, lay, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +187,8 @@ func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, s
 	var prevKey []byte
 	prevPos := int64(-1)
 	err = ForEachIndexRecord(index, spec.Partitioner, func(p *sstable.Partition) error {
-		if p.Position >= hi || p.Position <= prevPos {
-			return fmt.Errorf("index slice record %d: position %d outside the run or out of order", p.Ordinal, p.Position)
+		if p.Position <= prevPos {
+			return fmt.Errorf("index slice record %d: position %d out of order", p.Ordinal, p.Position)
 		}
 		if prevPos >= 0 && token.CompareKeys(prev, prevKey, p.Token, p.Key) >= 0 {
 			return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
@@ -194,4 +225,48 @@ func SpecFromStatistics(v version.Version, statistics, rows []byte) (*Spec, erro
 		rows = []byte{}
 	}
 	return &Spec{Version: v, Partitioner: p, Statistics: st, MinIndexInterval: bigindex.DefaultMinIndexInterval, ParentRows: rows}, nil
+}
+
+// ReceivedLayout rebuilds a child's Layout from what a sender announced: its segments in order
+// (compressed: FirstChunk, LastChunk; uncompressed: the parent offset PLo; both: DstOff and a
+// length in SrcEnd-SrcOff), the chunk length (compression or CRC grid) and the child's
+// uncompressed length. Everything comes from a peer, so every relation NewLayout guarantees is
+// checked.
+func ReceivedLayout(compressed bool, chunkLength, dataLength int64, segs []Segment) (*Layout, error) {
+	if len(segs) == 0 || chunkLength <= 0 {
+		return nil, fmt.Errorf("a child needs at least one segment and a chunk length (got %d, %d)", len(segs), chunkLength)
+	}
+	l := &Layout{Compressed: compressed, ChunkLength: chunkLength, DataLength: dataLength}
+	base, dst := 0, int64(0)
+	for i, s := range segs {
+		if s.Length() <= 0 || s.DstOff != dst {
+			return nil, fmt.Errorf("segment %d: %d bytes at offset %d, want a non-empty segment at %d", i, s.Length(), s.DstOff, dst)
+		}
+		if compressed {
+			if s.FirstChunk < 0 || s.LastChunk < s.FirstChunk || s.LastChunk > 1<<40 {
+				return nil, fmt.Errorf("segment %d: chunks %d..%d", i, s.FirstChunk, s.LastChunk)
+			}
+			if i > 0 && s.FirstChunk <= segs[i-1].LastChunk+1 {
+				return nil, fmt.Errorf("segment %d: chunk %d does not follow the previous segment's %d with a gap", i, s.FirstChunk, segs[i-1].LastChunk)
+			}
+			s.PLo, s.PHi = int64(s.FirstChunk)*chunkLength, int64(s.LastChunk+1)*chunkLength
+			s.Shift = int64(s.FirstChunk-base) * chunkLength
+			base += s.Chunks()
+		} else {
+			if s.PLo < 0 || s.PLo > 1<<62 || (i > 0 && s.PLo < l.Segments[i-1].PHi) {
+				return nil, fmt.Errorf("segment %d at parent offset %d: negative or before the previous segment's end", i, s.PLo)
+			}
+			s.PHi, s.Shift = s.PLo+s.Length(), s.PLo-s.DstOff
+		}
+		dst += s.Length()
+		l.Segments = append(l.Segments, s)
+	}
+	l.FileLength = dst
+	last := &l.Segments[len(l.Segments)-1]
+	end := last.Shift + dataLength
+	if end <= last.PLo || end > last.PHi {
+		return nil, fmt.Errorf("data length %d does not end in the last segment (parent %d..%d)", dataLength, last.PLo, last.PHi)
+	}
+	last.PHi = end
+	return l, nil
 }

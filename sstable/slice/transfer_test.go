@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/fixtures"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
@@ -24,58 +25,63 @@ import (
 func TestPartialTransferRebuildsFromShippedMaterial(t *testing.T) {
 	for _, vn := range []string{"nb", "oa", "da"} {
 		for _, comp := range []string{"lz4", "none"} {
-			t.Run(vn+"/"+comp, func(t *testing.T) {
-				v, _ := version.ParseWritable(vn)
-				res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 200,
-					PartitionSize: 4 << 10, RowSize: 512, IndexBlockSize: 1 << 10, Compression: comp, ChunkLength: 4 << 10, Seed: 17})
-				if err != nil {
-					t.Fatal(err)
-				}
-				parent, err := sstable.Open(res.Desc.Prefix())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer parent.Close()
-				ranges, err := token.ParseRanges(token.Murmur3, "(-6000000000000000000,-1000000000000000000],(2000000000000000000,-8000000000000000000]")
-				if err != nil {
-					t.Fatal(err)
-				}
-				partials, err := Partials(parent, ranges)
-				if err != nil {
-					t.Fatal(err)
-				}
-				statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
-				if err != nil {
-					t.Fatal(err)
-				}
-				recv := t.TempDir()
-				want := map[string][]byte{}
-				for _, p := range readAll(t, res.Desc.Prefix()) {
-					if ranges.Contains(p.Token) {
-						want[string(p.Key)] = p.Bytes
-					}
-				}
-				got := 0
-				for i, pt := range partials {
-					d := receive(t, parent, pt, statsBytes, recv, i+1)
-					rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Extended: true})
+			for _, one := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/one=%v", vn, comp, one), func(t *testing.T) {
+					v, _ := version.ParseWritable(vn)
+					res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 200,
+						PartitionSize: 4 << 10, RowSize: 512, IndexBlockSize: 1 << 10, Compression: comp, ChunkLength: 4 << 10, Seed: 17})
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, p := range rep.Problems {
-						t.Errorf("received child %d: %s", i, p)
+					parent, err := sstable.Open(res.Desc.Prefix())
+					if err != nil {
+						t.Fatal(err)
 					}
-					for _, p := range readAll(t, d.Prefix()) {
-						if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
-							t.Errorf("received child %d: partition %x is not the parent's", i, p.Key)
+					defer parent.Close()
+					ranges, err := token.ParseRanges(token.Murmur3, "(-6000000000000000000,-1000000000000000000],(2000000000000000000,-8000000000000000000]")
+					if err != nil {
+						t.Fatal(err)
+					}
+					partials, reason, err := Partials(parent, ranges, PartialOptions{OnePerParent: one})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if one && len(partials) != 1 {
+						t.Fatalf("one child per parent: got %d (%s)", len(partials), reason)
+					}
+					statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
+					if err != nil {
+						t.Fatal(err)
+					}
+					recv := t.TempDir()
+					want := map[string][]byte{}
+					for _, p := range readAll(t, res.Desc.Prefix()) {
+						if ranges.Contains(p.Token) {
+							want[string(p.Key)] = p.Bytes
 						}
-						got++
 					}
-				}
-				if got != len(want) {
-					t.Errorf("received %d partitions, want %d", got, len(want))
-				}
-			})
+					got := 0
+					for i, pt := range partials {
+						d := receive(t, parent, pt, statsBytes, recv, i+1)
+						rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Extended: true})
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, p := range rep.Problems {
+							t.Errorf("received child %d: %s", i, p)
+						}
+						for _, p := range readAll(t, d.Prefix()) {
+							if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
+								t.Errorf("received child %d: partition %x is not the parent's", i, p.Key)
+							}
+							got++
+						}
+					}
+					if got != len(want) {
+						t.Errorf("received %d partitions, want %d", got, len(want))
+					}
+				})
+			}
 		}
 	}
 }
@@ -98,7 +104,18 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := io.NewSectionReader(parent.DataFile(), pt.Run.SrcOff, pt.Run.SrcEnd-pt.Run.SrcOff)
+	// What the wire carries of the layout: chunks, offsets and lengths of each segment.
+	shipped := make([]Segment, len(pt.Layout.Segments))
+	var readers []io.Reader
+	for i, s := range pt.Layout.Segments {
+		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
+		readers = append(readers, io.NewSectionReader(parent.DataFile(), s.SrcOff, s.Length()))
+	}
+	lay, err := ReceivedLayout(pt.Info != nil, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := io.MultiReader(readers...)
 	var data DataResult
 	if pt.Info != nil {
 		h := crc32.NewIEEE()
@@ -113,12 +130,66 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		}
 		data.CRC, data.Digest = cw.Result()
 	}
-	data.DataLength, data.FileLength, data.HasDigest = pt.Run.DataLength, pt.Run.FileLength(), true
-	if _, err := RebuildPartial(spec, inst, d, pt.Run.Shift, pt.Run.Hi, pt.Index, data); err != nil {
+	// The digest a sender derives from the parent's checksums is the CRC32 of what arrived.
+	if want, err := LayoutDigest(parent, &pt.Layout); err != nil || want != data.Digest {
+		t.Errorf("LayoutDigest %08x (%v), the received Data.db's CRC32 %08x", want, err, data.Digest)
+	}
+	data.DataLength, data.FileLength, data.HasDigest = lay.DataLength, lay.FileLength, true
+	if _, err := RebuildPartial(spec, inst, d, lay, pt.Index, data); err != nil {
 		t.Fatal(fmt.Errorf("rebuild: %w", err))
 	}
 	if err := inst.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// Every fixture through the transfer material of one multi-run child per parent (what a
+// streaming sender ships for three ranges, one wrapping): the rebuilt sstable verifies
+// (extended) and holds exactly the parent's partitions in the ranges.
+func TestPartialTransferEveryFixture(t *testing.T) {
+	for _, f := range fixtures.All(t) {
+		ranges, ok := fixtureRanges(t, f)
+		if !ok {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			parent, err := sstable.Open(f.Prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer parent.Close()
+			partials, reason, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}})
+			if err != nil || len(partials) != 1 {
+				t.Fatalf("%d partials (%s): %v", len(partials), reason, err)
+			}
+			statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := receive(t, parent, partials[0], statsBytes, t.TempDir(), 1)
+			rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Extended: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range rep.Problems {
+				t.Errorf("received: %s", p)
+			}
+			want := map[string][]byte{}
+			for _, p := range readAll(t, f.Prefix) {
+				if ranges.Contains(p.Token) {
+					want[string(p.Key)] = p.Bytes
+				}
+			}
+			got := readAll(t, d.Prefix())
+			for _, p := range got {
+				if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
+					t.Errorf("partition %x is not the parent's in the ranges", p.Key)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d partitions, want %d", len(got), len(want))
+			}
+		})
+	}
 }

@@ -1,0 +1,182 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/wire"
+)
+
+// outbound is the sending half of a data plane: how one sstable's Data frames leave. QUIC
+// gives every sstable a unidirectional stream of its own, ended by FIN; the TCP data plane
+// carries every sstable on one connection, each ended by an empty Data frame. The session's
+// one send loop (sendSession.pump) runs over either.
+type outbound interface {
+	// open starts sstable id's data.
+	open(ctx context.Context, id string) error
+	// stop reports that the rest of the sstable need not be sent: the receiver already gave
+	// it an outcome (it failed it).
+	stop(ctx context.Context, id string) (bool, error)
+	// write sends one frame: header d, then the n payload bytes of src from done.
+	write(ctx context.Context, d *wire.Data, src *source, done, n int64) error
+	// finish ends the sstable's data after the loop returned err (nil: all sent), and
+	// returns what ends the session, if anything.
+	finish(ctx context.Context, id string, err error) error
+}
+
+// sendOne sends one planned sstable: its Manifest on the control stream, then its sources
+// as Data frames on the data plane.
+func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
+	id := o.planned.ID
+	sources, release, ok, err := ss.beginOne(o)
+	if !ok {
+		return err
+	}
+	defer release()
+	var plane outbound = &quicOut{ss: ss}
+	if ss.offer != nil {
+		plane = &tcpOut{ss: ss}
+	}
+	if err := plane.open(ctx, id); err != nil {
+		return err
+	}
+	return plane.finish(ctx, id, ss.pump(ctx, plane, id, sources))
+}
+
+// pump is the one send loop: every source in frames of at most the session's frame size,
+// each waiting on the outbound limiter and counted in the session's progress.
+func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sources []source) error {
+	size := int64(len(ss.buf) - hdrRoom)
+	for i := range sources {
+		src := &sources[i]
+		d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component}
+		total := src.n
+		if src.mem != nil {
+			total = int64(len(src.mem))
+		}
+		for done := int64(0); done < total; {
+			if stop, err := plane.stop(ctx, id); stop || err != nil {
+				return err
+			}
+			n := min(size, total-done)
+			d.Offset = uint64(src.start + done)
+			if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
+				return fmt.Errorf("stream: Data header of %d bytes", hl)
+			}
+			if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
+				return err
+			}
+			if err := plane.write(ctx, &d, src, done, n); err != nil {
+				return err
+			}
+			done += n
+			ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
+		}
+	}
+	return nil
+}
+
+// quicOut is one unidirectional QUIC stream per sstable.
+type quicOut struct {
+	ss *sendSession
+	us *quic.SendStream
+}
+
+func (q *quicOut) open(ctx context.Context, _ string) error {
+	us, err := q.ss.conn.OpenUniStreamSync(ctx)
+	q.us = us
+	return err
+}
+
+// stop: a receiver that fails the sstable resets the stream, which the next write reports.
+func (q *quicOut) stop(context.Context, string) (bool, error) { return false, nil }
+
+// write reads the payload straight into the session's one buffer behind room for the frame
+// header, which is then written in front of it, so a frame leaves in one Write with no copy.
+func (q *quicOut) write(_ context.Context, d *wire.Data, src *source, done, n int64) error {
+	buf := q.ss.buf
+	payload := buf[hdrRoom : hdrRoom+n]
+	if src.mem != nil {
+		copy(payload, src.mem[done:done+n])
+	} else if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
+		return fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
+	}
+	hl := wire.DataHeaderLength(d, int(n))
+	wire.AppendDataHeader(buf[hdrRoom-hl:hdrRoom-hl], d, int(n))
+	writeDeadline(q.us, q.ss.srv.cfg.IdleTimeout)
+	_, err := q.us.Write(buf[hdrRoom-hl : hdrRoom+n])
+	return err
+}
+
+// finish closes the stream (FIN), or resets it on a local error and tells the receiver why
+// on the control stream; a reset by the receiver needs no word: it said why itself.
+func (q *quicOut) finish(ctx context.Context, id string, err error) error {
+	if err == nil {
+		return q.us.Close()
+	}
+	q.us.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
+	var se *quic.StreamError
+	if errors.As(err, &se) && se.Remote {
+		return nil
+	}
+	if ctx.Err() != nil || q.ss.conn.Context().Err() != nil {
+		return err
+	}
+	return q.ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
+}
+
+// tcpOut is the session's TCP data connection. Unlike QUIC, one connection carries every
+// sstable, so a local error in the middle of a frame cannot be confined to one sstable: it
+// fails the session.
+type tcpOut struct {
+	ss *sendSession
+	c  *net.TCPConn
+}
+
+func (t *tcpOut) open(ctx context.Context, _ string) error {
+	c, err := t.ss.dataConn(ctx)
+	t.c = c
+	return err
+}
+
+// stop reads what the control stream holds and says whether the receiver already gave the
+// sstable an outcome (it failed it), so that the rest is not sent.
+func (t *tcpOut) stop(ctx context.Context, id string) (bool, error) {
+	if err := t.ss.poll(ctx, false); err != nil {
+		return false, err
+	}
+	acked, _ := t.ss.sm.Outcome(id)
+	return acked, nil
+}
+
+// write sends the header from memory and a file payload with sendfile.
+func (t *tcpOut) write(ctx context.Context, d *wire.Data, src *source, done, n int64) error {
+	frame := wire.AppendDataHeader(t.ss.buf[:0], d, int(n))
+	if src.mem != nil {
+		frame = append(frame, src.mem[done:done+n]...)
+	}
+	writeDeadline(t.c, t.ss.srv.cfg.IdleTimeout)
+	if _, err := t.c.Write(frame); err != nil || src.mem != nil {
+		return err
+	}
+	_, err := fsx.Sendfile(ctx, t.c, src.f, src.off+done, n)
+	return err
+}
+
+// finish ends the sstable with an empty Data frame (QUIC's FIN), also when the receiver
+// stopped it early.
+func (t *tcpOut) finish(_ context.Context, id string, err error) error {
+	if err != nil {
+		return fmt.Errorf("sending %s over TCP to %s: %w", id, t.ss.peer, err)
+	}
+	end := wire.AppendDataHeader(t.ss.buf[:0], &wire.Data{SSTableID: id, Stream: wire.StreamRuns}, 0)
+	if _, err := t.c.Write(end); err != nil {
+		return fmt.Errorf("sending %s over TCP to %s: %w", id, t.ss.peer, err)
+	}
+	return nil
+}
