@@ -66,7 +66,9 @@ func TestHugeFrameClaimAllocatesNothingBig(t *testing.T) {
 	// 20 bytes claiming a 1 GiB Manifest body.
 	claim := append(append(uv(uint64(MsgManifest)), uv(1<<30)...), make([]byte, 15)...)[:20]
 	var err error
-	if got := allocated(20, func() { _, _, err = ParseMessage(claim, Limits{}) }); got > 1024 {
+	// TotalAlloc is process-wide: the race runtime and the test framework allocate a little
+	// beside us, so the bound is "nothing near the claim", not zero.
+	if got := allocated(20, func() { _, _, err = ParseMessage(claim, Limits{}) }); got > 64<<10 {
 		t.Errorf("rejecting the frame allocated %d bytes", got)
 	}
 	if !errors.Is(err, ErrFrameTooLarge) {
@@ -74,7 +76,7 @@ func TestHugeFrameClaimAllocatesNothingBig(t *testing.T) {
 	}
 	// With a limit that admits it, the frame is merely incomplete.
 	big := Limits{MaxFrame: 2 << 30}
-	if got := allocated(20, func() { _, _, err = ParseMessage(claim, big) }); got != 0 {
+	if got := allocated(20, func() { _, _, err = ParseMessage(claim, big) }); got > 64<<10 {
 		t.Errorf("waiting for the body allocated %d bytes", got)
 	}
 	if err != io.EOF {
