@@ -127,6 +127,15 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("internal: read at %d behind the cursor at %d", pos, c.winStart)
 	}
+	if c.windowIsCarry && pos > c.winStart && pos+int64(n) > c.winStart+int64(len(c.window)) {
+		// The carry is about to grow: first drop what lies before pos, which no later read
+		// (positions never decrease) can want. Without this a walk whose reads overlap (a
+		// partition and the next key) kept every byte from the first carry on: the whole
+		// Data.db, uncompressed, in memory.
+		k := copy(c.carry, c.carry[pos-c.winStart:])
+		c.carry = c.carry[:k]
+		c.window, c.winStart = c.carry, pos
+	}
 	for pos+int64(n) > c.winStart+int64(len(c.window)) {
 		if err := c.advance(true); err != nil {
 			return nil, err

@@ -18,6 +18,10 @@ type Partition struct {
 	Position int64       // uncompressed Data.db offset of the partition header
 	IndexPos int64       // Index.db / Rows.db offset of the entry; -1 for a BTI partition without row index
 	Promoted []byte      // BIG promoted index, verbatim (nil when none); valid only during the callback
+	// Hash is the key's Murmur3 x64-128 hash when HasHash (Murmur3Partitioner): the token
+	// was taken from it, and the bloom filter takes it as it is.
+	Hash    [2]uint64
+	HasHash bool
 }
 
 // indexBufferSize is the Index.db read buffer: big enough that reads are few, small enough to
@@ -31,10 +35,20 @@ func (t *Table) ScanPartitions(fn func(p *Partition) error) error {
 	if t.Desc.Version.Format == version.BTI {
 		return t.scanBTI(fn)
 	}
-	return t.scanBig(fn)
+	return t.scanBig(fn, true)
 }
 
-func (t *Table) scanBig(fn func(p *Partition) error) error {
+// ScanKeys is ScanPartitions for a pass that needs the token of few partitions: on BIG
+// sstables it leaves Token and Hash unset (hashing every key is a third of an index pass's
+// CPU), and the caller takes the token of those it needs. BTI partitions come with theirs.
+func (t *Table) ScanKeys(fn func(p *Partition) error) error {
+	if t.Desc.Version.Format == version.BTI {
+		return t.scanBTI(fn)
+	}
+	return t.scanBig(fn, false)
+}
+
+func (t *Table) scanBig(fn func(p *Partition) error, tokens bool) error {
 	path := t.Path(descriptor.Index)
 	f, err := os.Open(path)
 	if err != nil {
@@ -46,7 +60,9 @@ func (t *Table) scanBig(fn func(p *Partition) error) error {
 	for sc.Next() {
 		e := sc.Entry()
 		p.Key = e.Key
-		p.Token = t.Partitioner.Token(e.Key)
+		if tokens {
+			p.Token, p.Hash, p.HasHash = token.TokenAndHash(t.Partitioner, e.Key)
+		}
 		p.Position = e.Position
 		p.IndexPos = e.Offset
 		p.Promoted = e.Promoted

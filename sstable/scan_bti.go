@@ -8,6 +8,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/encoding"
+	"github.com/sluicedb/sluice/sstable/token"
 )
 
 // readBTIIndex loads Partitions.db and Rows.db. Both are read whole: they hold only keys,
@@ -95,7 +96,7 @@ func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partitio
 			p.Key, p.Position, p.IndexPos = re.Key, re.DataPosition, e.Position
 		}
 		if p.Key != nil {
-			p.Token = t.Partitioner.Token(p.Key)
+			p.Token, p.Hash, p.HasHash = token.TokenAndHash(t.Partitioner, p.Key)
 		}
 		if err := fn(&p, e); err != nil {
 			return err

@@ -46,13 +46,19 @@ type Config struct {
 	Inbound *Limiter
 	// Observer, when set, is told each sstable's and session's outcome (for metrics).
 	Observer Observer
-	// Transport is the data plane: TransportQUIC (the default; "" means it) or
-	// TransportTCP, which moves each sstable's bytes over a plain, unencrypted TCP
-	// connection with sendfile and splice while the QUIC control stream still runs the
-	// session. A session uses TCP only when both ends are configured for it; use it only on
-	// a trusted network (see the package documentation).
+	// Transport is the data plane: TransportQUIC (the default; "" means it), TransportTLS,
+	// which moves each sstable's bytes over one TLS 1.3 connection on TCP, mutually
+	// authenticated with the same certificates as the QUIC connection (the recommended fast
+	// path), or TransportTCP, which moves them over a plain, unencrypted TCP connection
+	// with sendfile and splice (trusted networks only; see the package documentation). The
+	// QUIC control stream runs the session in every case. A session uses a TCP data plane
+	// only when both ends are configured for the same one; otherwise its data goes over QUIC.
 	Transport string
-	// TCPAddr is where a Server with Transport tcp listens for data connections, host:port.
+	// TCPCongestion names the TCP congestion control of the data connections (tls, tcp),
+	// set with setsockopt(TCP_CONGESTION): "bbr", "cubic", ... as the kernel offers them
+	// (/proc/sys/net/ipv4/tcp_available_congestion_control). Empty: the kernel's default.
+	TCPCongestion string
+	// TCPAddr is where a Server with Transport tls or tcp listens for data connections, host:port.
 	// Default: the host of its QUIC address with port 0 (any free port). The bound address
 	// is sent to receivers; an unspecified host (0.0.0.0, ::) there means the host the
 	// receiver dialed for the control connection.
@@ -67,11 +73,31 @@ type Config struct {
 const (
 	TransportQUIC = "quic"
 	TransportTCP  = "tcp"
+	TransportTLS  = "tls"
 )
 
-// featureTCPData is the Hello feature by which a receiver offers to take bulk data over a
-// TCP connection (wire.TCPDataPlane).
-const featureTCPData = "tcp-data"
+// tcpData says whether the transport moves bulk data over a TCP connection (tls, tcp).
+func (c Config) tcpData() bool { return c.Transport == TransportTCP || c.Transport == TransportTLS }
+
+// featureTCPData and featureTLSData are the Hello features by which a receiver offers to
+// take bulk data over a plain TCP connection or a TLS one (wire.TCPDataPlane). A sender
+// offers its data plane only to a receiver that asked for that very one, so a receiver
+// that asked for TLS never dials plaintext.
+const (
+	featureTCPData = "tcp-data"
+	featureTLSData = "tls-data"
+)
+
+// dataFeature is the Hello feature of the transport's TCP data plane, or "".
+func (c Config) dataFeature() string {
+	switch c.Transport {
+	case TransportTCP:
+		return featureTCPData
+	case TransportTLS:
+		return featureTLSData
+	}
+	return ""
+}
 
 // Observer receives outcomes as they happen. Calls come from session goroutines, must be
 // safe for concurrent use and must not block.
@@ -148,16 +174,18 @@ func (c Config) validate() error {
 		return fmt.Errorf("stream: Config.MaxIndexSlice %d is negative", c.MaxIndexSlice)
 	case c.MaxSSTableBytes < 0:
 		return fmt.Errorf("stream: Config.MaxSSTableBytes %d is negative", c.MaxSSTableBytes)
-	case c.Transport != TransportQUIC && c.Transport != TransportTCP:
-		return fmt.Errorf("stream: Config.Transport %q: want %s or %s", c.Transport, TransportQUIC, TransportTCP)
+	case c.Transport != TransportQUIC && c.Transport != TransportTCP && c.Transport != TransportTLS:
+		return fmt.Errorf("stream: Config.Transport %q: want %s, %s or %s", c.Transport, TransportQUIC, TransportTLS, TransportTCP)
+	case c.TCPCongestion != "" && !c.tcpData():
+		return fmt.Errorf("stream: Config.TCPCongestion %q needs Transport tls or tcp, not %s", c.TCPCongestion, c.Transport)
 	}
 	return nil
 }
 
 func (c Config) hello() wire.Hello {
 	h := wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
-	if c.Transport == TransportTCP {
-		h.Features = []string{featureTCPData}
+	if f := c.dataFeature(); f != "" {
+		h.Features = []string{f}
 	}
 	return h
 }

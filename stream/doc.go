@@ -30,7 +30,8 @@
 //     resume, one ResumePoint{ID, ResumeInstalled} per sstable it already installed and
 //     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
 //  3. The sender holds the table's sstables (Catalog.Hold, released at session end), runs
-//     one index pass per sstable (slice.Partials) and decides each before promising
+//     two index passes per sstable (slice.Partials: the plan, and the index slices'
+//     lengths, which it keeps rather than the slices) and decides each before promising
 //     anything: entire when the ranges take every one of its partitions (the files go as
 //     they are), rows when slice.Refusal refuses zero-copy, otherwise one multi-run partial
 //     holding its chunk runs for every range (one partial per run past the slice bounds,
@@ -43,7 +44,8 @@
 //     Config.FrameSize, read straight into the buffer behind the frame header), then closes
 //     that stream (FIN). Partial and rows: the Data.db segments in order (StreamRuns, each
 //     announced as a wire.Run with its parent chunks and child offset), the index slice
-//     (StreamIndex) and, BTI, the Rows.db slice as component 0, with the child's rebased
+//     (StreamIndex; made while it is sent by one more pass over the parent's index,
+//     slice.IndexReader, in 256 KiB pieces) and, BTI, the Rows.db slice as component 0, with the child's rebased
 //     CompressionInfo in the Manifest. Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
 //     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the
@@ -56,7 +58,8 @@
 //     exists, so concurrent Fetches into one directory never collide; a final name another
 //     process published meanwhile moves on to the next generation), writes each frame at
 //     its offset through an fsx.Install, checks chunks and digest as bytes arrive, then
-//     rebuilds the other components (slice.RebuildPartial) or, entire, writes the
+//     rebuilds the other components (BIG: as the index slice arrives, slice.PartialRebuild;
+//     BTI: once the rows slice is in, slice.RebuildPartial) or, entire, writes the
 //     manifest's components and TOC and runs sstable.Verify on the uncommitted files
 //     (through a scratch directory of symbolic links) before Commit. A rows sstable is
 //     received and rebuilt like a partial one but in a private scratch directory inside
@@ -97,6 +100,29 @@
 // bounded to 8 MiB until the StreamRequest and 256 KiB after it, with at most 16 decoded
 // messages queued. Connections negotiating another ALPN name go to Config.Protocols (the
 // node's peer calls), for node certificates only.
+//
+// # TLS data plane
+//
+// Config.Transport tls moves the bulk bytes over one TLS 1.3 connection on TCP per session:
+// the recommended fast path where QUIC's user-space crypto and 1452-byte packets bound
+// streaming (Go's TLS seals 16 KiB records with AES-GCM in hardware and TCP segments are
+// offloaded). It is the TCP data plane below with a TLS session over the connection: the
+// sender's data listener runs the server side with the same certificate, cluster CA and
+// required client certificate as the QUIC listener (ALPN "sluice-data/1", TLS 1.3 only);
+// the receiver verifies the server's certificate as for QUIC and, inside TLS, presents the
+// one-time token. Both ends then check that the data connection's peer certificate is
+// byte for byte the one the QUIC connection's peer presented, so the data connection is
+// bound to the authenticated session twice: by the token and by the identity. The Hello
+// feature is "tls-data"; a sender offers TCPDataPlane only to a receiver that asked for
+// the plane it runs, so a receiver asking for TLS never dials plaintext, and mismatched
+// ends stream over QUIC. Frames are as on the TCP plane; what differs is that payloads
+// pass through user space (no sendfile or splice through TLS; Go has no kernel TLS): the
+// sender reads each frame into the session's buffer behind its header and writes it in one
+// call, as on QUIC; the receiver reads each payload whole (one frame, at most FrameSize)
+// into memory, puts Data.db bytes through the chunk checker, the digest and the CRC.db
+// writer there, and writes them, as on QUIC. Config.TCPCongestion selects the TCP
+// congestion control of both ends' data sockets (setsockopt TCP_CONGESTION; the listener's
+// is inherited by accepted connections), e.g. "bbr" where the kernel offers it.
 //
 // # TCP data plane
 //
@@ -197,9 +223,10 @@
 // wakes waiters at once. A bucket holds a quarter second of tokens (at least 64 KiB) and
 // may go one request into debt, so over any window the bytes passed are at most rate ×
 // window + burst + one request (tested on a fake clock). Config.MaxSessions bounds concurrent sessions (more are closed with
-// code refused), MaxSessionsPerPeer those of one certificate. Receiver memory is the frame buffer (about one frame) plus the index and
-// BTI rows slices of the sstable in progress, bounded by Config.MaxIndexSlice; the sender
-// holds the index slices of its whole plan.
+// code refused), MaxSessionsPerPeer those of one certificate. Receiver memory is the frame buffer (about one frame), the bloom filter of
+// the sstable in progress (sized from the Manifest's partition count) and, BTI only, its index
+// and rows slices, bounded by Config.MaxIndexSlice; a BIG child's index slice is rebuilt as it
+// arrives and never held. The sender holds no index slice: each is made while it is sent.
 //
 // # Throughput
 //

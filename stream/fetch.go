@@ -103,7 +103,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeShuttingDown), "fetch cancelled")
 	})
 	defer stop()
-	rs := &recvSession{closeData: func() {}, cfg: cfg, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
+	rs := &recvSession{closeData: func() {}, cfg: cfg, tls: tlsConf, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
 		resumed: resumed, tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
 	err = rs.run(ctx, sr)
 	res.Wall = time.Since(start)
@@ -149,6 +149,7 @@ type recvSession struct {
 	wbuf       []byte
 	dataFR     *frameReader // QUIC: reads each sstable's stream, reused
 	tcp        *tcpIn       // the TCP data plane, when the sender offered it
+	tls        *tls.Config  // the QUIC connection's, for a TLS data plane
 	closeData  func()       // closes the TCP data connection
 	failedIDs  map[string]bool
 	// resumed holds the ResumePoints with verified chunks this session sent: the sender
@@ -217,15 +218,19 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 // report progress and failures, skip a refused sstable's data, receive an accepted one.
 func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
 	if st.DataPlane != nil {
-		c, err := dialData(ctx, rs.cfg, st.DataPlane, rs.peer)
+		var tlsConf *tls.Config
+		if rs.cfg.Transport == TransportTLS {
+			tlsConf = rs.tls
+		}
+		c, err := dialData(ctx, rs.cfg, tlsConf, rs.conn.ConnectionState().TLS.PeerCertificates, st.DataPlane, rs.peer)
 		if err != nil {
 			return err
 		}
 		// A session that ends for any reason (cancel included: Fetch closes the QUIC
 		// connection) unblocks a read on the data connection.
-		stop := context.AfterFunc(rs.conn.Context(), func() { c.Close() })
-		rs.closeData = func() { stop(); c.Close() }
-		rs.tcp = &tcpIn{data: newTCPReader(c, rs.cfg.Limits)}
+		stop := context.AfterFunc(rs.conn.Context(), func() { c.close() })
+		rs.closeData = func() { stop(); c.close() }
+		rs.tcp = &tcpIn{data: newTCPReader(c.c, rs.cfg.Limits), sealed: c.plain() == nil}
 	}
 	switch m := m.(type) {
 	case *wire.Prepare:

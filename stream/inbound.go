@@ -52,7 +52,13 @@ func (q *quicIn) next(d *wire.Data) (int64, bool, error) {
 
 // take checks the payload, which arrived in memory with its header, and writes it.
 func (q *quicIn) take(_ context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
-	in.got[s] += uint64(n)
+	return takeInMemory(in, job, s, d)
+}
+
+// takeInMemory counts d's payload, in memory, in slot s of in, puts Data.db bytes through
+// in's checks and writes it into job.
+func takeInMemory(in *Incoming, job *installJob, s int, d *wire.Data) error {
+	in.got[s] += uint64(len(d.Payload))
 	if in.isData(d) {
 		if err := in.check(d.Payload); err != nil {
 			return err
@@ -74,6 +80,7 @@ type tcpIn struct {
 	id       string // the sstable whose frames come next
 	mem      []byte // a payload bound for memory (index, rows slices)
 	readBack []byte // Data.db bytes read back from the file for checking
+	sealed   bool   // TLS: payloads arrive in memory, never spliced
 	cut      bool   // the connection was left mid-frame or out of step
 }
 

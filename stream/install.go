@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -40,6 +41,7 @@ type installJob struct {
 	comps   []*os.File // entire: one per Manifest component
 	files   map[descriptor.Component]*os.File
 	index   []byte
+	rebuild *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
 	rows    []byte
 	crcw    *compress.CRCWriter
 	scratch string // rows only
@@ -129,6 +131,30 @@ func (j *installJob) write(d *wire.Data) error {
 		_, err := j.data.WriteAt(d.Payload, int64(d.Offset))
 		return err
 	case wire.StreamIndex:
+		if j.in.Version.Format == version.Big {
+			// A BIG child's components need nothing but the slice and the manifest: rebuild
+			// them as the slice arrives instead of holding it (BTI needs the rows slice,
+			// which comes after it).
+			if j.rebuild == nil {
+				m := j.in.Manifest
+				spec, err := slice.SpecFromStatistics(j.in.Version, m.Statistics, nil)
+				if err != nil {
+					return fmt.Errorf("%w: %w", ErrManifest, err)
+				}
+				if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, int64(m.Partitions)); err != nil {
+					return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+				}
+			}
+			if err := j.rebuild.Write(d.Payload); err != nil {
+				return fmt.Errorf("%w: %w", ErrManifest, err)
+			}
+			return nil
+		}
+		if j.index == nil {
+			// Its length is announced (and bounded by MaxIndexSlice): one allocation, not a
+			// doubling series whose garbage peaks at twice the slice.
+			j.index = make([]byte, 0, j.in.Manifest.IndexSliceLength)
+		}
 		j.index = append(j.index, d.Payload...)
 		return nil
 	case wire.StreamComponent:
@@ -196,10 +222,9 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 		}
-		if err := slice.ForEachIndexRecord(j.index, spec.Partitioner, func(p *sstable.Partition) error {
-			partitions++
-			return nil
-		}); err != nil {
+		if j.rebuild != nil {
+			partitions = j.rebuild.Records()
+		} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 		}
 		if uint64(partitions) != m.Partitions {
@@ -215,7 +240,12 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		if j.crcw != nil {
 			data.CRC, data.Digest = j.crcw.Result()
 		}
-		if _, err := slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data); err != nil {
+		if j.rebuild != nil {
+			_, err = j.rebuild.Finish(data)
+		} else {
+			_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions)
+		}
+		if err != nil {
 			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 
 	"github.com/quic-go/quic-go"
@@ -96,21 +97,37 @@ func (q *quicOut) open(ctx context.Context, _ string) error {
 // stop: a receiver that fails the sstable resets the stream, which the next write reports.
 func (q *quicOut) stop(context.Context, string) (bool, error) { return false, nil }
 
-// write reads the payload straight into the session's one buffer behind room for the frame
-// header, which is then written in front of it, so a frame leaves in one Write with no copy.
 func (q *quicOut) write(_ context.Context, d *wire.Data, src *source, done, n int64) error {
-	buf := q.ss.buf
+	frame, err := q.ss.frameInBuf(d, src, done, n)
+	if err != nil {
+		return err
+	}
+	writeDeadline(q.us, q.ss.srv.cfg.IdleTimeout)
+	_, err = q.us.Write(frame)
+	return err
+}
+
+// frameInBuf reads the payload straight into the session's one buffer behind room for the
+// frame header, which is then written in front of it, so that a frame leaves in one Write
+// with no copy.
+func (ss *sendSession) frameInBuf(d *wire.Data, src *source, done, n int64) ([]byte, error) {
+	buf := ss.buf
 	payload := buf[hdrRoom : hdrRoom+n]
-	if src.mem != nil {
+	switch {
+	case src.mem != nil:
 		copy(payload, src.mem[done:done+n])
-	} else if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
-		return fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
+	case src.seq != nil: // read in order, frame after frame
+		if _, err := io.ReadFull(src.seq, payload); err != nil {
+			return nil, fmt.Errorf("producing the index slice at %d: %w", done, err)
+		}
+	default:
+		if _, err := src.f.ReadAt(payload, src.off+done); err != nil {
+			return nil, fmt.Errorf("reading %s at %d: %w", src.f.Name(), src.off+done, err)
+		}
 	}
 	hl := wire.DataHeaderLength(d, int(n))
 	wire.AppendDataHeader(buf[hdrRoom-hl:hdrRoom-hl], d, int(n))
-	writeDeadline(q.us, q.ss.srv.cfg.IdleTimeout)
-	_, err := q.us.Write(buf[hdrRoom-hl : hdrRoom+n])
-	return err
+	return buf[hdrRoom-hl : hdrRoom+n], nil
 }
 
 // finish closes the stream (FIN), or resets it on a local error and tells the receiver why
@@ -130,18 +147,22 @@ func (q *quicOut) finish(ctx context.Context, id string, err error) error {
 	return q.ss.send(&wire.Failure{Code: wire.CodeInternal, SSTableID: id, Reason: err.Error()})
 }
 
-// tcpOut is the session's TCP data connection. Unlike QUIC, one connection carries every
-// sstable, so a local error in the middle of a frame cannot be confined to one sstable: it
-// fails the session.
+// tcpOut is the session's TCP data connection, plain or TLS. Unlike QUIC, one connection
+// carries every sstable, so a local error in the middle of a frame cannot be confined to one
+// sstable: it fails the session.
 type tcpOut struct {
 	ss *sendSession
-	c  *net.TCPConn
+	dc *dataConn
+	c  net.Conn
 }
 
 func (t *tcpOut) open(ctx context.Context, _ string) error {
-	c, err := t.ss.dataConn(ctx)
-	t.c = c
-	return err
+	dc, err := t.ss.dataConn(ctx)
+	if err != nil {
+		return err
+	}
+	t.dc, t.c = dc, dc.c
+	return nil
 }
 
 // stop reads what the control stream holds and says whether the receiver already gave the
@@ -154,17 +175,24 @@ func (t *tcpOut) stop(ctx context.Context, id string) (bool, error) {
 	return acked, nil
 }
 
-// write sends the header from memory and a file payload with sendfile.
+// write sends a file payload over plain TCP as the header from memory and the bytes with
+// sendfile; any other frame (TLS, or a payload from memory) leaves in one Write from the
+// session's buffer, as on QUIC.
 func (t *tcpOut) write(ctx context.Context, d *wire.Data, src *source, done, n int64) error {
-	frame := wire.AppendDataHeader(t.ss.buf[:0], d, int(n))
-	if src.mem != nil {
-		frame = append(frame, src.mem[done:done+n]...)
-	}
 	writeDeadline(t.c, t.ss.srv.cfg.IdleTimeout)
-	if _, err := t.c.Write(frame); err != nil || src.mem != nil {
+	plain := t.dc.plain()
+	if plain == nil || src.f == nil {
+		frame, err := t.ss.frameInBuf(d, src, done, n)
+		if err != nil {
+			return err
+		}
+		_, err = t.c.Write(frame)
 		return err
 	}
-	_, err := fsx.Sendfile(ctx, t.c, src.f, src.off+done, n)
+	if _, err := t.c.Write(wire.AppendDataHeader(t.ss.buf[:0], d, int(n))); err != nil {
+		return err
+	}
+	_, err := fsx.Sendfile(ctx, plain, src.f, src.off+done, n)
 	return err
 }
 

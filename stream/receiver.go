@@ -126,7 +126,7 @@ func (r *Receiver) Step(m wire.Message) (Step, error) {
 		if dp, ok := m.(*wire.TCPDataPlane); ok {
 			// Offered only to a receiver that asked for it (Hello.Features), once, before Prepare.
 			switch {
-			case r.cfg.Transport != TransportTCP:
+			case !r.cfg.tcpData():
 				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: TCPDataPlane offered to a receiver that did not ask for it", ErrProtocol))
 			case r.plane != nil:
 				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: a second TCPDataPlane", ErrProtocol))

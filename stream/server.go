@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ type Server struct {
 	perPeer  map[string]int // sessions held, by peer certificate name
 	conns    map[*quic.Conn]struct{}
 	addr     net.Addr
-	plane    *tcpPlane // Transport tcp
+	plane    *tcpPlane // Transport tls or tcp
 	ready    chan struct{}
 }
 
@@ -149,8 +150,12 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Transport == TransportTCP {
-		if s.plane, err = listenTCP(s.cfg.TCPAddr, ln.Addr(), s.cfg.HandshakeTimeout, s.log); err != nil {
+	if s.cfg.tcpData() {
+		var tlsConf *tls.Config
+		if s.cfg.Transport == TransportTLS {
+			tlsConf = s.tls
+		}
+		if s.plane, err = listenTCP(s.cfg, tlsConf, ln.Addr(), s.log); err != nil {
 			ln.Close()
 			tr.Close()
 			return err
@@ -273,7 +278,7 @@ type sendSession struct {
 	release func()
 	byID    map[string]*outgoing // planned sstables by ID, for outcomes
 	offer   *tcpOffer            // the TCP data plane offered to the receiver, or nil
-	data    *net.TCPConn         // its connection, once the receiver presented the token
+	data    *dataConn            // its connection, once the receiver presented the token
 }
 
 const hdrRoom = 512
@@ -304,16 +309,16 @@ func (ss *sendSession) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ss.srv.plane != nil && ss.sm.PeerOffers(featureTCPData) {
-		// Both ends run the TCP data plane: offer it before Prepare; the receiver dials it
-		// at once and every sstable's data goes there.
+	if ss.srv.plane != nil && ss.sm.PeerOffers(ss.srv.cfg.dataFeature()) {
+		// Both ends run the same TCP data plane (tls or tcp): offer it before Prepare; the
+		// receiver dials it at once and every sstable's data goes there.
 		if ss.offer, err = ss.srv.plane.offer(); err != nil {
 			return err
 		}
 		defer func() {
 			ss.srv.plane.withdraw(ss.offer)
 			if ss.data != nil {
-				ss.data.Close()
+				ss.data.close()
 			}
 		}()
 		if err := ss.send(&wire.TCPDataPlane{Token: ss.offer.token, Addr: ss.srv.plane.advertised()}); err != nil {
@@ -514,7 +519,8 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds})
+		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds,
+			IndexLater: true}) // each index slice is produced as it is sent (manifestFor)
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
 				return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -533,7 +539,7 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		for i := range partials {
 			p := &partials[i]
 			f := ChildFacts{FirstOrdinal: p.Plan.FirstOrdinal, Partitions: p.Plan.Partitions, Lo: p.Plan.Lo, Hi: p.Plan.Hi,
-				Runs: len(p.Plan.Runs), Bytes: p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))}
+				Runs: len(p.Plan.Runs), Bytes: p.Layout.FileLength + p.IndexLength + int64(len(p.Rows))}
 			c.Partitions = p.ParentPartitions
 			c.Children = append(c.Children, f)
 			byChild[ChildID(c.ID, f)] = p
@@ -560,6 +566,8 @@ type source struct {
 	off, n    int64
 	start     int64
 	mem       []byte
+	// seq, when set, produces the n bytes in order (an index slice made as it is sent).
+	seq io.ReadCloser
 }
 
 // resumeSources moves the Data.db source of o past the chunks the receiver already holds
@@ -586,6 +594,9 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 		for _, s := range sources {
 			if s.close {
 				s.f.Close()
+			}
+			if s.seq != nil {
+				s.seq.Close()
 			}
 		}
 	}
@@ -653,8 +664,18 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 				FileOffset: uint64(s.DstOff), Length: uint64(s.Length()), ParentOffset: uint64(s.PLo)})
 			srcs = append(srcs, source{stream: wire.StreamRuns, f: t.DataFile(), off: s.SrcOff, n: s.Length(), start: s.DstOff})
 		}
-		m.IndexSliceLength = uint64(len(p.Index))
-		srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
+		// The index slice is made by a pass over the parent's index while it is sent, in
+		// pieces: the sender holds no slice for the session, whatever its partition count.
+		m.IndexSliceLength = uint64(p.IndexLength)
+		if p.Index != nil || p.IndexLength == 0 {
+			srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
+		} else {
+			r, err := slice.IndexReader(t, *p)
+			if err != nil {
+				return nil, nil, err
+			}
+			srcs = append(srcs, source{stream: wire.StreamIndex, seq: r, n: p.IndexLength})
+		}
 		if v.Format == version.BTI {
 			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}
 			srcs = append(srcs, source{stream: wire.StreamComponent, component: 0, mem: p.Rows})

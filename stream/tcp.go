@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +23,12 @@ import (
 
 // tcpPlane is a Server's TCP data listener: it hands each connection that presents an
 // outstanding one-time token (the first 32 bytes it sends) to the session that offered the
-// token, and closes every other connection without writing a byte.
+// token, and closes every other connection without writing a byte. Under transport tls the
+// connection first completes a TLS 1.3 handshake with a client certificate of the cluster
+// CA, and the token travels inside it.
 type tcpPlane struct {
 	ln      net.Listener
+	tls     *tls.Config   // transport tls: the data connections' server config; nil for tcp
 	timeout time.Duration // to present a token after connecting, and to redeem an offer
 	log     zerolog.Logger
 
@@ -37,12 +42,14 @@ type tcpPlane struct {
 type tcpOffer struct {
 	token    [32]byte
 	deadline time.Time
-	conn     chan *net.TCPConn
+	conn     chan *dataConn
 }
 
 // listenTCP opens the data listener at addr, or, when addr is empty, on quicAddr's host
-// with an ephemeral port.
-func listenTCP(addr string, quicAddr net.Addr, timeout time.Duration, log zerolog.Logger) (*tcpPlane, error) {
+// with an ephemeral port; with tlsConf (transport tls) every connection is TLS. Accepted
+// connections inherit the listener's congestion control, cfg.TCPCongestion.
+func listenTCP(cfg Config, tlsConf *tls.Config, quicAddr net.Addr, log zerolog.Logger) (*tcpPlane, error) {
+	addr := cfg.TCPAddr
 	if addr == "" {
 		host, _, err := net.SplitHostPort(quicAddr.String())
 		if err != nil {
@@ -50,11 +57,16 @@ func listenTCP(addr string, quicAddr net.Addr, timeout time.Duration, log zerolo
 		}
 		addr = net.JoinHostPort(host, "0")
 	}
-	ln, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{Control: congestionControl(cfg.TCPCongestion)}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("stream: TCP data listener: %w", err)
 	}
-	return &tcpPlane{ln: ln, timeout: timeout, log: log, pending: map[net.Conn]struct{}{}}, nil
+	p := &tcpPlane{ln: ln, timeout: cfg.HandshakeTimeout, log: log, pending: map[net.Conn]struct{}{}}
+	if tlsConf != nil {
+		p.tls = dataTLS(tlsConf)
+	}
+	return p, nil
 }
 
 // serve accepts connections until the listener closes.
@@ -87,11 +99,25 @@ func (p *tcpPlane) serve() {
 	}
 }
 
-// admit reads the token of c and hands c to the session whose offer it redeems.
+// admit reads the token of c (after the TLS handshake, under transport tls) and hands c to
+// the session whose offer it redeems.
 func (p *tcpPlane) admit(c *net.TCPConn) {
 	var tok [32]byte
-	c.SetReadDeadline(time.Now().Add(p.timeout))
-	_, err := io.ReadFull(c, tok[:])
+	dc := &dataConn{raw: c, c: c}
+	c.SetDeadline(time.Now().Add(p.timeout))
+	var err error
+	if p.tls != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		dc.c, err = handshakeServer(ctx, c, p.tls)
+		cancel()
+		if err != nil {
+			p.log.Warn().Str("peer", c.RemoteAddr().String()).Err(err).Msg("TLS data connection failed its handshake")
+			dc.c = c
+		}
+	}
+	if err == nil {
+		_, err = io.ReadFull(dc.c, tok[:])
+	}
 	p.mu.Lock()
 	delete(p.pending, c)
 	var o *tcpOffer
@@ -104,8 +130,8 @@ func (p *tcpPlane) admit(c *net.TCPConn) {
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
-	o.conn <- c // buffered, and an offer is redeemed once
+	c.SetDeadline(time.Time{})
+	o.conn <- dc // buffered, and an offer is redeemed once
 }
 
 // redeem removes and returns the unexpired offer of tok, or nil. Every outstanding token
@@ -136,7 +162,7 @@ func (p *tcpPlane) remove(o *tcpOffer) {
 
 // offer makes a new one-time token, valid for p.timeout.
 func (p *tcpPlane) offer() (*tcpOffer, error) {
-	o := &tcpOffer{deadline: time.Now().Add(p.timeout), conn: make(chan *net.TCPConn, 1)}
+	o := &tcpOffer{deadline: time.Now().Add(p.timeout), conn: make(chan *dataConn, 1)}
 	if _, err := rand.Read(o.token[:]); err != nil {
 		return nil, err
 	}
@@ -153,7 +179,7 @@ func (p *tcpPlane) withdraw(o *tcpOffer) {
 	p.mu.Unlock()
 	select {
 	case c := <-o.conn:
-		c.Close()
+		c.close()
 	default:
 	}
 }
@@ -204,25 +230,45 @@ func sameHost(a, b string) bool {
 	return strings.EqualFold(a, b)
 }
 
-// dialData dials a TCPDataPlane offer and presents its token.
-func dialData(ctx context.Context, cfg Config, dp *wire.TCPDataPlane, peer string) (*net.TCPConn, error) {
+// dialData dials a TCPDataPlane offer and presents its token. With tlsConf (transport
+// tls) it first completes a TLS 1.3 handshake and checks that the server presented the
+// certificate of the session's peer, sessionPeer (the QUIC connection's).
+func dialData(ctx context.Context, cfg Config, tlsConf *tls.Config, sessionPeer []*x509.Certificate, dp *wire.TCPDataPlane, peer string) (*dataConn, error) {
 	addr, err := dataAddr(dp.Addr, peer)
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: cfg.HandshakeTimeout}
+	d := net.Dialer{Timeout: cfg.HandshakeTimeout, Control: congestionControl(cfg.TCPCongestion)}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dialing the TCP data plane at %s: %w", addr, err)
 	}
-	tc := c.(*net.TCPConn)
-	tc.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
-	if _, err := tc.Write(dp.Token[:]); err != nil {
-		tc.Close()
+	dc := &dataConn{raw: c.(*net.TCPConn), c: c}
+	dc.raw.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	if tlsConf != nil {
+		conf := dataTLS(tlsConf)
+		if conf.ServerName == "" {
+			// As quic-go does for the control connection: the name is the host dialled for
+			// it, so the data connection verifies the same name.
+			conf.ServerName, _, _ = net.SplitHostPort(peer)
+		}
+		tc := tls.Client(dc.raw, conf)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			dc.close()
+			return nil, fmt.Errorf("TLS handshake with the data plane at %s: %w", addr, err)
+		}
+		if err := sameLeaf("TLS data plane at "+addr, tc.ConnectionState().PeerCertificates, sessionPeer); err != nil {
+			dc.close()
+			return nil, err
+		}
+		dc.c = tc
+	}
+	if _, err := dc.c.Write(dp.Token[:]); err != nil {
+		dc.close()
 		return nil, fmt.Errorf("presenting the TCP data token to %s: %w", addr, err)
 	}
-	tc.SetWriteDeadline(time.Time{})
-	return tc, nil
+	dc.raw.SetDeadline(time.Time{})
+	return dc, nil
 }
 
 // parseDataHeader is wire.ParseDataHeader with the peer's mistakes as protocol errors.
@@ -236,9 +282,9 @@ func parseDataHeader(b, scratch []byte, lim wire.Limits, d *wire.Data) (hn int, 
 
 // tcpReader reads Data frames from the TCP data connection: each header through a small
 // buffer, and its payload from what the buffer already holds, then straight from the
-// socket (into a file with splice, or into memory).
+// connection (into a file with splice when it is plain TCP, or into memory).
 type tcpReader struct {
-	c       *net.TCPConn
+	c       net.Conn
 	lim     wire.Limits
 	buf     []byte
 	scratch []byte
@@ -247,7 +293,7 @@ type tcpReader struct {
 	left    int64 // payload bytes of the current frame not yet consumed
 }
 
-func newTCPReader(c *net.TCPConn, lim wire.Limits) *tcpReader {
+func newTCPReader(c net.Conn, lim wire.Limits) *tcpReader {
 	// Small, so that little of each payload passes through user space on its way to a file.
 	return &tcpReader{c: c, lim: lim, buf: make([]byte, wire.MaxDataHeader), scratch: make([]byte, wire.DataHeaderScratch)}
 }
@@ -308,7 +354,11 @@ func (r *tcpReader) toFile(ctx context.Context, f *os.File, off, n int64) error 
 		}
 	}
 	rest := n - int64(len(b))
-	k, err := fsx.SpliceToFile(ctx, f, off+int64(len(b)), r.c, rest)
+	plain, ok := r.c.(*net.TCPConn)
+	if !ok {
+		return fmt.Errorf("stream: splice from a %T", r.c)
+	}
+	k, err := fsx.SpliceToFile(ctx, f, off+int64(len(b)), plain, rest)
 	r.left -= k
 	return err
 }
@@ -334,7 +384,7 @@ func (r *tcpReader) skip() error {
 
 // dataConn waits for the receiver to redeem the session's offer (once, at the first
 // sstable) and returns the connection.
-func (ss *sendSession) dataConn(ctx context.Context) (*net.TCPConn, error) {
+func (ss *sendSession) dataConn(ctx context.Context) (*dataConn, error) {
 	if ss.data != nil {
 		return ss.data, nil
 	}
@@ -344,7 +394,13 @@ func (ss *sendSession) dataConn(ctx context.Context) (*net.TCPConn, error) {
 	case c := <-ss.offer.conn:
 		ss.data = c
 		// A session that ends for any reason unblocks a write on its data connection.
-		context.AfterFunc(ss.conn.Context(), func() { c.Close() })
+		context.AfterFunc(ss.conn.Context(), func() { c.close() })
+		if tc, ok := c.c.(*tls.Conn); ok {
+			if err := sameLeaf("TLS data connection from "+c.raw.RemoteAddr().String(), tc.ConnectionState().PeerCertificates,
+				ss.conn.ConnectionState().TLS.PeerCertificates); err != nil {
+				return nil, err
+			}
+		}
 		return c, nil
 	case <-t.C:
 		return nil, fmt.Errorf("%w: %s did not connect to the TCP data plane within %v", ErrProtocol, ss.peer, ss.srv.cfg.HandshakeTimeout)
@@ -367,7 +423,9 @@ const readBackSize = 256 << 10
 // error the reader's left count says whether the payload was consumed whole.
 func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
 	f := job.file(d)
-	if f == nil {
+	if f == nil || rs.sealed {
+		// Bound for memory, or under TLS, where the payload passes through user space to be
+		// opened anyway: read it whole (one frame) and check and write it from there.
 		if int64(cap(rs.mem)) < n {
 			rs.mem = make([]byte, n)
 		}
@@ -375,8 +433,7 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int
 		if err := rs.data.read(d.Payload); err != nil {
 			return err
 		}
-		in.got[s] += uint64(n)
-		return job.write(d)
+		return takeInMemory(in, job, s, d)
 	}
 	if err := rs.data.toFile(ctx, f, int64(d.Offset), n); err != nil {
 		return err

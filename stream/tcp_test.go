@@ -76,86 +76,94 @@ func TestFetchTCPNeedsBothEnds(t *testing.T) {
 	}
 }
 
-// A corrupted chunk fails its sstable over TCP as over QUIC, nothing of it is visible, and
+// A corrupted chunk fails its sstable over TCP and TLS as over QUIC, nothing of it is visible, and
 // the session goes on to install the next sstable from the same connection.
 func TestFetchOverTCPCorruptChunk(t *testing.T) {
-	ca := newTestCA(t)
-	root := t.TempDir()
-	prefixes := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{9, 10}, partitions: 400})
-	data := prefixes[0] + "-Data.db"
-	b, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/3] ^= 0x40
-	if err := os.WriteFile(data, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, addr := testServer(t, Config{Transport: TransportTCP, FrameSize: 16 << 10}, dirCatalog{root}, ca.server(t))
-	for _, spec := range []string{"(0,0]", "(-9000000000000000000,9000000000000000000]"} {
-		ranges, _ := token.ParseRanges(token.Murmur3, spec)
-		dir := t.TempDir()
-		res, err := Fetch(context.Background(), tcpConfig, ca.client(t, ca),
-			FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}, nil)
-		var se *SSTableError
-		if !errors.Is(err, ErrChecksum) || !errors.As(err, &se) || se.Code != wire.CodeChecksum {
-			t.Fatalf("%s: err = %v, want one sstable's checksum error", spec, err)
-		}
-		if res == nil || len(res.SSTables) != 1 || res.SSTables[0].SSTable == se.SSTable {
-			t.Fatalf("%s: installed %+v, want the intact sstable only", spec, res)
-		}
-		checkNothingHalfInstalled(t, dir, res.SSTables)
-		if tmp, _ := filepath.Glob(filepath.Join(dir, ".sluice-tmp-*")); len(tmp) != 0 {
-			t.Errorf("%s: temporaries left: %v", spec, tmp)
-		}
-		checkFetched(t, prefixes[1:], ranges, &FetchResult{SSTables: res.SSTables})
+	for _, tr := range []string{TransportTCP, TransportTLS} {
+		t.Run(tr, func(t *testing.T) {
+			ca := newTestCA(t)
+			root := t.TempDir()
+			prefixes := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{9, 10}, partitions: 400})
+			data := prefixes[0] + "-Data.db"
+			b, err := os.ReadFile(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/3] ^= 0x40
+			if err := os.WriteFile(data, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, addr := testServer(t, Config{Transport: tr, FrameSize: 16 << 10}, dirCatalog{root}, ca.server(t))
+			for _, spec := range []string{"(0,0]", "(-9000000000000000000,9000000000000000000]"} {
+				ranges, _ := token.ParseRanges(token.Murmur3, spec)
+				dir := t.TempDir()
+				res, err := Fetch(context.Background(), Config{Transport: tr}, ca.client(t, ca),
+					FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}, nil)
+				var se *SSTableError
+				if !errors.Is(err, ErrChecksum) || !errors.As(err, &se) || se.Code != wire.CodeChecksum {
+					t.Fatalf("%s: err = %v, want one sstable's checksum error", spec, err)
+				}
+				if res == nil || len(res.SSTables) != 1 || res.SSTables[0].SSTable == se.SSTable {
+					t.Fatalf("%s: installed %+v, want the intact sstable only", spec, res)
+				}
+				checkNothingHalfInstalled(t, dir, res.SSTables)
+				if tmp, _ := filepath.Glob(filepath.Join(dir, ".sluice-tmp-*")); len(tmp) != 0 {
+					t.Errorf("%s: temporaries left: %v", spec, tmp)
+				}
+				checkFetched(t, prefixes[1:], ranges, &FetchResult{SSTables: res.SSTables})
+			}
+		})
 	}
 }
 
-// A Fetch cancelled in the middle of an sstable over TCP leaves nothing visible, keeps the
-// verified prefix, and a resume over TCP completes from it.
+// A Fetch cancelled in the middle of an sstable over TCP or TLS leaves nothing visible,
+// keeps the verified prefix, and a resume over the same plane completes from it.
 func TestFetchOverTCPCancelMidStream(t *testing.T) {
-	ca := newTestCA(t)
-	root := t.TempDir()
-	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{31}, partitions: bigPartitions})
-	srv, addr := testServer(t, Config{Transport: TransportTCP, FrameSize: 64 << 10}, dirCatalog{root}, ca.server(t))
-	ranges, _ := token.ParseRanges(token.Murmur3, "(-8000000000000000000,8000000000000000000]")
-	dir := t.TempDir()
-	req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
-	srv.SetThroughput(8<<20, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	res, err := Fetch(ctx, tcpConfig, ca.client(t, ca), req, func(st SessionStatus) {
-		if st.BytesDone >= 3<<20 {
-			cancel()
-		}
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled fetch: %v", err)
-	}
-	if len(res.SSTables) != 0 || len(visible(t, dir)) != 0 {
-		t.Fatalf("visible after a cancelled fetch: %v (%+v)", visible(t, dir), res.SSTables)
-	}
-	st := readState(t, req)
-	if st.Partial == nil || st.Partial.VerifiedChunks == 0 || st.Partial.Bytes < 1<<20 {
-		t.Fatalf("resume record after the cancel: %+v", st.Partial)
-	}
-	srv.SetThroughput(0, 0)
-	req.Resume = true
-	res, err = Fetch(context.Background(), tcpConfig, ca.client(t, ca), req, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkFetched(t, parents, ranges, res)
-	if l := leftovers(t, dir); len(l) != 0 {
-		t.Errorf("left behind: %v", l)
+	for _, tr := range []string{TransportTCP, TransportTLS} {
+		t.Run(tr, func(t *testing.T) {
+			ca := newTestCA(t)
+			root := t.TempDir()
+			parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{31}, partitions: bigPartitions})
+			srv, addr := testServer(t, Config{Transport: tr, FrameSize: 64 << 10}, dirCatalog{root}, ca.server(t))
+			ranges, _ := token.ParseRanges(token.Murmur3, "(-8000000000000000000,8000000000000000000]")
+			dir := t.TempDir()
+			req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
+			srv.SetThroughput(8<<20, 0)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			res, err := Fetch(ctx, Config{Transport: tr}, ca.client(t, ca), req, func(st SessionStatus) {
+				if st.BytesDone >= 3<<20 {
+					cancel()
+				}
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled fetch: %v", err)
+			}
+			if len(res.SSTables) != 0 || len(visible(t, dir)) != 0 {
+				t.Fatalf("visible after a cancelled fetch: %v (%+v)", visible(t, dir), res.SSTables)
+			}
+			st := readState(t, req)
+			if st.Partial == nil || st.Partial.VerifiedChunks == 0 || st.Partial.Bytes < 1<<20 {
+				t.Fatalf("resume record after the cancel: %+v", st.Partial)
+			}
+			srv.SetThroughput(0, 0)
+			req.Resume = true
+			res, err = Fetch(context.Background(), Config{Transport: tr}, ca.client(t, ca), req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFetched(t, parents, ranges, res)
+			if l := leftovers(t, dir); len(l) != 0 {
+				t.Errorf("left behind: %v", l)
+			}
+		})
 	}
 }
 
 // The data listener hands a connection to a session only for an outstanding token, once,
 // before its deadline; any other connection is closed without a byte written to it.
 func TestTCPPlaneAdmitsOnlyOutstandingTokens(t *testing.T) {
-	p, err := listenTCP("127.0.0.1:0", nil, time.Second, zerolog.Nop())
+	p, err := listenTCP(Config{TCPAddr: "127.0.0.1:0", HandshakeTimeout: time.Second}, nil, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +209,8 @@ func TestTCPPlaneAdmitsOnlyOutstandingTokens(t *testing.T) {
 	defer good.Close()
 	select {
 	case c := <-o.conn:
-		defer c.Close()
-		c.Write([]byte("data"))
+		defer c.close()
+		c.c.Write([]byte("data"))
 		b := make([]byte, 4)
 		if _, err := io.ReadFull(good, b); err != nil || string(b) != "data" {
 			t.Errorf("the session's connection: %q %v", b, err)

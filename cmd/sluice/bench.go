@@ -67,25 +67,43 @@ sstable with many small partitions. Page cache warm.`,
 }
 
 func newBenchSplitCmd() *cobra.Command {
-	var size, dir string
+	var size, dir, partSize string
 	var ways, runs int
-	var cold, xfs, asJSON bool
+	var cold, xfs, asJSON, process bool
+	var configs []string
 	cmd := &cobra.Command{
-		Use:   "split [--size 4GiB] [--ways 8] [--dir D | --xfs] [--cold] [--json]",
+		Use:   "split [--size 4GiB] [--ways 8] [--dir D | --xfs] [--cold] [--process] [--partition-size 64KiB] [--configs rewrite,reflink-nodigest] [--json]",
 		Short: "Split modes against the row-by-row rewrite: wall, CPU, device I/O, heap",
 		Long: `Generate (or reuse) a parent of the seed workload's shape (64 KiB partitions of 4 KiB rows,
 LZ4, 16 KiB chunks) in D and split it N ways with each configuration: rewrite, copy, reflink,
 reflink + no digest, rechunk. Prints medians of 3 runs: wall clock, CPU time, bytes read from
 and written to the device (/proc/self/io), heap allocated. --cold evicts the parent's pages
 before each run and checks they are gone. --xfs makes a loop-mounted XFS with reflink=1 for the
-run (root, xfsprogs) and removes it afterwards.`,
+run (root, xfsprogs) and removes it afterwards. --process times every split as a whole
+'sluice sstable split --ways N' process from outside (fork to exit; CPU and device I/O from
+its rusage) instead of in this process. --partition-size generates a parent of smaller
+partitions (e.g. 512 for a many-partition parent). --configs runs only the named
+configurations (rewrite, copy, reflink, reflink-nodigest, rechunk) beside rewrite.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseSize(size)
 			if err != nil {
 				return usagef("bench split: --size: %v", err)
 			}
+			var ps int64
+			if partSize != "" {
+				if ps, err = parseSize(partSize); err != nil || ps <= 0 || ps > 1<<30 {
+					return usagef("bench split: --partition-size %q: want a size up to 1GiB", partSize)
+				}
+			}
+			var exe string
+			if process {
+				if exe, err = os.Executable(); err != nil {
+					return err
+				}
+			}
 			rep, err := bench.Split(cmd.Context(), bench.SplitOptions{Dir: dir, XFS: xfs, Size: n, Ways: ways, Cold: cold, Runs: runs,
+				PartitionSize: int(ps), Exe: exe, Configs: configs,
 				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
 			if err != nil {
 				return err
@@ -98,17 +116,21 @@ run (root, xfsprogs) and removes it afterwards.`,
 			if rep.Cold {
 				temp = "cold"
 			}
-			fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions, %d bytes of index components; %s; %s cache; %d ways\n",
-				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.IndexBytes, rep.FileSystem, temp, ways)
+			how := "in process"
+			if rep.WholeProcess {
+				how = "whole process timed from outside"
+			}
+			fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions, %d bytes of index components; %s; %s cache; %d ways; %s\n",
+				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.IndexBytes, rep.FileSystem, temp, ways, how)
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "configuration\tmode used\twall s\tcpu s\tread from device\twritten to device\theap\tvs rewrite\twrites / rewrite's")
+			fmt.Fprintln(tw, "configuration\tmode used\twall s\tcpu s\tcpu µs/partition\tread from device\twritten to device\theap\tvs rewrite\twrites / rewrite's")
 			for _, r := range rep.Rows {
 				ratio := "-"
 				if r.WriteRatio > 0 {
 					ratio = fmt.Sprintf("1/%.0f", r.WriteRatio)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s\t%.1fx\t%s\n", r.Config, r.Mode, r.WallSeconds, r.CPUSeconds,
-					human(r.ReadBytes), human(r.WrittenBytes), human(int64(r.HeapBytes)), r.SpeedupVsRW, ratio)
+				fmt.Fprintf(tw, "%s\t%s\t%.4f\t%.4f\t%.3f\t%s\t%s\t%s\t%.1fx\t%s\n", r.Config, r.Mode, r.WallSeconds, r.CPUSeconds,
+					r.CPUSeconds/float64(max(rep.Partitions, 1))*1e6, human(r.ReadBytes), human(r.WrittenBytes), human(int64(r.HeapBytes)), r.SpeedupVsRW, ratio)
 			}
 			return tw.Flush()
 		},
@@ -120,17 +142,20 @@ run (root, xfsprogs) and removes it afterwards.`,
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent and children")
 	f.BoolVar(&xfs, "xfs", false, "run on a fresh loop-mounted XFS with reflink (needs root and xfsprogs)")
 	f.BoolVar(&cold, "cold", false, "evict the parent's pages before each run")
+	f.BoolVar(&process, "process", false, "time each split as a whole 'sluice sstable split' process from outside")
+	f.StringVar(&partSize, "partition-size", "", "partition size of the generated parent (default 64KiB)")
+	f.StringSliceVar(&configs, "configs", nil, "only these configurations beside rewrite: copy, reflink, reflink-nodigest, rechunk")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
 
 func newBenchStreamCmd() *cobra.Command {
-	var size, dir, transport, profiles string
+	var size, dir, transport, congestion, profiles, partSize string
 	var runs int
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stream [--size 2GiB] [--transport quic|tcp] [--dir D] [--runs N] [--json]",
+		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--dir D] [--runs N] [--json]",
 		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
 partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
@@ -145,7 +170,12 @@ measure on 127.0.0.1, sender and receiver in separate processes:
 and with --transport tcp also:
   (e) a raw TCP transfer of (b)'s byte count, sendfile on the sender, spliced into a file
       on the receiver and fsynced;
-  (f) (b) over the TCP data plane (node with transport: tcp, 'stream fetch --transport tcp').
+  (f) (b) over the TCP data plane (node with transport: tcp, 'stream fetch --transport tcp');
+or with --transport tls:
+  (g) a raw Go TLS 1.3 over TCP transfer of (b)'s byte count with the nodes' certificates,
+      1 MiB reads and writes on both sides, written to a file and fsynced;
+  (h) (b) over the TLS data plane (node with transport: tls, 'stream fetch --transport tls').
+--tcp-congestion sets the congestion control of (f)/(h)'s data connection on both ends.
 Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
 allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
 --cpuprofile DIR writes a CPU profile of every sender and receiver there.`,
@@ -155,14 +185,20 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if err != nil {
 				return usagef("bench stream: --size: %v", err)
 			}
-			if transport != "quic" && transport != "tcp" {
-				return usagef("bench stream: --transport %q: want quic or tcp", transport)
+			if transport != "quic" && transport != "tcp" && transport != "tls" {
+				return usagef("bench stream: --transport %q: want quic, tls or tcp", transport)
+			}
+			var ps int64
+			if partSize != "" {
+				if ps, err = parseSize(partSize); err != nil || ps <= 0 || ps > 1<<30 {
+					return usagef("bench stream: --partition-size %q: want a size up to 1GiB", partSize)
+				}
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, Transport: transport, Exe: exe,
+			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), Transport: transport, TCPCongestion: congestion, Exe: exe,
 				Runs: runs, Timeout: timeout, CPUProfileDir: profiles,
 				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
 			if err != nil {
@@ -179,14 +215,14 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
 			fmt.Fprintf(w, "partial ranges: %s\n", rep.PartialRanges)
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS")
+			fmt.Fprintln(tw, "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS\tsender peak RSS")
 			for _, r := range rep.Rows {
 				if !r.OK() {
-					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", r.Config, r.Status)
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", r.Config, r.Status)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\n", r.Config, r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
-					r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\t%s\n", r.Config, r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
+					r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS), human(r.SenderPeakRSS))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -222,7 +258,9 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
-	f.StringVar(&transport, "transport", "quic", "data plane: quic, or tcp to add (e) raw TCP and (f) partial over the TCP data plane")
+	f.StringVar(&partSize, "partition-size", "", "partition size of the generated parent (default 64KiB; e.g. 512 for many partitions)")
+	f.StringVar(&transport, "transport", "quic", "data plane: quic; tcp to add (e) raw TCP and (f) partial over the TCP data plane; tls to add (g) raw Go TLS and (h) partial over the TLS data plane")
+	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of (f)/(h)'s data connection, e.g. bbr (default: the kernel's)")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
 	f.IntVar(&runs, "runs", 1, "runs per configuration (medians are printed)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on one run of one configuration (default 2m + 2s per 4 MB of parent)")

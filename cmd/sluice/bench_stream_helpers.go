@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -57,8 +58,9 @@ func newBenchMeasureCmd() *cobra.Command {
 			}
 			var ru syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			rss, _ := bench.PeakRSS(os.Getpid())
 			b, err := json.Marshal(bench.MeasureReport{HeapBytes: after.TotalAlloc - before.TotalAlloc, Mallocs: after.Mallocs - before.Mallocs,
-				CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), Wall: wall.Seconds(), ExitCode: code})
+				CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), Wall: wall.Seconds(), ExitCode: code, PeakRSS: rss})
 			if err != nil {
 				return err
 			}
@@ -155,34 +157,52 @@ func newQUICRawFetchCmd() *cobra.Command {
 }
 
 func newTCPRawServeCmd() *cobra.Command {
-	var file, addr string
+	var file, addr, tlsDir, name string
 	cmd := &cobra.Command{
-		Use:    "tcp-raw-serve --file F --addr HOST:PORT",
-		Short:  "Serve a file's bytes over plain TCP with sendfile until SIGTERM (bench stream's TCP limit sender)",
+		Use:    "tcp-raw-serve --file F --addr HOST:PORT [--tls-dir D --name NAME]",
+		Short:  "Serve a file's bytes over plain TCP with sendfile, or over TLS, until SIGTERM (bench stream's TCP and TLS limit sender)",
 		Hidden: true,
 		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var conf *tls.Config
+			if tlsDir != "" {
+				id, err := tlsx.Load(tlsDir, name)
+				if err != nil {
+					return err
+				}
+				conf = id.ServerConfig()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return bench.RawTCPServe(ctx, file, addr, func(a string) { fmt.Fprintf(cmd.OutOrStdout(), "{\"addr\":%q}\n", a) })
+			return bench.RawTCPServe(ctx, file, addr, conf, func(a string) { fmt.Fprintf(cmd.OutOrStdout(), "{\"addr\":%q}\n", a) })
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&file, "file", "", "file to serve")
 	f.StringVar(&addr, "addr", "127.0.0.1:0", "TCP address to listen on")
+	f.StringVar(&tlsDir, "tls-dir", "", "serve over TLS with ca.crt and NAME.crt/NAME.key of this directory (default: plain TCP)")
+	f.StringVar(&name, "name", "", "identity: the certificate NAME in --tls-dir")
 	return cmd
 }
 
 func newTCPRawFetchCmd() *cobra.Command {
-	var peer, out string
+	var peer, out, tlsDir, name string
 	var length int64
 	cmd := &cobra.Command{
-		Use:    "tcp-raw-fetch --peer HOST:PORT --length N --out FILE",
-		Short:  "Receive N bytes over plain TCP, spliced into a file, and fsync it (bench stream's TCP limit receiver)",
+		Use:    "tcp-raw-fetch --peer HOST:PORT --length N --out FILE [--tls-dir D --name NAME]",
+		Short:  "Receive N bytes over plain TCP, spliced into a file, or over TLS, and fsync it (bench stream's TCP and TLS limit receiver)",
 		Hidden: true,
 		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := bench.RawTCPFetch(cmd.Context(), peer, length, out)
+			var conf *tls.Config
+			if tlsDir != "" {
+				id, err := tlsx.Load(tlsDir, name)
+				if err != nil {
+					return err
+				}
+				conf = id.ClientConfig(hostOf(peer))
+			}
+			res, err := bench.RawTCPFetch(cmd.Context(), peer, length, out, conf)
 			if err != nil {
 				return err
 			}
@@ -193,5 +213,7 @@ func newTCPRawFetchCmd() *cobra.Command {
 	f.StringVar(&peer, "peer", "", "the raw TCP server's address host:port")
 	f.Int64Var(&length, "length", 0, "bytes to fetch")
 	f.StringVar(&out, "out", "", "file to write")
+	f.StringVar(&tlsDir, "tls-dir", "", "fetch over TLS with ca.crt and NAME.crt/NAME.key of this directory (default: plain TCP)")
+	f.StringVar(&name, "name", "", "identity: the certificate NAME in --tls-dir")
 	return cmd
 }

@@ -17,7 +17,7 @@ func newBenchVnodesCmd() *cobra.Command {
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "vnodes [--size 256MiB] [--ranges 33] [--transport quic|tcp] [--dir D] [--runs N] [--json]",
+		Use:   "vnodes [--size 256MiB] [--ranges 33] [--transport quic|tls|tcp] [--dir D] [--runs N] [--json]",
 		Short: "Stream a vnode-shaped range set out of one sstable against one range of the same size",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape in D and, from a
 'sluice run' node to 'sluice stream fetch' on 127.0.0.1 (separate processes), fetch alternately
@@ -31,8 +31,8 @@ bytes received within 1.02x of the live chunk runs plus the index slice.`,
 			if err != nil {
 				return usagef("bench vnodes: --size: %v", err)
 			}
-			if transport != "quic" && transport != "tcp" {
-				return usagef("bench vnodes: --transport %q: want quic or tcp", transport)
+			if transport != "quic" && transport != "tls" && transport != "tcp" {
+				return usagef("bench vnodes: --transport %q: want quic, tls or tcp", transport)
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -69,7 +69,7 @@ bytes received within 1.02x of the live chunk runs plus the index slice.`,
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "256MiB", "parent's uncompressed size")
 	f.IntVar(&ranges, "ranges", 33, "disjoint ranges in the vnode request (one wraps)")
-	f.StringVar(&transport, "transport", "quic", "data plane: quic or tcp")
+	f.StringVar(&transport, "transport", "quic", "data plane: quic, tls or tcp")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent and the received sstables")
 	f.IntVar(&runs, "runs", 3, "runs per request; medians compared")
 	f.DurationVar(&timeout, "timeout", 0, "bound on one run (default 2 min + 2 s per 4 MB)")

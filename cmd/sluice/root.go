@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -13,7 +14,8 @@ import (
 )
 
 func newRootCmd() *cobra.Command {
-	var logLevel, logFormat string
+	var logLevel, logFormat, cpuProfile string
+	var stopProfile func()
 	root := &cobra.Command{
 		Use:   "sluice",
 		Short: "Move partial Cassandra sstables without re-serialising a row",
@@ -22,11 +24,33 @@ BTI da) byte-compatibly, and moves token ranges of them by copying compressed ch
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return setupLogging(cmd.ErrOrStderr(), logLevel, logFormat)
+			if err := setupLogging(cmd.ErrOrStderr(), logLevel, logFormat); err != nil {
+				return err
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					f.Close()
+					return err
+				}
+				stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+			}
+			return nil
+		},
+		PersistentPostRun: func(*cobra.Command, []string) {
+			if stopProfile != nil {
+				stopProfile()
+			}
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console, json")
+	// A CPU profile of one whole command (written when it succeeds), e.g. of sstable split.
+	root.PersistentFlags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of the command to this file")
+	_ = root.PersistentFlags().MarkHidden("cpu-profile")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSSTableCmd(), newStreamCmd(), newBenchCmd(), newCertCmd(), newRunCmd(), newNetstatsCmd(), newSetStreamThroughputCmd())
 	root.AddCommand(newStatusCmd(), newRingCmd(), newDecommissionCmd(), newMoveCmd(), newCleanupCmd(), newImportCmd(), newRepairCmd(), newTestclusterCmd())

@@ -43,7 +43,7 @@ type fetchedSSTable struct {
 }
 
 func newFetchCmd() *cobra.Command {
-	var peer, ks, table, spec, out, tlsDir, name, partitioner, transport string
+	var peer, ks, table, spec, out, tlsDir, name, partitioner, transport, congestion string
 	var asJSON, resume bool
 	cmd := &cobra.Command{
 		Use:   "fetch --peer HOST:PORT --keyspace KS --table T --ranges SPEC --out DIR [--tls-dir D] [--name NAME] [--json]",
@@ -64,8 +64,11 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			if err := checkNames("stream fetch", ks, table, true); err != nil {
 				return err
 			}
-			if transport != stream.TransportQUIC && transport != stream.TransportTCP {
-				return usagef("stream fetch: --transport %q: want quic or tcp", transport)
+			switch {
+			case transport != stream.TransportQUIC && transport != stream.TransportTLS && transport != stream.TransportTCP:
+				return usagef("stream fetch: --transport %q: want quic, tls or tcp", transport)
+			case congestion != "" && transport == stream.TransportQUIC:
+				return usagef("stream fetch: --tcp-congestion needs --transport tls or tcp")
 			}
 			p, err := token.ForName(partitioner)
 			if err != nil {
@@ -96,7 +99,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			if asJSON || !term.IsTerminal(int(os.Stderr.Fd())) {
 				progress = nil
 			}
-			res, ferr := stream.Fetch(cmd.Context(), stream.Config{Node: name, Transport: transport}, id.ClientConfig(hostOf(peer)),
+			res, ferr := stream.Fetch(cmd.Context(), stream.Config{Node: name, Transport: transport, TCPCongestion: congestion}, id.ClientConfig(hostOf(peer)),
 				stream.FetchRequest{Peer: peer, Keyspace: ks, Table: table, Ranges: ranges, Dir: out, Resume: resume}, progress)
 			if bar != nil {
 				_ = bar.Finish()
@@ -139,7 +142,8 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 	f.StringVar(&tlsDir, "tls-dir", "tls", "directory of ca.crt and NAME.crt/NAME.key")
 	f.StringVar(&name, "name", "cli", "client identity: the certificate NAME in --tls-dir")
 	f.StringVar(&partitioner, "partitioner", "Murmur3Partitioner", "partitioner the ranges are in")
-	f.StringVar(&transport, "transport", stream.TransportQUIC, "data plane: quic, or tcp (unencrypted bulk bytes, trusted networks only; used when the node runs transport tcp too)")
+	f.StringVar(&transport, "transport", stream.TransportQUIC, "data plane: quic; tls (TLS 1.3 over TCP, mutually authenticated: the fast path); or tcp (unencrypted bulk bytes, trusted networks only). tls and tcp are used when the node runs the same transport")
+	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of the tls/tcp data connection, e.g. bbr (default: the kernel's)")
 	f.BoolVar(&resume, "resume", false, "skip sstables an interrupted fetch into --out already installed")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

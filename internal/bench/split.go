@@ -1,11 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -26,7 +32,19 @@ type SplitOptions struct {
 	Ways int
 	Cold bool // evict the parent's pages before each run, and check they were evicted
 	Runs int  // medians of this many runs (default 3)
-	Logf func(format string, args ...any)
+	// PartitionSize is the generated parent's partition size (default 64 KiB, the seed
+	// workload's); small ones make a many-partition parent, where the index pass dominates.
+	PartitionSize int
+	// Exe, when set, times each split as a whole process from outside: `Exe sstable split
+	// PARENT --ways N --mode M [--no-digest]`, wall from fork to exit, CPU and device I/O from
+	// the child's rusage (the issue's measurement: process start, parsing and the --ways
+	// pass included). Otherwise each split runs in this process (slice.Split on ranges cut
+	// beforehand).
+	Exe string
+	// Configs, when set, runs only these configurations (rewrite, copy, reflink,
+	// reflink-nodigest, rechunk); rewrite, the reference, always runs.
+	Configs []string
+	Logf    func(format string, args ...any)
 }
 
 // SplitRow is one configuration's medians.
@@ -51,21 +69,48 @@ type SplitReport struct {
 	IndexBytes     int64      `json:"parent_index_bytes"`
 	Partitions     int64      `json:"parent_partitions"`
 	Cold           bool       `json:"cold"`
+	WholeProcess   bool       `json:"whole_process"`
 	Rows           []SplitRow `json:"rows"`
 }
 
 type splitConfig struct {
 	name     string
+	key      string // SplitOptions.Configs
 	mode     slice.Mode
 	noDigest bool
 }
 
 var splitConfigs = []splitConfig{
-	{"rewrite", slice.ModeRewrite, false},
-	{"copy", slice.ModeCopy, false},
-	{"reflink", slice.ModeReflink, false},
-	{"reflink + no digest", slice.ModeReflink, true},
-	{"rechunk", slice.ModeRechunk, false},
+	{"rewrite", "rewrite", slice.ModeRewrite, false},
+	{"copy", "copy", slice.ModeCopy, false},
+	{"reflink", "reflink", slice.ModeReflink, false},
+	{"reflink + no digest", "reflink-nodigest", slice.ModeReflink, true},
+	{"rechunk", "rechunk", slice.ModeRechunk, false},
+}
+
+// selected is the configurations o asks for, rewrite first, or an error naming an unknown one.
+func (o SplitOptions) selected() ([]splitConfig, error) {
+	if len(o.Configs) == 0 {
+		return splitConfigs, nil
+	}
+	want := map[string]bool{"rewrite": true}
+	for _, k := range o.Configs {
+		known := false
+		for _, c := range splitConfigs {
+			known = known || c.key == k
+		}
+		if !known {
+			return nil, fmt.Errorf("bench split: configuration %q: want rewrite, copy, reflink, reflink-nodigest or rechunk", k)
+		}
+		want[k] = true
+	}
+	var out []splitConfig
+	for _, c := range splitConfigs {
+		if want[c.key] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // Split measures the split modes on one parent of the seed workload's shape.
@@ -75,6 +120,10 @@ func Split(ctx context.Context, o SplitOptions) (*SplitReport, error) {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	configs, err := o.selected()
+	if err != nil {
+		return nil, err
 	}
 	dir := o.Dir
 	fsName := "as found"
@@ -100,7 +149,8 @@ func Split(ctx context.Context, o SplitOptions) (*SplitReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &SplitReport{Dir: dir, FileSystem: fsName, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength, Cold: o.Cold}
+	rep := &SplitReport{Dir: dir, FileSystem: fsName, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength, Cold: o.Cold,
+		WholeProcess: o.Exe != ""}
 	for _, c := range t.Components {
 		if c != descriptor.Data {
 			rep.IndexBytes += fileSize(t.Path(c))
@@ -114,10 +164,16 @@ func Split(ctx context.Context, o SplitOptions) (*SplitReport, error) {
 	_ = t.ScanPartitions(func(*sstable.Partition) error { rep.Partitions++; return nil })
 	t.Close()
 
-	for _, c := range splitConfigs {
+	for _, c := range configs {
 		var samples []splitSample
 		for run := 0; run < o.Runs; run++ {
-			s, err := splitOnce(ctx, parent, ranges, filepath.Join(dir, "children"), c, o.Cold)
+			var s splitSample
+			var err error
+			if o.Exe != "" {
+				s, err = splitProcess(ctx, o, parent, filepath.Join(dir, "children"), c)
+			} else {
+				s, err = splitOnce(ctx, parent, ranges, filepath.Join(dir, "children"), c, o.Cold)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s, run %d: %w", c.name, run+1, err)
 			}
@@ -148,6 +204,9 @@ type splitSample struct {
 func parentFor(ctx context.Context, dir string, o SplitOptions) (descriptor.Descriptor, error) {
 	v, _ := version.ParseWritable("oa")
 	root := filepath.Join(dir, fmt.Sprintf("parent-%d", o.Size))
+	if o.PartitionSize > 0 {
+		root += fmt.Sprintf("-p%d", o.PartitionSize)
+	}
 	tdir := gen.TableDir(root, "sluice", "stress")
 	if ds, err := descriptor.List(tdir); err == nil && len(ds) == 1 {
 		if rep, err := sstable.Verify(ds[0].Prefix(), sstable.VerifyOptions{}); err == nil && rep.OK {
@@ -157,7 +216,11 @@ func parentFor(ctx context.Context, dir string, o SplitOptions) (descriptor.Desc
 		os.RemoveAll(root)
 	}
 	o.Logf("generating a %d-byte parent in %s", o.Size, root)
-	res, err := gen.Generate(ctx, root, gen.Options{Version: v, Size: o.Size, Seed: 1})
+	g := gen.Options{Version: v, Size: o.Size, Seed: 1, PartitionSize: o.PartitionSize}
+	if o.PartitionSize > 0 && o.PartitionSize < 4<<10 {
+		g.RowSize = max(o.PartitionSize/4, 32) // a few rows per partition
+	}
+	res, err := gen.Generate(ctx, root, g)
 	return res.Desc, err
 }
 
@@ -192,6 +255,47 @@ func splitOnce(ctx context.Context, parent descriptor.Descriptor, ranges token.R
 	io1, _ := fsx.ProcIO()
 	return splitSample{wall: m.Wall, cpu: m.CPU, read: io1.ReadBytes - io0.ReadBytes,
 		written: io1.WriteBytes - io0.WriteBytes, heap: m.HeapBytes, mode: res.Mode}, nil
+}
+
+// splitProcess is one split as a whole `sluice sstable split` process, timed from outside:
+// wall from the fork to the exit, CPU and device I/O from the child's rusage.
+func splitProcess(ctx context.Context, o SplitOptions, parent descriptor.Descriptor, out string, c splitConfig) (splitSample, error) {
+	var s splitSample
+	if err := os.RemoveAll(out); err != nil {
+		return s, err
+	}
+	if o.Cold {
+		if err := evict(parent); err != nil {
+			return s, err
+		}
+	}
+	args := []string{"--log-level", "warn", "sstable", "split", parent.Prefix(), "--out", out, "--ways", strconv.Itoa(o.Ways),
+		"--mode", string(c.mode), "--json"}
+	if c.noDigest {
+		args = append(args, "--no-digest")
+	}
+	cmd := exec.CommandContext(ctx, o.Exe, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	s.wall = time.Since(start)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, truncated(stderr.String(), 400))
+	}
+	var got struct {
+		Mode slice.Mode `json:"mode"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		return s, fmt.Errorf("sstable split printed %q: %w", truncated(stdout.String(), 200), err)
+	}
+	s.mode = got.Mode
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		// Blocks of 512 bytes, as getrusage counts them.
+		s.read, s.written = ru.Inblock*512, ru.Oublock*512
+	}
+	return s, nil
 }
 
 // evict drops the parent's pages from the page cache and checks that Data.db left it.

@@ -39,15 +39,21 @@ import (
 // so that CPU time and memory are measured per side. It relies on these command lines of
 // that binary: `run` (the node), `stream fetch --json`, and the hidden `bench measure`,
 // `bench quic-raw-serve`, `bench quic-raw-fetch`, `bench tcp-raw-serve` and `bench
-// tcp-raw-fetch`.
+// tcp-raw-fetch` (both with --tls-dir for the raw TLS transfer).
 type StreamOptions struct {
-	Dir       string        // where the parent lives (reused, as bench split does) and the run's temporary directory
-	Size      int64         // parent's uncompressed size
-	Transport string        // "quic" (default), or "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane
-	Exe       string        // the sluice binary the child processes run; required
-	Env       []string      // the children's environment; nil inherits this process's
-	Runs      int           // runs per configuration, medians printed; default 1
-	Timeout   time.Duration // bounds one run of one configuration; default 2 min + 2 s per 4 MB
+	Dir  string // where the parent lives (reused, as bench split does) and the run's temporary directory
+	Size int64  // parent's uncompressed size
+	// PartitionSize is the parent's partition size (default 64 KiB); small ones make a
+	// many-partition parent, for memory against partition count.
+	PartitionSize int
+	Transport     string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
+	// TCPCongestion, for tcp and tls, is the node's tcp_congestion and fetch's
+	// --tcp-congestion ("" = the kernel's default); the raw rows use the kernel's default.
+	TCPCongestion string
+	Exe           string        // the sluice binary the child processes run; required
+	Env           []string      // the children's environment; nil inherits this process's
+	Runs          int           // runs per configuration, medians printed; default 1
+	Timeout       time.Duration // bounds one run of one configuration; default 2 min + 2 s per 4 MB
 	// CPUProfileDir, when set, makes every child write a CPU profile there,
 	// <config>-sender.pprof and <config>-receiver.pprof, and each receiver an allocation
 	// profile, <config>-receiver.allocs.pprof (the last run's).
@@ -70,6 +76,8 @@ type StreamRow struct {
 	ReceiverCPUPerGiB  float64 `json:"receiver_cpu_seconds_per_gib"`
 	ReceiverHeapPerGiB float64 `json:"receiver_heap_bytes_per_gib"`
 	ReceiverPeakRSS    int64   `json:"receiver_peak_rss_bytes"`
+	// SenderPeakRSS is the sending process's VmHWM after the transfer (the node, for fetches).
+	SenderPeakRSS int64 `json:"sender_peak_rss_bytes"`
 }
 
 // OK reports whether the configuration ran.
@@ -106,6 +114,9 @@ const (
 	// --transport tcp adds:
 	cfgRawTCP     = "(e) raw TCP, sendfile to splice"
 	cfgPartialTCP = "(f) partial over TCP data plane"
+	// --transport tls adds:
+	cfgRawTLS     = "(g) raw Go TLS 1.3 over TCP"
+	cfgPartialTLS = "(h) partial over TLS data plane"
 )
 
 const (
@@ -125,9 +136,9 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	switch o.Transport {
 	case "", "quic":
 		o.Transport = "quic"
-	case "tcp":
+	case "tcp", "tls":
 	default:
-		return nil, fmt.Errorf("--transport %q: want quic or tcp", o.Transport)
+		return nil, fmt.Errorf("--transport %q: want quic, tls or tcp", o.Transport)
 	}
 	if o.Exe == "" {
 		return nil, errors.New("bench stream: no sluice binary to run the sender and receiver")
@@ -141,7 +152,7 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, Logf: o.Logf})
+	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, PartitionSize: o.PartitionSize, Logf: o.Logf})
 	if err != nil {
 		return nil, err
 	}
@@ -211,14 +222,18 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 			return w.runFetch(ctx, name, benchTable, whole, "quic")
 		}},
 	}
-	if o.Transport == "tcp" {
+	if o.Transport == "tcp" || o.Transport == "tls" {
+		raw, partial := cfgRawTCP, cfgPartialTCP
+		if o.Transport == "tls" {
+			raw, partial = cfgRawTLS, cfgPartialTLS
+		}
 		configs = append(configs, []struct {
 			name string
 			run  func(context.Context, string) (streamSample, error)
 		}{
-			{cfgRawTCP, w.runRawTCP},
-			{cfgPartialTCP, func(ctx context.Context, name string) (streamSample, error) {
-				return w.runFetch(ctx, name, benchTable, w.half, "tcp")
+			{raw, w.runRawTCP},
+			{partial, func(ctx context.Context, name string) (streamSample, error) {
+				return w.runFetch(ctx, name, benchTable, w.half, o.Transport)
 			}},
 		}...)
 	}
@@ -263,6 +278,7 @@ type streamSample struct {
 	receiverCPU time.Duration
 	heap        uint64
 	peakRSS     int64
+	senderRSS   int64
 	fetched     fetchOutput // what `stream fetch --json` printed (fetch configurations)
 }
 
@@ -288,13 +304,15 @@ func streamMedians(name string, ss []streamSample) StreamRow {
 	row.ReceiverCPUPerGiB = med(func(s streamSample) float64 { return s.receiverCPU.Seconds() }) / g
 	row.ReceiverHeapPerGiB = med(func(s streamSample) float64 { return float64(s.heap) }) / g
 	row.ReceiverPeakRSS = int64(med(func(s streamSample) float64 { return float64(s.peakRSS) }))
+	row.SenderPeakRSS = int64(med(func(s streamSample) float64 { return float64(s.senderRSS) }))
 	return row
 }
 
 // streamChecks compares the rows with the targets of the streaming issue: partial streaming
 // at >= 80% of the raw transfer's rate, its receiver at <= 1.15x the raw receiver's CPU per
 // GiB, and every streaming receiver within 8 MiB of heap per GiB and 256 MiB peak RSS; over
-// the TCP data plane, partial streaming at >= 60% of the raw TCP transfer's rate.
+// the TCP data plane, partial streaming at >= 60% of the raw TCP transfer's rate; over the
+// TLS data plane, at >= 80% of the raw Go TLS transfer's.
 func streamChecks(rows []StreamRow) []StreamCheck {
 	by := map[string]StreamRow{}
 	for _, r := range rows {
@@ -313,8 +331,13 @@ func streamChecks(rows []StreamRow) []StreamCheck {
 		thr := partialTCP.MBps / rawTCP.MBps
 		out = append(out, StreamCheck{Name: "(f) MB/s / (e) MB/s", Measured: thr, Unit: "x", Target: ">= 0.60", Met: thr >= 0.60})
 	}
+	rawTLS, partialTLS := by[cfgRawTLS], by[cfgPartialTLS]
+	if rawTLS.OK() && partialTLS.OK() && rawTLS.MBps > 0 {
+		thr := partialTLS.MBps / rawTLS.MBps
+		out = append(out, StreamCheck{Name: "(h) MB/s / (g) MB/s", Measured: thr, Unit: "x", Target: ">= 0.80", Met: thr >= 0.80})
+	}
 	for _, r := range rows {
-		if !r.OK() || r.Config == cfgRaw || r.Config == cfgRawTCP {
+		if !r.OK() || r.Config == cfgRaw || r.Config == cfgRawTCP || r.Config == cfgRawTLS {
 			continue
 		}
 		heap := r.ReceiverHeapPerGiB / (1 << 20)
@@ -458,10 +481,16 @@ type fetchedOutput struct {
 func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges token.RangeSet, transport string) (streamSample, error) {
 	args := []string{"run", "--name", senderName, "--data-dir", w.data, "--tls-dir", w.tlsDir,
 		"--stream-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
-	if transport == "tcp" {
+	var fetchArgs []string
+	if transport != "quic" {
 		// The node's transport is set only by its configuration file.
-		conf := filepath.Join(w.tmp, "sluice-tcp.yaml")
-		if err := os.WriteFile(conf, []byte("transport: tcp\n"), 0o644); err != nil {
+		yaml := "transport: " + transport + "\n"
+		if w.o.TCPCongestion != "" {
+			yaml += "tcp_congestion: " + w.o.TCPCongestion + "\n"
+			fetchArgs = append(fetchArgs, "--tcp-congestion", w.o.TCPCongestion)
+		}
+		conf := filepath.Join(w.tmp, "sluice-"+transport+".yaml")
+		if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
 			return streamSample{}, err
 		}
 		args = append(args, "--config", conf)
@@ -473,9 +502,9 @@ func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges t
 	defer srv.stop()
 	recvRoot := filepath.Join(w.tmp, "received-"+name)
 	defer os.RemoveAll(recvRoot)
-	s, stdout, err := w.receive(ctx, srv, name, []string{"stream", "fetch", "--peer", srv.addr, "--keyspace", benchKeyspace,
+	s, stdout, err := w.receive(ctx, srv, name, append([]string{"stream", "fetch", "--peer", srv.addr, "--keyspace", benchKeyspace,
 		"--table", table, "--ranges", ranges.String(), "--out", gen.TableDir(recvRoot, benchKeyspace, table),
-		"--tls-dir", w.tlsDir, "--name", receiverName, "--transport", transport, "--json"})
+		"--tls-dir", w.tlsDir, "--name", receiverName, "--transport", transport, "--json"}, fetchArgs...))
 	var got fetchOutput
 	if jerr := json.Unmarshal(stdout, &got); jerr != nil {
 		if err != nil {
@@ -565,6 +594,7 @@ func (w *streamWorld) receive(ctx context.Context, srv *server, name string, arg
 		return s, nil, fmt.Errorf("sender: %w (its output: %s)", err, srv.output.String())
 	}
 	s.senderCPU = cpu1 - cpu0
+	s.senderRSS, _ = procPeakRSS(srv.cmd.Process.Pid)
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			s.receiverCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -583,6 +613,9 @@ func (w *streamWorld) receive(ctx context.Context, srv *server, name string, arg
 		return s, stdout.Bytes(), fmt.Errorf("receiver's measure report: %w", err)
 	}
 	s.heap = m.HeapBytes
+	if m.PeakRSS > 0 {
+		s.peakRSS = m.PeakRSS
+	}
 	return s, stdout.Bytes(), nil
 }
 
@@ -594,6 +627,9 @@ type MeasureReport struct {
 	CPU       float64 `json:"cpu_seconds"` // the process's, start-up included
 	Wall      float64 `json:"wall_seconds"`
 	ExitCode  int     `json:"exit_code"`
+	// PeakRSS is the process's VmHWM, which exec resets: the child's own, unlike the rusage
+	// maxrss a parent sees, which keeps the forking process's high-water mark.
+	PeakRSS int64 `json:"peak_rss_bytes"`
 }
 
 // server is a long-running child process: the raw sender or a node.
@@ -760,6 +796,24 @@ func parseProcStatCPU(b []byte) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// PeakRSS is process pid's peak resident set (VmHWM) in bytes.
+func PeakRSS(pid int) (int64, error) { return procPeakRSS(pid) }
+
+// procPeakRSS is process pid's peak resident set (VmHWM) in bytes.
+func procPeakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kib << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // RawQUICConfig is the quic-go configuration of the raw transfer: stream's own flow-control
@@ -956,23 +1010,32 @@ func RawFetch(ctx context.Context, o RawFetchOptions) (RawFetchResult, error) {
 
 // runRawTCP is configuration (e): a raw TCP server process sends w.halfBytes of the
 // parent's Data.db with sendfile to a raw client process, which splices them into a file
-// and fsyncs it: the limit of the TCP data plane on this machine.
+// and fsyncs it: the limit of the TCP data plane on this machine. Under --transport tls it
+// is configuration (g): the same over Go's TLS 1.3 with the nodes' certificates, the bytes
+// read and written through 1 MiB buffers (a TLS connection cannot sendfile or splice).
 func (w *streamWorld) runRawTCP(ctx context.Context, name string) (streamSample, error) {
-	srv, err := w.startServer(ctx, name, []string{"bench", "tcp-raw-serve", "--file", w.dataFile, "--addr", "127.0.0.1:0"},
-		rawReadyAddr, false)
+	serve := []string{"bench", "tcp-raw-serve", "--file", w.dataFile, "--addr", "127.0.0.1:0"}
+	var fetchTLS []string
+	if w.o.Transport == "tls" {
+		serve = append(serve, "--tls-dir", w.tlsDir, "--name", senderName)
+		fetchTLS = []string{"--tls-dir", w.tlsDir, "--name", receiverName}
+	}
+	srv, err := w.startServer(ctx, name, serve, rawReadyAddr, false)
 	if err != nil {
 		return streamSample{}, err
 	}
 	defer srv.stop()
-	return w.rawReceive(ctx, srv, name, "raw TCP fetch", []string{"bench", "tcp-raw-fetch", "--peer", srv.addr})
+	return w.rawReceive(ctx, srv, name, "raw TCP fetch", append([]string{"bench", "tcp-raw-fetch", "--peer", srv.addr}, fetchTLS...))
 }
 
 // RawTCPServe listens on the TCP address addr, calls ready with the bound address, and
 // serves until ctx ends: each connection writes the length it wants (8 bytes, big endian)
 // and gets that many bytes of file from offset 0, sent with one sendfile loop
 // (fsx.Sendfile), then the server closes its side. No TLS: this is the TCP data plane's
-// unencrypted bulk path without its framing or checks.
-func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)) error {
+// unencrypted bulk path without its framing or checks. With tlsConf every connection is
+// TLS (tlsConf must ask for client certificates as a node's does) and the file is read and
+// written through one 1 MiB buffer: the TLS data plane's limit.
+func RawTCPServe(ctx context.Context, file, addr string, tlsConf *tls.Config, ready func(addr string)) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -985,6 +1048,9 @@ func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
 	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -1012,7 +1078,11 @@ func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)
 			if n < 0 || n > fi.Size() {
 				return
 			}
-			if _, err := fsx.Sendfile(ctx, c.(*net.TCPConn), f, 0, n); err != nil {
+			if tlsConf != nil {
+				if _, err := io.CopyBuffer(c, io.NewSectionReader(f, 0, n), make([]byte, rawTLSBuffer)); err != nil {
+					return
+				}
+			} else if _, err := fsx.Sendfile(ctx, c.(*net.TCPConn), f, 0, n); err != nil {
 				return
 			}
 			// Wait for the client to close once its file is synced.
@@ -1021,13 +1091,25 @@ func RawTCPServe(ctx context.Context, file, addr string, ready func(addr string)
 	}
 }
 
+// rawTLSBuffer is the raw TLS transfer's read and write size: the data plane's frame payload.
+const rawTLSBuffer = 1 << 20
+
 // RawTCPFetch dials peer, asks for length bytes and splices them into out (created or
-// truncated) with fsx.SpliceToFile, then fsyncs it. Wall runs from dial to fsync done.
-func RawTCPFetch(ctx context.Context, peer string, length int64, out string) (RawFetchResult, error) {
+// truncated) with fsx.SpliceToFile, then fsyncs it; with tlsConf, over TLS, read through
+// one 1 MiB buffer and written to out. Wall runs from dial to fsync done, the TLS handshake
+// included.
+func RawTCPFetch(ctx context.Context, peer string, length int64, out string, tlsConf *tls.Config) (RawFetchResult, error) {
 	start := time.Now()
 	var res RawFetchResult
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", peer)
+	var c net.Conn
+	var err error
+	if tlsConf != nil {
+		d := tls.Dialer{Config: tlsConf}
+		c, err = d.DialContext(ctx, "tcp", peer)
+	} else {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", peer)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -1042,7 +1124,14 @@ func RawTCPFetch(ctx context.Context, peer string, length int64, out string) (Ra
 		return res, err
 	}
 	defer f.Close()
-	res.Bytes, err = fsx.SpliceToFile(ctx, f, 0, c.(*net.TCPConn), length)
+	if tlsConf != nil {
+		res.Bytes, err = io.CopyBuffer(struct{ io.Writer }{f}, io.LimitReader(c, length), make([]byte, rawTLSBuffer))
+		if err == nil && res.Bytes < length {
+			err = io.ErrUnexpectedEOF
+		}
+	} else {
+		res.Bytes, err = fsx.SpliceToFile(ctx, f, 0, c.(*net.TCPConn), length)
+	}
 	if err != nil {
 		return res, err
 	}

@@ -3,11 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicedb/sluice/internal/tlsx"
 )
 
 // /proc/<pid>/stat: utime and stime are fields 14 and 15, counted after the command name,
@@ -94,7 +97,8 @@ func TestReadyLines(t *testing.T) {
 	}
 }
 
-// The raw TCP baseline moves exactly the asked-for prefix of the file into the output file.
+// The raw TCP and TLS baselines move exactly the asked-for prefix of the file into the
+// output file; the TLS one refuses a client without a certificate.
 func TestRawTCPRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
@@ -105,23 +109,75 @@ func TestRawTCPRoundTrip(t *testing.T) {
 	if err := os.WriteFile(src, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- RawTCPServe(ctx, src, "127.0.0.1:0", func(a string) { addrc <- a }) }()
-	addr := <-addrc
-	out := filepath.Join(dir, "out")
-	res, err := RawTCPFetch(t.Context(), addr, int64(len(want)-5), out)
-	if err != nil || res.Bytes != int64(len(want)-5) || res.Wall <= 0 {
-		t.Fatalf("RawTCPFetch: %+v %v", res, err)
+	tlsDir := filepath.Join(dir, "tls")
+	if err := tlsx.WriteCA(tlsDir, false); err != nil {
+		t.Fatal(err)
 	}
-	got, err := os.ReadFile(out)
-	if err != nil || !bytes.Equal(got, want[:len(want)-5]) {
-		t.Errorf("received %d bytes, not the file's first %d (%v)", len(got), len(want)-5, err)
+	ids := map[string]*tlsx.Identity{}
+	for _, name := range []string{"s", "c"} {
+		if err := tlsx.WriteNode(tlsDir, name, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		id, err := tlsx.Load(tlsDir, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("RawTCPServe: %v", err)
+	for _, tc := range []struct {
+		name           string
+		server, client *tls.Config
+	}{
+		{"tcp", nil, nil},
+		{"tls", ids["s"].ServerConfig(), ids["c"].ClientConfig("127.0.0.1")},
+	} {
+		ctx, cancel := context.WithCancel(t.Context())
+		addrc := make(chan string, 1)
+		done := make(chan error, 1)
+		go func() { done <- RawTCPServe(ctx, src, "127.0.0.1:0", tc.server, func(a string) { addrc <- a }) }()
+		addr := <-addrc
+		out := filepath.Join(dir, "out-"+tc.name)
+		res, err := RawTCPFetch(t.Context(), addr, int64(len(want)-5), out, tc.client)
+		if err != nil || res.Bytes != int64(len(want)-5) || res.Wall <= 0 {
+			t.Fatalf("%s: RawTCPFetch: %+v %v", tc.name, res, err)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil || !bytes.Equal(got, want[:len(want)-5]) {
+			t.Errorf("%s: received %d bytes, not the file's first %d (%v)", tc.name, len(got), len(want)-5, err)
+		}
+		if tc.server != nil {
+			anon := &tls.Config{RootCAs: tc.client.RootCAs, ServerName: tc.client.ServerName, MinVersion: tls.VersionTLS13}
+			if res, err := RawTCPFetch(t.Context(), addr, 10, filepath.Join(dir, "anon"), anon); err == nil {
+				t.Errorf("a client without a certificate fetched %+v", res)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: RawTCPServe: %v", tc.name, err)
+		}
+	}
+}
+
+// Over TLS, partial streaming is held to 80% of the raw Go TLS transfer.
+func TestStreamChecksTLS(t *testing.T) {
+	rows := []StreamRow{
+		{Config: cfgRawTLS, Status: "ok", MBps: 1000, ReceiverCPUPerGiB: 1},
+		{Config: cfgPartialTLS, Status: "ok", MBps: 790, ReceiverCPUPerGiB: 1, ReceiverHeapPerGiB: 1 << 20, ReceiverPeakRSS: 64 << 20},
+	}
+	var found bool
+	for _, c := range streamChecks(rows) {
+		if c.Name == "(h) MB/s / (g) MB/s" {
+			found = true
+			if c.Met || c.Measured != 0.79 {
+				t.Errorf("check %+v: 79%% of raw TLS met an 80%% target", c)
+			}
+		}
+		if c.Name == "g: receiver peak RSS" {
+			t.Errorf("the raw TLS row is held to a receiver's memory targets: %+v", c)
+		}
+	}
+	if !found {
+		t.Errorf("no TLS throughput check in %+v", streamChecks(rows))
 	}
 }
 

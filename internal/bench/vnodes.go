@@ -20,7 +20,7 @@ type VnodesOptions struct {
 	Dir       string // where the parent lives (reused, as bench split does)
 	Size      int64  // parent's uncompressed size
 	Ranges    int    // disjoint ranges of the vnode request, one wrapping; default 33
-	Transport string // quic (default) or tcp
+	Transport string // quic (default), tls or tcp
 	Exe       string // the sluice binary the sender and receiver run; required
 	Env       []string
 	Runs      int           // runs per configuration, medians compared; default 3

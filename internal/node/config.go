@@ -32,7 +32,8 @@ import (
 //   - data_dirs: the data directories, at least one, in Cassandra's layout
 //     <dir>/<keyspace>/<table>-<32 hex table id>/. Missing ones are created at start. Relative
 //     paths in a file are relative to the file's directory.
-//   - stream_addr: host:port the stream server listens on (UDP for quic, TCP for tcp).
+//   - stream_addr: host:port the stream server listens on (UDP for the QUIC sessions, and
+//     TCP at the same port for the data plane of transport tls or tcp).
 //     Default 127.0.0.1:7400; give a routable address or ":7400" to reach other nodes.
 //   - admin_addr: host:port of the admin HTTP API (status, streams, throughput, metrics,
 //     operations). Default 127.0.0.1:7401. Every request needs the admin token; keep it on
@@ -53,8 +54,13 @@ import (
 //   - memory.max_in_flight_bytes: bound on the bytes of all receive buffers together; a
 //     receiver stops reading from the network when it is reached (default 256 MiB, at least
 //     1 MiB).
-//   - transport: "quic" (default) or "tcp" (the data plane over plain TCP with sendfile and
-//     splice, for networks where QUIC is slower or blocked).
+//   - transport: the data plane of the bulk bytes. "quic" (default: needs nothing but the one
+//     UDP port); "tls" (TLS 1.3 over TCP with the node's certificate and the cluster CA, as
+//     mutually authenticated as QUIC: the recommended fast path); "tcp" (plain, unencrypted
+//     TCP with sendfile and splice: trusted networks only). A fetch uses tls or tcp only
+//     when both nodes run the same one; otherwise its data goes over QUIC.
+//   - tcp_congestion: TCP congestion control of the tls/tcp data connections ("bbr",
+//     "cubic", ... as the kernel offers them); empty (default) = the kernel's default.
 //
 // Membership (optional: without gossip_addr the node runs standalone, without a ring):
 //
@@ -89,6 +95,8 @@ type Config struct {
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	Memory     Memory     `yaml:"memory"`
 	Transport  Transport  `yaml:"transport"`
+	// TCPCongestion: see tcp_congestion above.
+	TCPCongestion string `yaml:"tcp_congestion"`
 
 	GossipAddr     string                 `yaml:"gossip_addr"`
 	Seeds          []string               `yaml:"seeds"`
@@ -131,6 +139,7 @@ type Transport string
 const (
 	TransportQUIC Transport = "quic"
 	TransportTCP  Transport = "tcp"
+	TransportTLS  Transport = "tls"
 )
 
 // Defaults of the optional fields.
@@ -286,8 +295,10 @@ func (c Config) validate() error {
 		return configErrorf("timeouts.keepalive", "%v: must be shorter than timeouts.idle (%v)", c.Timeouts.Keepalive, c.Timeouts.Idle)
 	case c.Memory.MaxInFlightBytes < minInFlightBytes:
 		return configErrorf("memory.max_in_flight_bytes", "%d: want at least %d", c.Memory.MaxInFlightBytes, minInFlightBytes)
-	case c.Transport != TransportQUIC && c.Transport != TransportTCP:
-		return configErrorf("transport", "%q: want quic or tcp", c.Transport)
+	case c.Transport != TransportQUIC && c.Transport != TransportTCP && c.Transport != TransportTLS:
+		return configErrorf("transport", "%q: want quic, tls or tcp", c.Transport)
+	case c.TCPCongestion != "" && c.Transport == TransportQUIC:
+		return configErrorf("tcp_congestion", "%q: needs transport tls or tcp", c.TCPCongestion)
 	}
 	for _, ks := range sortedKeys(c.Keyspaces) {
 		if err := cqlname.Check("keyspace", ks); err != nil {

@@ -105,6 +105,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		{"memory.max_in_flight_bytes", func(c *Config) { c.Memory.MaxInFlightBytes = -1 }},
 		{"memory.max_in_flight_bytes", func(c *Config) { c.Memory.MaxInFlightBytes = 1000 }},
 		{"transport", func(c *Config) { c.Transport = "udp" }},
+		{"tcp_congestion", func(c *Config) { c.TCPCongestion = "bbr" }}, // with transport quic
 	} {
 		c := good()
 		tc.edit(&c)

@@ -43,14 +43,16 @@ type StreamServer interface {
 // StreamConfig is the part of the configuration the stream server uses, with defaults
 // applied, plus the collectors it feeds and the node's hooks into it.
 type StreamConfig struct {
-	Name       string    // node name; the certificate is TLSDir/Name.crt and Name.key
-	Addr       string    // host:port to bind
-	TLSDir     string    // holds ca.crt, Name.crt, Name.key
-	Transport  Transport // TransportQUIC or TransportTCP
-	Throughput Throughput
-	Timeouts   Timeouts
-	Memory     Memory
-	Metrics    *Metrics
+	Name      string    // node name; the certificate is TLSDir/Name.crt and Name.key
+	Addr      string    // host:port to bind
+	TLSDir    string    // holds ca.crt, Name.crt, Name.key
+	Transport Transport // TransportQUIC, TransportTLS or TransportTCP
+	// TCPCongestion is the data connections' TCP congestion control ("" = kernel default).
+	TCPCongestion string
+	Throughput    Throughput
+	Timeouts      Timeouts
+	Memory        Memory
+	Metrics       *Metrics
 	// Authorize decides per session what a peer certificate may fetch (roles).
 	Authorize stream.Authorizer
 	// Protocols are the node's other protocols on the stream socket (peer operations).
@@ -341,16 +343,17 @@ func (n *Node) Run(ctx context.Context) error {
 
 func (n *Node) streamConfig() StreamConfig {
 	return StreamConfig{
-		Name:       n.cfg.Name,
-		Addr:       n.cfg.StreamAddr,
-		TLSDir:     n.cfg.TLSDir,
-		Transport:  n.cfg.Transport,
-		Throughput: n.throughput,
-		Timeouts:   n.cfg.Timeouts,
-		Memory:     n.cfg.Memory,
-		Metrics:    n.metrics,
-		Authorize:  n.authorizeStream,
-		Protocols:  map[string]stream.ProtocolHandler{peerrpc.ALPN: n.servePeer},
+		Name:          n.cfg.Name,
+		Addr:          n.cfg.StreamAddr,
+		TLSDir:        n.cfg.TLSDir,
+		Transport:     n.cfg.Transport,
+		TCPCongestion: n.cfg.TCPCongestion,
+		Throughput:    n.throughput,
+		Timeouts:      n.cfg.Timeouts,
+		Memory:        n.cfg.Memory,
+		Metrics:       n.metrics,
+		Authorize:     n.authorizeStream,
+		Protocols:     map[string]stream.ProtocolHandler{peerrpc.ALPN: n.servePeer},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 // QUICStreamServer is the NewStreamServerFunc of a real node: the stream package's server on
 // QUIC with the node's mutual-TLS identity, its outcomes counted in the node's metrics. With
-// transport tcp the sessions still run over QUIC on stream_addr (UDP), and the bulk data
+// transport tls or tcp the sessions still run over QUIC on stream_addr (UDP), and the bulk data
 // plane listens on TCP at the same host and port number (UDP and TCP ports are separate, and
 // port+1 would collide with the default admin_addr); a stream_addr with port 0 gives the
 // TCP listener its own free port.
@@ -29,7 +29,7 @@ func QUICStreamServer(cfg StreamConfig, cat stream.Catalog, log zerolog.Logger) 
 		return nil, fmt.Errorf("stream address %s: %w", cfg.Addr, err)
 	}
 	scfg := StreamSettings(cfg)
-	if cfg.Transport == TransportTCP {
+	if cfg.Transport == TransportTCP || cfg.Transport == TransportTLS {
 		scfg.TCPAddr = cfg.Addr
 	}
 	if cfg.Name != id.Name() {
@@ -43,7 +43,7 @@ func QUICStreamServer(cfg StreamConfig, cat stream.Catalog, log zerolog.Logger) 
 // StreamSettings maps the node's configuration onto the stream layer's.
 func StreamSettings(cfg StreamConfig) stream.Config {
 	sc := stream.Config{Node: cfg.Name, IdleTimeout: cfg.Timeouts.Idle, KeepAlive: cfg.Timeouts.Keepalive,
-		HandshakeTimeout: cfg.Timeouts.Handshake, Transport: string(cfg.Transport),
+		HandshakeTimeout: cfg.Timeouts.Handshake, Transport: string(cfg.Transport), TCPCongestion: cfg.TCPCongestion,
 		Authorize: cfg.Authorize, Protocols: cfg.Protocols}
 	if cfg.Memory.MaxInFlightBytes > 0 {
 		sc.MaxIndexSlice = cfg.Memory.MaxInFlightBytes

@@ -56,6 +56,12 @@ func (ps *Pieces) Len() int { return len(ps.pieces) }
 // Range is the requested range piece k belongs to, and its index in the request.
 func (ps *Pieces) Range(k int) (token.Range, int) { return ps.pieces[k].r, ps.pieces[k].rng }
 
+// holds reports whether piece k holds t.
+func (ps *Pieces) holds(k int, t token.Token) bool {
+	p := &ps.pieces[k]
+	return t.Compare(p.r.Left) > 0 && (p.toEnd || t.Compare(p.r.Right) <= 0)
+}
+
 // Find returns the piece holding t, or -1.
 func (ps *Pieces) Find(t token.Token) int {
 	// The last piece whose Left is below t, if its right end admits t.
@@ -149,7 +155,13 @@ func NewPlanner(ps *Pieces) *Planner { return &Planner{ps: ps, cur: -1} }
 
 // Add places one partition (in index order).
 func (pl *Planner) Add(ordinal int64, key []byte, t token.Token, position int64) {
-	k := pl.ps.Find(t)
+	// Index order is token order: most partitions fall in the piece of the one before.
+	var k int
+	if pl.cur >= 0 && pl.ps.holds(pl.children[pl.cur].Piece, t) {
+		k = pl.children[pl.cur].Piece
+	} else {
+		k = pl.ps.Find(t)
+	}
 	if pl.cur >= 0 && pl.children[pl.cur].Piece != k {
 		pl.children[pl.cur].Hi = position
 		pl.cur = -1

@@ -85,7 +85,9 @@ type Builder struct {
 	rows       rowsSlice // the child's Rows.db, assembled from the parent's
 	patches    []patch
 
-	hashes      [][2]uint64
+	hashes      [][2]uint64   // the keys' filter hashes, when the filter is built at the end
+	filter      *bloom.Filter // the filter, when sized up front (Expect)
+	expected    int64
 	sizes       stats.EstimatedHistogram
 	cardinality *stats.Cardinality
 	count       int64
@@ -136,6 +138,23 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 	return b, nil
 }
 
+// Expect tells the builder the child's partition count before the first Add, so that the
+// filter is sized (as Cassandra sizes it, from the count) and filled as partitions arrive,
+// instead of keeping 16 bytes per partition until Finish. Finish then fails unless exactly
+// n partitions were added.
+func (b *Builder) Expect(n int64) error {
+	fp := b.spec.Statistics.Validation.BloomFilterFPChance
+	if b.count != 0 || n <= 0 || !bloom.Needed(fp) {
+		return nil
+	}
+	f, err := bloom.New(n, fp)
+	if err != nil {
+		return err
+	}
+	b.filter, b.expected = f, n
+	return nil
+}
+
 // Add appends one partition of the parent (positions as in the parent).
 func (b *Builder) Add(p *sstable.Partition) error {
 	pos, err := b.lay.Map(p.Position)
@@ -154,8 +173,15 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	}
 	b.last = append(b.last[:0], p.Key...)
 	b.count++
-	h0, h1 := bloom.Hash(p.Key)
-	b.hashes = append(b.hashes, [2]uint64{h0, h1})
+	h0, h1 := p.Hash[0], p.Hash[1]
+	if !p.HasHash {
+		h0, h1 = bloom.Hash(p.Key)
+	}
+	if b.filter != nil {
+		b.filter.AddHash(h0, h1)
+	} else {
+		b.hashes = append(b.hashes, [2]uint64{h0, h1})
+	}
 	b.cardinality.Add(p.Key)
 
 	if b.pib != nil {
@@ -243,12 +269,18 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 
 	fp := b.spec.Statistics.Validation.BloomFilterFPChance
 	if bloom.Needed(fp) {
-		f, err := bloom.New(b.count, fp)
-		if err != nil {
-			return nil, err
+		f := b.filter
+		if f != nil && b.count != b.expected {
+			return nil, fmt.Errorf("slice: %d partitions added to a child expected to hold %d", b.count, b.expected)
 		}
-		for _, h := range b.hashes {
-			f.AddHash(h[0], h[1])
+		if f == nil {
+			var err error
+			if f, err = bloom.New(b.count, fp); err != nil {
+				return nil, err
+			}
+			for _, h := range b.hashes {
+				f.AddHash(h[0], h[1])
+			}
 		}
 		raw := f.Append(nil)
 		if v.HasOldBfFormat() {

@@ -421,6 +421,9 @@ func (sp *splitter) start(plan ChildPlan) error {
 	// entry, so its tries keep their page layout.
 	rowsCut := sp.lastEnd &^ 4095
 	oc.builder, err = NewBuilder(sp.spec, inst, desc, &oc.layout, rowsCut)
+	if err == nil {
+		err = oc.builder.Expect(plan.Partitions)
+	}
 	return err
 }
 

@@ -1,7 +1,10 @@
 package slice
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"iter"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -24,8 +27,10 @@ type Partial struct {
 	Plan   ChildPlan
 	Layout Layout
 	Info   *compress.Info // the child's CompressionInfo.db; nil for an uncompressed parent
-	Index  []byte         // index records (AppendIndexRecord)
-	Rows   []byte         // BTI only
+	Index  []byte         // index records (AppendIndexRecord); nil with PartialOptions.IndexLater
+	// IndexLength is the index slice's length in bytes, also when it is not held.
+	IndexLength int64
+	Rows        []byte // BTI only
 	// ParentPartitions is the parent's partition count, from the same index pass.
 	ParentPartitions int64
 }
@@ -36,6 +41,10 @@ type PartialOptions struct {
 	// the ranges is its own child.
 	OnePerParent bool
 	Bounds       Bounds
+	// IndexLater gathers only the index slices' lengths; IndexReader produces each slice when
+	// it is sent, so that a sender holds no index slice for the session (memory independent
+	// of the partition count), at the cost of one more index pass per child.
+	IndexLater bool
 }
 
 // Partials plans the children of parent for ranges and gathers, in one index pass, what each
@@ -65,11 +74,87 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 			out[i].Info = out[i].Layout.Info(parent.Compression)
 		}
 	}
-	return out, reason, gatherIndex(parent, spec, out)
+	keep := func(k int, rec []byte) error { out[k].Index = append(out[k].Index, rec...); return nil }
+	if opts.IndexLater {
+		keep = nil
+	}
+	return out, reason, gatherIndex(parent, spec, out, keep)
 }
 
-// gatherIndex fills the index (and BTI rows) slices of out in one index pass.
-func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
+// indexPiece is the size of the pieces in which IndexReader produces an index slice.
+var indexPiece = 256 << 10 // a variable for the tests
+
+// IndexReader produces p's index slice (p from Partials of parent, IndexLater or not) with
+// one pass over parent's index, in pieces of about 256 KiB as it is read: its memory does not
+// grow with the partition count. Close ends the pass early. A slice that comes out of another
+// length than p.IndexLength (the index changed under it) fails the read.
+func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
+	spec, err := SpecOf(parent)
+	if err != nil {
+		return nil, err
+	}
+	r := &indexReader{want: p.IndexLength}
+	one := []Partial{{Plan: p.Plan, Layout: p.Layout}}
+	next, stop := iter.Pull(func(yield func([]byte) bool) {
+		var buf []byte
+		stopped := errors.New("stopped")
+		err := gatherIndex(parent, spec, one, func(_ int, rec []byte) error {
+			buf = append(buf, rec...)
+			if len(buf) >= indexPiece {
+				if !yield(buf) {
+					return stopped
+				}
+				buf = buf[:0] // the reader copied it out before asking for more
+			}
+			return nil
+		})
+		if err == nil && len(buf) > 0 {
+			yield(buf)
+		}
+		if err != stopped {
+			r.err = err
+		}
+	})
+	r.next, r.stop = next, stop
+	return r, nil
+}
+
+type indexReader struct {
+	next      func() ([]byte, bool)
+	stop      func()
+	cur       []byte
+	err       error
+	got, want int64
+}
+
+func (r *indexReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		b, ok := r.next()
+		if !ok {
+			if r.err != nil {
+				return 0, r.err
+			}
+			if r.got != r.want {
+				return 0, fmt.Errorf("slice: index slice of %d bytes, planned %d", r.got, r.want)
+			}
+			return 0, io.EOF
+		}
+		r.cur = b
+		r.got += int64(len(b))
+		if r.got > r.want {
+			return 0, fmt.Errorf("slice: index slice longer than the planned %d bytes", r.want)
+		}
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+func (r *indexReader) Close() error { r.stop(); return nil }
+
+// gatherIndex measures the index (and fills the BTI rows) slices of out in one index pass,
+// handing each child's records to keep (k is the child), when keep is set.
+func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k int, rec []byte) error) error {
 	var (
 		k, run  int
 		begun   int // the run whose rows the slice is taking
@@ -78,6 +163,7 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 		rows    rowsSlice
 		isBTI   = spec.ParentRows != nil
 		n       int64
+		rec     []byte
 	)
 	finish := func() {
 		if isBTI {
@@ -120,7 +206,11 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial) error {
 			}
 		}
 		if member {
-			out[k].Index = AppendIndexRecord(out[k].Index, pt.Key, pt.Position, indexPos, pt.Promoted)
+			rec = AppendIndexRecord(rec[:0], pt.Key, pt.Position, indexPos, pt.Promoted)
+			out[k].IndexLength += int64(len(rec))
+			if keep != nil {
+				return keep(k, rec)
+			}
 		}
 		return nil
 	})
@@ -149,6 +239,19 @@ func AppendIndexRecord(dst, key []byte, position, indexPos int64, promoted []byt
 // with p). The Partition is reused between calls. A malformed slice is an error with its
 // offset: it comes from a peer.
 func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Partition) error) error {
+	return decodeIndexRecords(slice, p, fn)
+}
+
+// CountIndexRecords checks an index slice's framing as ForEachIndexRecord does and counts its
+// records, without hashing a key.
+func CountIndexRecords(slice []byte) (int64, error) {
+	var n int64
+	err := decodeIndexRecords(slice, nil, func(*sstable.Partition) error { n++; return nil })
+	return n, err
+}
+
+// decodeIndexRecords is ForEachIndexRecord; a nil p leaves the tokens unset.
+func decodeIndexRecords(slice []byte, p token.Partitioner, fn func(*sstable.Partition) error) error {
 	r := encoding.NewReader(slice)
 	var pt sstable.Partition
 	for r.Len() > 0 {
@@ -165,7 +268,9 @@ func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Part
 		if len(pt.Promoted) == 0 {
 			pt.Promoted = nil
 		}
-		pt.Token = p.Token(pt.Key)
+		if p != nil {
+			pt.Token, pt.Hash, pt.HasHash = token.TokenAndHash(p, pt.Key)
+		}
 		if err := fn(&pt); err != nil {
 			return err
 		}
@@ -178,33 +283,123 @@ func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Part
 // be complete in inst under desc: spec carries the parent's metadata (ParentRows is the shipped
 // rows slice), lay comes from the sender's segments (ReceivedLayout), index is the shipped
 // index slice. It checks the records' order and that their positions fall inside a segment.
-func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult) ([]descriptor.Component, error) {
+//
+// partitions, when positive, is the number of records index holds (the Manifest's, checked):
+// the filter is then sized up front and filled record by record instead of from a list of
+// every key's hash.
+func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult, partitions int64) ([]descriptor.Component, error) {
+	r, err := NewPartialRebuild(spec, inst, desc, lay, partitions)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Write(index); err != nil {
+		return nil, err
+	}
+	return r.Finish(data)
+}
+
+// PartialRebuild is RebuildPartial taking the index slice as it arrives: each record goes to
+// the builder once its last byte is in, so a receiver holds at most one record of the slice
+// (and the filter, sized from the announced partition count), not the whole slice.
+type PartialRebuild struct {
+	b       *Builder
+	p       token.Partitioner
+	carry   []byte // the start of a record whose end has not arrived
+	ordinal int64
+	prev    token.Token
+	prevKey []byte
+	prevPos int64
+}
+
+// NewPartialRebuild starts the rebuild RebuildPartial does; partitions as there.
+func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, partitions int64) (*PartialRebuild, error) {
 	b, err := NewBuilder(spec, inst, desc, lay, 0)
 	if err != nil {
 		return nil, err
 	}
-	var prev token.Token
-	var prevKey []byte
-	prevPos := int64(-1)
-	err = ForEachIndexRecord(index, spec.Partitioner, func(p *sstable.Partition) error {
-		if p.Position <= prevPos {
-			return fmt.Errorf("index slice record %d: position %d out of order", p.Ordinal, p.Position)
-		}
-		if prevPos >= 0 && token.CompareKeys(prev, prevKey, p.Token, p.Key) >= 0 {
-			return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
-		}
-		prevKey = append(prevKey[:0], p.Key...)
-		prev = p.Token
-		if prev.Bytes != nil {
-			prev.Bytes = prevKey
-		}
-		prevPos = p.Position
-		return b.Add(p)
-	})
-	if err != nil {
+	if err := b.Expect(partitions); err != nil {
 		return nil, err
 	}
-	return b.Finish(data)
+	return &PartialRebuild{b: b, p: spec.Partitioner, prevPos: -1}, nil
+}
+
+// Write takes the next bytes of the index slice, cut anywhere.
+func (r *PartialRebuild) Write(b []byte) error {
+	buf := b
+	if len(r.carry) > 0 {
+		r.carry = append(r.carry, b...)
+		buf = r.carry
+	}
+	n, err := r.records(buf, false)
+	if err != nil {
+		return err
+	}
+	r.carry = append(r.carry[:0], buf[n:]...)
+	return nil
+}
+
+// Records is the number of complete records taken so far.
+func (r *PartialRebuild) Records() int64 { return r.ordinal }
+
+// Finish checks that the slice ended on a record's end and writes the components.
+func (r *PartialRebuild) Finish(data DataResult) ([]descriptor.Component, error) {
+	if len(r.carry) > 0 {
+		if _, err := r.records(r.carry, true); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("index slice record %d: %d bytes without their end", r.ordinal, len(r.carry))
+	}
+	return r.b.Finish(data)
+}
+
+// records adds the complete records at the start of buf and returns the bytes they took. A
+// record cut short ends the scan without an error unless last (no more bytes will come).
+func (r *PartialRebuild) records(buf []byte, last bool) (int, error) {
+	var pt sstable.Partition
+	off := 0
+	for off < len(buf) {
+		rd := encoding.NewReader(buf[off:])
+		pt.Key = rd.VintBytes()
+		pt.Position = int64(rd.UVint())
+		pt.IndexPos = rd.Vint()
+		pt.Promoted = rd.VintBytes()
+		if err := rd.Err(); err != nil {
+			if last {
+				return off, fmt.Errorf("index slice record %d: %w", r.ordinal, err)
+			}
+			return off, nil // its end is still to come
+		}
+		pt.Ordinal = r.ordinal
+		if err := r.add(&pt); err != nil {
+			return off, err
+		}
+		off = len(buf) - rd.Len()
+		r.ordinal++
+	}
+	return off, nil
+}
+
+func (r *PartialRebuild) add(p *sstable.Partition) error {
+	if p.Position < 0 || p.IndexPos < -1 {
+		return fmt.Errorf("index slice record %d: position %d, index position %d", p.Ordinal, p.Position, p.IndexPos)
+	}
+	if len(p.Promoted) == 0 {
+		p.Promoted = nil
+	}
+	p.Token, p.Hash, p.HasHash = token.TokenAndHash(r.p, p.Key)
+	if p.Position <= r.prevPos {
+		return fmt.Errorf("index slice record %d: position %d out of order", p.Ordinal, p.Position)
+	}
+	if r.prevPos >= 0 && token.CompareKeys(r.prev, r.prevKey, p.Token, p.Key) >= 0 {
+		return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
+	}
+	r.prevKey = append(r.prevKey[:0], p.Key...)
+	r.prev = p.Token
+	if r.prev.Bytes != nil {
+		r.prev.Bytes = r.prevKey
+	}
+	r.prevPos = p.Position
+	return r.b.Add(p)
 }
 
 // SpecFromStatistics is the Spec of a parent known only by its version, its Statistics.db

@@ -135,7 +135,23 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		t.Errorf("LayoutDigest %08x (%v), the received Data.db's CRC32 %08x", want, err, data.Digest)
 	}
 	data.DataLength, data.FileLength, data.HasDigest = lay.DataLength, lay.FileLength, true
-	if _, err := RebuildPartial(spec, inst, d, lay, pt.Index, data); err != nil {
+	// The index slice as a receiver gets it: in pieces cut anywhere (7 bytes here, so records
+	// straddle every kind of boundary), each record rebuilt once its end has arrived.
+	r, err := NewPartialRebuild(spec, inst, d, lay, pt.Plan.Partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := pt.Index; len(b) > 0; {
+		k := min(len(b), 7)
+		if err := r.Write(b[:k]); err != nil {
+			t.Fatal(fmt.Errorf("rebuild: %w", err))
+		}
+		b = b[k:]
+	}
+	if r.Records() != pt.Plan.Partitions {
+		t.Fatalf("%d records rebuilt, %d planned", r.Records(), pt.Plan.Partitions)
+	}
+	if _, err := r.Finish(data); err != nil {
 		t.Fatal(fmt.Errorf("rebuild: %w", err))
 	}
 	if err := inst.Commit(); err != nil {

@@ -102,6 +102,21 @@ func (murmur3) Token(key []byte) Token {
 	return Token{Kind: KindMurmur3, Long: v}
 }
 
+// TokenAndHash is p.Token(key) and, under Murmur3, the key's Murmur3 x64-128 hash (seed 0)
+// it came from, with ok: the hash the bloom filter takes too (Cassandra's filter and
+// partitioner share it), so a pass that needs both hashes each key once.
+func TokenAndHash(p Partitioner, key []byte) (t Token, h [2]uint64, ok bool) {
+	if _, m := p.(murmur3); !m || len(key) == 0 {
+		return p.Token(key), h, false
+	}
+	h[0], h[1] = Hash3x64_128(key, 0)
+	v := int64(h[0])
+	if v == math.MinInt64 {
+		v = math.MaxInt64
+	}
+	return Token{Kind: KindMurmur3, Long: v}, h, true
+}
+
 func (murmur3) MinToken() Token { return Token{Kind: KindMurmur3, Long: math.MinInt64} }
 
 func (murmur3) ParseToken(s string) (Token, error) {

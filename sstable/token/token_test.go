@@ -3,6 +3,7 @@ package token
 import (
 	"encoding/hex"
 	"math"
+	"strconv"
 	"testing"
 )
 
@@ -78,5 +79,28 @@ func BenchmarkMurmur3Token16B(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		_ = Murmur3.Token(key)
+	}
+}
+
+// TokenAndHash hashes once what Token and the bloom filter's Murmur3 x64-128 hash would
+// each compute: the same token, and the same hash, for every key, the empty one (the
+// minimum token, no hash) and a ByteOrdered key (no hash) included.
+func TestTokenAndHash(t *testing.T) {
+	keys := [][]byte{nil, {}, {0}, []byte("k"), []byte("a longer key of more than sixteen bytes, two blocks")}
+	for i := 0; i < 200; i++ {
+		keys = append(keys, []byte(strconv.Itoa(i*7919)))
+	}
+	for _, k := range keys {
+		tok, h, ok := TokenAndHash(Murmur3, k)
+		if tok.Compare(Murmur3.Token(k)) != 0 || tok.Kind != KindMurmur3 {
+			t.Errorf("%q: token %v, want %v", k, tok, Murmur3.Token(k))
+		}
+		h0, h1 := Hash3x64_128(k, 0)
+		if ok != (len(k) > 0) || (ok && h != [2]uint64{h0, h1}) {
+			t.Errorf("%q: hash %x %v, want %x %x", k, h, ok, h0, h1)
+		}
+		if tok, _, ok := TokenAndHash(ByteOrdered, k); ok || tok.Compare(ByteOrdered.Token(k)) != 0 {
+			t.Errorf("%q: ByteOrdered token %v (hash %v)", k, tok, ok)
+		}
 	}
 }

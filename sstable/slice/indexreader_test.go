@@ -1,0 +1,91 @@
+package slice
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// IndexReader produces, in pieces, exactly the index slice Partials gathers in memory, for
+// BIG and BTI children of one and of several runs; IndexLater gathers only its length; a
+// reader whose pass disagrees with the planned length fails instead of sending short.
+func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
+	old := indexPiece
+	indexPiece = 1000 // many pieces per slice
+	defer func() { indexPiece = old }()
+	for _, vn := range []string{"oa", "da"} {
+		v, _ := version.ParseWritable(vn)
+		res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), vn), gen.Options{Version: v,
+			Partitions: 3000, PartitionSize: 512, RowSize: 128, Seed: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent, err := sstable.Open(res.Desc.Prefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer parent.Close()
+		for _, spec := range []string{"(-9000000000000000000,-1000000000000000000]",
+			"(-9000000000000000000,-6000000000000000000],(0,3000000000000000000],(5000000000000000000,-9100000000000000000]"} {
+			ranges, err := token.ParseRanges(token.Murmur3, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			later, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}, IndexLater: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(held) == 0 || len(held) != len(later) {
+				t.Fatalf("%s %s: %d children held, %d later", vn, spec, len(held), len(later))
+			}
+			for i := range held {
+				if later[i].Index != nil || later[i].IndexLength != int64(len(held[i].Index)) || held[i].IndexLength != int64(len(held[i].Index)) {
+					t.Fatalf("%s %s: child %d: later %d bytes held / %d long, gathered %d", vn, spec, i, len(later[i].Index), later[i].IndexLength, len(held[i].Index))
+				}
+				r, err := IndexReader(parent, later[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(io.LimitReader(struct{ io.Reader }{r}, 1<<30)) // small reads, whatever ReadAll asks
+				r.Close()
+				if err != nil || !bytes.Equal(got, held[i].Index) {
+					t.Fatalf("%s %s: child %d (%d runs): read %d bytes (%v), gathered %d", vn, spec, i, len(later[i].Plan.Runs), len(got), err, len(held[i].Index))
+				}
+			}
+			wrong := later[0]
+			wrong.IndexLength--
+			r, _ := IndexReader(parent, wrong)
+			if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "planned") {
+				t.Errorf("%s: a slice longer than planned read without error: %v", vn, err)
+			}
+			r.Close()
+			r, _ = IndexReader(parent, later[0]) // closed before the end: the pass stops
+			r.Read(make([]byte, 10))
+			r.Close()
+		}
+	}
+}
+
+// A slice that ends inside a record fails the rebuild at Finish, naming the record.
+func TestPartialRebuildTruncatedSlice(t *testing.T) {
+	rec := AppendIndexRecord(nil, []byte("key"), 100, -1, nil)
+	r := &PartialRebuild{prevPos: -1, p: token.Murmur3}
+	if err := r.Write(rec[:len(rec)-1]); err != nil {
+		t.Fatal(err) // its end may yet come
+	}
+	if _, err := r.Finish(DataResult{}); err == nil || !strings.Contains(err.Error(), "record 0") {
+		t.Errorf("truncated slice: %v", err)
+	}
+}
