@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -76,6 +78,11 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	node := exec.Command(bin, append(append([]string{"run", "--name", "n1"}, dataArgs...), "--tls-dir", tlsDir,
 		"--stream-addr", streamAddr, "--admin-addr", adminAddr, "--log-format", "json")...)
 	node.Stdout, node.Stderr = &logs, &logs
+	// The node writes its admin token under XDG_CONFIG_HOME; the test reads it from there.
+	cfgHome := filepath.Join(work, "stream-config")
+	node.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfgHome)
+	_, adminPort, _ := net.SplitHostPort(adminAddr)
+	admin := adminapi.NewClient(adminAddr, filepath.Join(cfgHome, "sluice", "admin-"+adminPort+".token"), nil)
 	if err := node.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +102,10 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		r, err := http.Get("http://" + adminAddr + "/v1/status")
+		var st adminapi.Status
+		err := admin.Call(context.Background(), http.MethodGet, "/v1/status", nil, &st)
 		if err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				break
-			}
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the node's admin API did not come up: %v\n%s", err, tail(logs.String(), 2000))

@@ -22,6 +22,16 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// MaxSessions bounds a Server's concurrent sessions; more are refused. Default 8.
 	MaxSessions int
+	// MaxSessionsPerPeer bounds the sessions one peer certificate (by name) holds on a
+	// Server at once, below MaxSessions so that other peers still get in. Default
+	// MaxSessions/4, at least 1.
+	MaxSessionsPerPeer int
+	// Authorize, when set, decides per session whether the verified peer may stream the
+	// requested table (roles: a client certificate only where the node allows it).
+	Authorize Authorizer
+	// Protocols serve connections that negotiate another ALPN name than wire.ALPN on a
+	// Server's socket, by that name; only node certificates reach them.
+	Protocols map[string]ProtocolHandler
 	// FrameSize is the payload of one Data frame. Default 1 MiB.
 	FrameSize int
 	// MaxIndexSlice bounds the index slice and the BTI rows slice a receiver holds in
@@ -127,6 +137,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxSessions == 0 {
 		c.MaxSessions = 8
 	}
+	if c.MaxSessionsPerPeer == 0 {
+		c.MaxSessionsPerPeer = perPeerDefault(c.MaxSessions)
+	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 1 << 20
 	}
@@ -153,6 +166,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("stream: Config.HandshakeTimeout %v is negative", c.HandshakeTimeout)
 	case c.MaxSessions < 0:
 		return fmt.Errorf("stream: Config.MaxSessions %d is negative", c.MaxSessions)
+	case c.MaxSessionsPerPeer < 0:
+		return fmt.Errorf("stream: Config.MaxSessionsPerPeer %d is negative", c.MaxSessionsPerPeer)
 	case c.FrameSize < 1<<10 || c.FrameSize > 16<<20:
 		return fmt.Errorf("stream: Config.FrameSize %d outside [1 KiB, 16 MiB]", c.FrameSize)
 	case c.MaxIndexSlice < 0:

@@ -85,7 +85,21 @@
 // the peer and carrying the peer's code. Liveness is otherwise QUIC's: KeepAlivePeriod
 // pings keep a quiet session (a long rebuild) open, MaxIdleTimeout (Config.IdleTimeout)
 // fails one whose peer vanished without a word (a crashed process, a cut network). The
-// wire Keepalive message is accepted and ignored.
+// wire Keepalive message is accepted and ignored. A Server also fails a session whose
+// receiver sent no control message for IdleTimeout while QUIC keepalives hold the connection,
+// and gives every control and data write IdleTimeout to finish (a receiver that stops
+// reading frees its slot).
+//
+// # Admission and identity
+//
+// A Server admits a connection only with a certificate verified against its ClientCAs, at
+// most MaxSessions sessions and MaxSessionsPerPeer per certificate name, so one peer cannot
+// lock the others out. A session's Hello must name its certificate, its table must be a
+// Cassandra identifier, and Config.Authorize (the node's roles) may refuse it: all three
+// answer CodeUnauthorized or CodeProtocol before any sstable is opened. Control frames are
+// bounded to 8 MiB until the StreamRequest and 256 KiB after it, with at most 16 decoded
+// messages queued. Connections negotiating another ALPN name go to Config.Protocols (the
+// node's peer calls), for node certificates only.
 //
 // # TLS data plane
 //
@@ -116,7 +130,10 @@
 // sstable bytes travel UNENCRYPTED and unauthenticated on the wire (anyone on the path can
 // read them, and, short of the chunk CRCs, alter them); only the QUIC control stream keeps
 // mutual TLS. Use it inside one data centre or a private network where QUIC's user-space
-// crypto, not the disks, bounds streaming; keep quic (the default) everywhere else.
+// crypto, not the disks, bounds streaming; keep quic (the default) everywhere else. A
+// receiver dials the offered data address only on the host it reached the sender at (a
+// sender cannot make it connect elsewhere), and the data listener's accept loop backs off
+// on errors (descriptors exhausted by a flood) and goes on.
 //
 // A session uses it when both ends are configured for it: the receiver lists the Hello
 // feature "tcp-data", and a sender with Transport tcp answers, on the control stream right
@@ -206,7 +223,7 @@
 // wakes waiters at once. A bucket holds a quarter second of tokens (at least 64 KiB) and
 // may go one request into debt, so over any window the bytes passed are at most rate ×
 // window + burst + one request (tested on a fake clock). Config.MaxSessions bounds concurrent sessions (more are closed with
-// code refused). Receiver memory is the frame buffer (about one frame), the bloom filter of
+// code refused), MaxSessionsPerPeer those of one certificate. Receiver memory is the frame buffer (about one frame), the bloom filter of
 // the sstable in progress (sized from the Manifest's partition count) and, BTI only, its index
 // and rows slices, bounded by Config.MaxIndexSlice; a BIG child's index slice is rebuilt as it
 // arrives and never held. The sender holds no index slice: each is made while it is sent.

@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/quic-go/quic-go"
 
@@ -24,6 +25,8 @@ var (
 	// ErrUnsupported reports an sstable this build cannot receive, such as rows of a version
 	// the sstable writer does not write (md, me).
 	ErrUnsupported = errors.New("stream: unsupported")
+	// ErrIdle reports a session whose peer sent no control message for Config.IdleTimeout.
+	ErrIdle = errors.New("stream: session idle")
 )
 
 // SSTableError is the failure of one sstable of a session, naming the peer and the
@@ -66,6 +69,8 @@ func codeOf(err error) wire.Code {
 		return wire.Code(ae.ErrorCode)
 	case errors.Is(err, ErrChecksum):
 		return wire.CodeChecksum
+	case errors.Is(err, ErrIdle), errors.Is(err, os.ErrDeadlineExceeded):
+		return wire.CodeTimeout
 	case errors.Is(err, ErrManifest), errors.Is(err, ErrProtocol):
 		return wire.CodeProtocol
 	case errors.Is(err, ErrRefused), errors.Is(err, ErrUnsupported), errors.Is(err, ErrBusy):

@@ -68,6 +68,25 @@ func (fr *frameReader) next() ([]byte, error) {
 	}
 }
 
+// limit lowers the frame limit for the rest of the stream and gives back a buffer grown
+// past it, so that a session holds no more than its current limit.
+func (fr *frameReader) limit(lim wire.Limits) {
+	fr.lim = lim
+	if len(fr.buf) > lim.MaxFrame+frameHeaderRoom && fr.n-fr.off <= 64<<10 {
+		nb := make([]byte, 64<<10)
+		fr.n = copy(nb, fr.buf[fr.off:fr.n])
+		fr.buf, fr.off = nb, 0
+	}
+}
+
+// capFrame is lim with MaxFrame at most max.
+func capFrame(lim wire.Limits, max int) wire.Limits {
+	if lim.MaxFrame <= 0 || lim.MaxFrame > max {
+		lim.MaxFrame = max
+	}
+	return lim
+}
+
 // message reads and decodes the next control message.
 func (fr *frameReader) message() (wire.Message, error) {
 	b, err := fr.next()

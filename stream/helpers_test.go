@@ -75,7 +75,7 @@ func (ca *testCA) server(t testing.TB) *tls.Config {
 }
 
 func (ca *testCA) client(t testing.TB, trust *testCA) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "client")}, RootCAs: trust.pool, MinVersion: tls.VersionTLS13}
+	return &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, "sluice")}, RootCAs: trust.pool, MinVersion: tls.VersionTLS13}
 }
 
 // dirCatalog serves the tables under a gen root.

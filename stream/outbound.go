@@ -102,6 +102,7 @@ func (q *quicOut) write(_ context.Context, d *wire.Data, src *source, done, n in
 	if err != nil {
 		return err
 	}
+	writeDeadline(q.us, q.ss.srv.cfg.IdleTimeout)
 	_, err = q.us.Write(frame)
 	return err
 }
@@ -178,6 +179,7 @@ func (t *tcpOut) stop(ctx context.Context, id string) (bool, error) {
 // sendfile; any other frame (TLS, or a payload from memory) leaves in one Write from the
 // session's buffer, as on QUIC.
 func (t *tcpOut) write(ctx context.Context, d *wire.Data, src *source, done, n int64) error {
+	writeDeadline(t.c, t.ss.srv.cfg.IdleTimeout)
 	plain := t.dc.plain()
 	if plain == nil || src.f == nil {
 		frame, err := t.ss.frameInBuf(d, src, done, n)

@@ -46,6 +46,7 @@ type Sender struct {
 	resume   map[string]uint64
 	complete *wire.Complete
 	features []string // the receiver's Hello.Features
+	peer     string   // the receiver's Hello.Node
 }
 
 // NewSender starts a session answering with local's versions.
@@ -61,6 +62,9 @@ func (s *Sender) Done() bool { return s.state == sendDone }
 
 // Complete is the receiver's Complete once Done.
 func (s *Sender) Complete() *wire.Complete { return s.complete }
+
+// PeerNode is the node name the receiver's Hello gave, "" before it arrived.
+func (s *Sender) PeerNode() string { return s.peer }
 
 // PeerOffers reports whether the receiver's Hello listed feature.
 func (s *Sender) PeerOffers(feature string) bool {
@@ -106,7 +110,7 @@ func (s *Sender) Step(m wire.Message) ([]wire.Message, error) {
 		if err != nil {
 			return s.fail(wire.CodeVersion, err)
 		}
-		s.version, s.state, s.features = v, sendAwaitRequest, h.Features
+		s.version, s.state, s.features, s.peer = v, sendAwaitRequest, h.Features, h.Node
 		return []wire.Message{&wire.HelloAck{Version: v, Node: s.local.Node}}, nil
 	case sendAwaitRequest:
 		r, ok := m.(*wire.StreamRequest)

@@ -18,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -40,6 +41,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*tracker
+	perPeer  map[string]int // sessions held, by peer certificate name
 	conns    map[*quic.Conn]struct{}
 	addr     net.Addr
 	plane    *tcpPlane // Transport tls or tcp
@@ -51,7 +53,7 @@ type Server struct {
 func NewServer(cfg Config, cat Catalog, tlsConf *tls.Config, log zerolog.Logger) *Server {
 	cfg = cfg.withDefaults()
 	return &Server{cfg: cfg, cat: cat, tls: tlsConf, log: log, out: NewLimiter(0), in: NewLimiter(0),
-		sem: make(chan struct{}, cfg.MaxSessions), sessions: map[string]*tracker{}, conns: map[*quic.Conn]struct{}{},
+		sem: make(chan struct{}, cfg.MaxSessions), sessions: map[string]*tracker{}, perPeer: map[string]int{}, conns: map[*quic.Conn]struct{}{},
 		ready: make(chan struct{})}
 }
 
@@ -115,8 +117,11 @@ func quicConfig(cfg Config) *quic.Config {
 	}
 }
 
-func withALPN(c *tls.Config) *tls.Config {
+func withALPN(c *tls.Config, protos ...string) *tls.Config {
 	c = c.Clone()
+	if len(protos) > 0 {
+		c.NextProtos = protos
+	}
 	if len(c.NextProtos) == 0 {
 		c.NextProtos = []string{wire.ALPN}
 	}
@@ -141,7 +146,7 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 		return err
 	}
 	tr := &quic.Transport{Conn: pc}
-	ln, err := tr.Listen(withALPN(s.tls), quicConfig(s.cfg))
+	ln, err := tr.Listen(withALPN(s.tls, s.protocols()...), quicConfig(s.cfg))
 	if err != nil {
 		return err
 	}
@@ -199,20 +204,29 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 
 func (s *Server) handle(ctx context.Context, conn *quic.Conn) {
 	peer := conn.RemoteAddr().String()
-	log := s.log.With().Str("peer", peer).Logger()
-	if len(conn.ConnectionState().TLS.PeerCertificates) == 0 {
-		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnauthorized), "client certificate required")
+	id, err := identify(conn)
+	if err != nil {
+		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnauthorized), "client certificate required: "+err.Error())
 		return
 	}
-	select {
-	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
-	default:
-		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeRefused), ErrBusy.Error())
+	log := s.log.With().Str("peer", peer).Str("peer_name", id.Name).Logger()
+	if h, ok := s.cfg.Protocols[conn.ConnectionState().TLS.NegotiatedProtocol]; ok {
+		if id.Role != tlsx.RoleNode {
+			conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnauthorized), "a node certificate is required")
+			return
+		}
+		h(ctx, conn, id)
 		return
 	}
-	ss := &sendSession{srv: s, conn: conn, peer: peer, log: log}
-	err := ss.run(ctx)
+	release, err := s.admit(id.Name)
+	if err != nil {
+		log.Warn().Err(err).Msg("stream session refused")
+		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeRefused), err.Error())
+		return
+	}
+	defer release()
+	ss := &sendSession{srv: s, conn: conn, peer: peer, id: id, log: log}
+	err = ss.run(ctx)
 	s.cfg.observeSession(Sending, err)
 	if err != nil {
 		log.Warn().Err(err).Msg("stream session failed")
@@ -251,6 +265,7 @@ type sendSession struct {
 	srv     *Server
 	conn    *quic.Conn
 	peer    string
+	id      tlsx.PeerIdentity // the verified certificate
 	log     zerolog.Logger
 	ctrl    *quic.Stream
 	sm      *Sender
@@ -270,6 +285,8 @@ const hdrRoom = 512
 
 func (ss *sendSession) send(ms ...wire.Message) error {
 	var err error
+	// A receiver that stops reading the control stream cannot hold the session forever.
+	ss.ctrl.SetWriteDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 	ss.wbuf, err = writeMessages(ss.ctrl, ss.wbuf, ms...)
 	return err
 }
@@ -326,7 +343,7 @@ func (ss *sendSession) handshake(ctx context.Context) (*frameReader, error) {
 	}
 	ss.ctrl = ctrl
 	ss.sm = NewSender(cfg.hello())
-	fr := newFrameReader(ctrl, cfg.Limits)
+	fr := newFrameReader(ctrl, capFrame(cfg.Limits, maxRequestFrame))
 	ctrl.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
 	for ss.sm.Request() == nil {
 		m, err := fr.message()
@@ -344,6 +361,7 @@ func (ss *sendSession) handshake(ctx context.Context) (*frameReader, error) {
 		}
 	}
 	ctrl.SetReadDeadline(time.Time{})
+	fr.limit(capFrame(cfg.Limits, maxSessionFrame))
 	req := ss.sm.Request()
 	ss.tr = newTracker(req.SessionID.String(), ss.peer, Sending, req.Keyspace, req.Table)
 	ss.srv.mu.Lock()
@@ -355,7 +373,11 @@ func (ss *sendSession) handshake(ctx context.Context) (*frameReader, error) {
 // prepare plans the request (a failure ends the session with a Failure that says why) and
 // turns the plan into the Prepare to send.
 func (ss *sendSession) prepare(req *wire.StreamRequest) (*wire.Prepare, error) {
-	plan, err := ss.plan(req)
+	var plan []*outgoing
+	err := ss.checkPeer(req)
+	if err == nil {
+		plan, err = ss.plan(req)
+	}
 	if err != nil {
 		code := codeOf(err)
 		ss.send(&wire.Failure{Code: code, Reason: err.Error()})
@@ -384,7 +406,7 @@ func (ss *sendSession) prepare(req *wire.StreamRequest) (*wire.Prepare, error) {
 // stream sends every prepared sstable while one goroutine reads the control stream, then
 // waits for the receiver's Complete and closes our side.
 func (ss *sendSession) stream(ctx context.Context, fr *frameReader, prep *wire.Prepare) error {
-	ss.msgs, ss.rerr = make(chan wire.Message, 64), make(chan error, 1)
+	ss.msgs, ss.rerr = make(chan wire.Message, sessionQueue), make(chan error, 1)
 	go func() {
 		for {
 			m, err := fr.message()
@@ -433,7 +455,11 @@ func (ss *sendSession) poll(ctx context.Context, block bool) error {
 	for {
 		var m wire.Message
 		if block {
+			idle := time.NewTimer(ss.srv.cfg.IdleTimeout)
 			select {
+			case <-idle.C:
+				// QUIC keepalives hold the connection open; the session itself is idle.
+				return fmt.Errorf("%w: %s sent nothing for %v", ErrIdle, ss.peer, ss.srv.cfg.IdleTimeout)
 			case m = <-ss.msgs:
 			case err := <-ss.rerr:
 				return fmt.Errorf("control stream from %s: %w", ss.peer, err)

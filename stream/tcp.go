@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,14 +71,22 @@ func listenTCP(cfg Config, tlsConf *tls.Config, quicAddr net.Addr, log zerolog.L
 
 // serve accepts connections until the listener closes.
 func (p *tcpPlane) serve() {
+	var delay time.Duration
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				p.log.Warn().Err(err).Msg("TCP data listener failed")
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of descriptors under a connection flood, or a connection reset before it
+			// was accepted: back off and go on, as net/http's server does, rather than stop
+			// serving every later session.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			p.log.Warn().Err(err).Dur("retry_in", delay).Msg("TCP data listener: accept failed")
+			time.Sleep(delay)
+			continue
 		}
+		delay = 0
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -197,12 +206,28 @@ func dataAddr(offered, peer string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: TCPDataPlane address %q: %w", ErrProtocol, offered, err)
 	}
+	peerHost, _, err := net.SplitHostPort(peer)
+	if err != nil {
+		return "", err
+	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		if host, _, err = net.SplitHostPort(peer); err != nil {
-			return "", err
-		}
+		host = peerHost
+	}
+	// A sender names only its own host: otherwise a peer could make the receiver dial (and
+	// present a token to) any address it can reach.
+	if !sameHost(host, peerHost) {
+		return "", fmt.Errorf("%w: TCPDataPlane address %q is not on the peer's host %s", ErrProtocol, offered, peerHost)
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// sameHost compares two hosts, as IP addresses when both are (so ::ffff:127.0.0.1 is
+// 127.0.0.1), else as names.
+func sameHost(a, b string) bool {
+	if x, y := net.ParseIP(a), net.ParseIP(b); x != nil && y != nil {
+		return x.Equal(y)
+	}
+	return strings.EqualFold(a, b)
 }
 
 // dialData dials a TCPDataPlane offer and presents its token. With tlsConf (transport

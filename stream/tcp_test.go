@@ -270,7 +270,8 @@ func TestTCPRogueConnectionGetsNothing(t *testing.T) {
 
 func TestDataAddr(t *testing.T) {
 	for _, tc := range []struct{ offered, peer, want string }{
-		{"10.0.0.7:7400", "10.0.0.1:7400", "10.0.0.7:7400"},
+		{"10.0.0.1:7400", "10.0.0.1:9", "10.0.0.1:7400"},
+		{"[::ffff:10.0.0.1]:7400", "10.0.0.1:9", "[::ffff:10.0.0.1]:7400"},
 		{"0.0.0.0:7400", "10.0.0.1:9", "10.0.0.1:7400"},
 		{"[::]:7400", "[fe80::1]:9", "[fe80::1]:7400"},
 		{":7400", "node1:9", "node1:7400"},
@@ -281,6 +282,13 @@ func TestDataAddr(t *testing.T) {
 	}
 	if _, err := dataAddr("no port", "10.0.0.1:9"); !errors.Is(err, ErrProtocol) {
 		t.Errorf("an address without a port: %v", err)
+	}
+	// A sender may not point the receiver at another host: it would make the receiver dial
+	// (and write a token to) any address it can reach.
+	for _, offered := range []string{"10.0.0.7:7400", "127.0.0.1:22", "node2:7400"} {
+		if got, err := dataAddr(offered, "10.0.0.1:9"); !errors.Is(err, ErrProtocol) {
+			t.Errorf("dataAddr(%q) off the peer's host = %q, %v; want ErrProtocol", offered, got, err)
+		}
 	}
 }
 
@@ -328,5 +336,49 @@ func TestParseDataHeaderErrors(t *testing.T) {
 	other := wire.AppendMessage(nil, &wire.Keepalive{Nanos: 1})
 	if _, _, err := parseDataHeader(other, scratch, wire.Limits{}, &got); !errors.Is(err, ErrProtocol) {
 		t.Errorf("a Keepalive frame: %v", err)
+	}
+}
+
+// flakyListener fails its first accepts as a listener out of descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures > 0 {
+		l.failures--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errEMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+var errEMFILE = errors.New("too many open files")
+
+// A connection flood that exhausts descriptors makes Accept fail for a while; the data
+// plane backs off and goes on serving instead of stopping for good.
+func TestTheTCPPlaneKeepsAcceptingAfterAcceptErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpPlane{ln: &flakyListener{Listener: ln, failures: 5}, timeout: 2 * time.Second, log: zerolog.Nop(),
+		pending: map[net.Conn]struct{}{}}
+	done := make(chan struct{})
+	go func() { p.serve(); close(done) }()
+	defer func() { p.close(); <-done }()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var tok [32]byte
+	rand.Read(tok[:])
+	c.Write(tok[:])
+	// An unknown token is answered by closing: proof the plane accepted the connection.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || (err != io.EOF && !isReset(err)) {
+		t.Fatalf("after accept errors the plane did not serve: read %d, %v", n, err)
 	}
 }

@@ -265,6 +265,11 @@ func bytesByKind(ctx context.Context, n *Node, kinds map[string]float64) error {
 	if err != nil {
 		return err
 	}
+	tok, err := node.AdminToken(n.AdminAddr(), "")
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := adminClient.Do(req)
 	if err != nil {
 		return err

@@ -14,7 +14,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TESTCLUSTER_NODE") == "1" {
 		os.Exit(NodeMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// Nodes keep their admin token files under the user's configuration directory; the
+	// tests' nodes (and child processes) keep theirs in a directory of their own.
+	dir, err := os.MkdirTemp("", "sluice-test-config")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // selfExec runs a node process as this test binary.

@@ -12,14 +12,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 )
 
-// adminClient talks to a node's admin HTTP API.
+// adminClient talks to a node's admin HTTP API with the node's admin token (read from the
+// node's token file on this host, or $SLUICE_ADMIN_TOKEN_FILE).
 type adminClient struct {
 	addr string // as the user gave it, for messages
-	base string // http://host:port
-	http *http.Client
+	ac   *adminapi.Client
 }
 
 // newAdminClient accepts HOST:PORT or an http(s):// base URL.
@@ -37,14 +38,16 @@ func newAdminClient(addr string) (*adminClient, error) {
 		}
 		base = "http://" + addr
 	}
-	return &adminClient{addr: addr, base: base, http: &http.Client{Timeout: 10 * time.Second}}, nil
+	ac := adminapi.NewClient(strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), "", &http.Client{Timeout: 10 * time.Second})
+	ac.Base = base
+	return &adminClient{addr: addr, ac: ac}, nil
 }
 
 // call sends a request with an optional JSON body and decodes the JSON answer into out. Errors
 // name the admin address.
 func (c *adminClient) call(ctx context.Context, method, path string, body, out any) error {
-	err := node.CallAdmin(ctx, c.http, c.base, method, path, body, out)
-	var ae *node.AdminError
+	err := c.ac.Call(ctx, method, path, body, out)
+	var ae *adminapi.StatusError
 	switch {
 	case err == nil:
 		return nil
@@ -61,21 +64,23 @@ func (c *adminClient) call(ctx context.Context, method, path string, body, out a
 
 func newSetStreamThroughputCmd() *cobra.Command {
 	var admin, outbound, inbound string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "setstreamthroughput [--admin HOST:PORT] [--outbound RATE] [--inbound RATE]",
+		Use:   "setstreamthroughput [--admin HOST:PORT] [--outbound RATE] [--inbound RATE] [--json]",
 		Short: "Set a running node's streaming rate limits",
 		Long: `Set the node-wide streaming rate limits of a running node, like nodetool
 setstreamthroughput, through its admin API. RATE is bytes per second with an optional KiB, MiB,
 GiB or TiB suffix (and an optional "/s"), e.g. 100MiB; 0 means unlimited. A direction left out
 keeps its limit. The limits last until the node restarts; put them in the configuration file to
-keep them.`,
+keep them. Without --outbound and --inbound it prints the limits in force; --json prints
+them (after a change, the new ones) as {"outbound_bytes_per_second": N, "inbound_bytes_per_second": N}.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := newAdminClient(admin)
 			if err != nil {
 				return err
 			}
-			var req node.ThroughputRequest
+			var req adminapi.ThroughputRequest
 			for _, f := range []struct {
 				name, val string
 				dst       **int64
@@ -89,12 +94,17 @@ keep them.`,
 				}
 				*f.dst = &n
 			}
+			var now adminapi.Throughput
 			if req.OutboundBytesPerSecond == nil && req.InboundBytesPerSecond == nil {
-				return usagef("setstreamthroughput: give --outbound, --inbound or both")
+				err = c.call(cmd.Context(), http.MethodGet, "/v1/throughput", nil, &now)
+			} else {
+				err = c.call(cmd.Context(), http.MethodPost, "/v1/throughput", req, &now)
 			}
-			var now node.Throughput
-			if err := c.call(cmd.Context(), http.MethodPost, "/v1/throughput", req, &now); err != nil {
+			if err != nil {
 				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), now)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stream throughput: outbound %s, inbound %s\n",
 				formatLimit(now.OutboundBytesPerSecond), formatLimit(now.InboundBytesPerSecond))
@@ -105,6 +115,7 @@ keep them.`,
 	f.StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the node")
 	f.StringVar(&outbound, "outbound", "", "outbound limit in bytes per second, e.g. 100MiB (0 = unlimited)")
 	f.StringVar(&inbound, "inbound", "", "inbound limit in bytes per second, e.g. 100MiB (0 = unlimited)")
+	f.BoolVar(&asJSON, "json", false, "print the limits as JSON")
 	return cmd
 }
 

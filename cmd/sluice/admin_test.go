@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 )
 
 func TestSetStreamThroughputPostsTheRates(t *testing.T) {
@@ -20,12 +20,12 @@ func TestSetStreamThroughputPostsTheRates(t *testing.T) {
 			mu.Lock()
 			bodies = append(bodies, string(b))
 			mu.Unlock()
-			var req node.ThroughputRequest
+			var req adminapi.ThroughputRequest
 			if err := json.Unmarshal(b, &req); err != nil || r.Header.Get("Content-Type") != "application/json" {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
-			now := node.Throughput{OutboundBytesPerSecond: 1, InboundBytesPerSecond: 2}
+			now := adminapi.Throughput{OutboundBytesPerSecond: 1, InboundBytesPerSecond: 2}
 			if req.OutboundBytesPerSecond != nil {
 				now.OutboundBytesPerSecond = *req.OutboundBytesPerSecond
 			}
@@ -69,7 +69,7 @@ func TestSetStreamThroughputErrors(t *testing.T) {
 	refusing := adminStub(t, map[string]http.HandlerFunc{
 		"POST /v1/throughput": func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(node.ErrorResponse{Error: "outbound_bytes_per_second: negative"})
+			json.NewEncoder(w).Encode(adminapi.ErrorResponse{Error: "outbound_bytes_per_second: negative"})
 		},
 	})
 	dead := deadAddr(t)
@@ -80,7 +80,7 @@ func TestSetStreamThroughputErrors(t *testing.T) {
 	}{
 		{[]string{"--admin", dead, "--outbound", "1MiB"}, 1, "admin endpoint " + dead + " unreachable"},
 		{[]string{"--admin", refusing, "--outbound", "1MiB"}, 1, "400 Bad Request: outbound_bytes_per_second: negative"},
-		{[]string{"--admin", dead}, 2, "give --outbound, --inbound or both"},
+		{[]string{"--admin", dead}, 1, "admin endpoint " + dead + " unreachable"},
 		{[]string{"--admin", dead, "--outbound", "fast"}, 2, `--outbound "fast"`},
 		{[]string{"--admin", dead, "--inbound", "-1"}, 2, `--inbound "-1"`},
 		{[]string{"--admin", "http://", "--inbound", "1"}, 2, "--admin"},

@@ -24,15 +24,22 @@ then one certificate per node, naming the hosts peers dial it by:
   sluice cert node --dir certs --name node1 --host 10.0.0.1 --host node1.example.com
 
 Copy certs/ca.crt, certs/node1.crt and certs/node1.key to node1. Keep certs/ca.key off the
-nodes: whoever holds it can join the cluster.`,
+nodes: whoever holds it can join the cluster.
+
+Operators and applications that only fetch get a client certificate:
+
+  sluice cert client --dir certs --name etl
+
+A client certificate may fetch only the keyspaces a node's client_fetch_keyspaces lists; it
+cannot serve, call other nodes' operations or own tokens.`,
 		Args: noArgs,
 		// Runnable so that a missing or unknown subcommand is a usage error (exit 2) rather
 		// than cobra's help with exit 0.
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usagef("%s: want a subcommand: ca or node", cmd.CommandPath())
+			return usagef("%s: want a subcommand: ca, node or client", cmd.CommandPath())
 		},
 	}
-	cmd.AddCommand(newCertCACmd(), newCertNodeCmd())
+	cmd.AddCommand(newCertCACmd(), newCertNodeCmd(), newCertClientCmd())
 	return cmd
 }
 
@@ -95,6 +102,37 @@ the two paths.`, tlsx.NodeValidityYears),
 	cmd.Flags().StringVar(&dir, "dir", "", "cluster certificate directory holding ca.crt and ca.key")
 	cmd.Flags().StringVar(&name, "name", "", "node name")
 	cmd.Flags().StringSliceVar(&hosts, "host", nil, "IP address or DNS name of the node (repeatable)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing certificate and key")
+	return cmd
+}
+
+func newCertClientCmd() *cobra.Command {
+	var dir, name string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "client --dir DIR --name NAME [--force]",
+		Short: "Issue a client certificate signed by the cluster CA: DIR/NAME.crt and DIR/NAME.key",
+		Long: fmt.Sprintf(`Issue client NAME's ECDSA P-256 certificate and key (mode 0600), signed by DIR/ca.crt and
+DIR/ca.key, valid for %d years (never beyond the CA), for dialing nodes only (client
+authentication). Nodes let it fetch the keyspaces their client_fetch_keyspaces lists and
+nothing else: no serving, no peer operations, no tokens. NAME follows the rules of
+`+"`sluice cert node`"+`. Existing files are kept unless --force is given. Prints the two paths.`, tlsx.NodeValidityYears),
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" || name == "" {
+				return usagef("cert client: --dir and --name are required")
+			}
+			if err := tlsx.WriteClient(dir, name, force); err != nil {
+				return certError(err)
+			}
+			crt, key := tlsx.Files(dir, name)
+			logger.Info().Str("cert", crt).Str("key", key).Msg("client certificate written")
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", crt, key)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "cluster certificate directory holding ca.crt and ca.key")
+	cmd.Flags().StringVar(&name, "name", "", "client name")
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing certificate and key")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -27,7 +28,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SLUICE_BE_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// Nodes keep their admin token files under the user's configuration directory; the
+	// tests' nodes (and child processes) keep theirs in a directory of their own.
+	dir, err := os.MkdirTemp("", "sluice-test-config")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // freePort returns a loopback port that was free a moment ago (for a child process's flags).
@@ -100,12 +110,8 @@ func TestNodeProcessServesFetch(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "the node's admin API", func() bool {
-		r, err := http.Get("http://" + adminAddr + "/v1/status")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
+		var st struct{}
+		return adminapi.NewClient(adminAddr, "", nil).Call(context.Background(), http.MethodGet, "/v1/status", nil, &st) == nil
 	})
 
 	spec := "(-9223372036854775808,-3000000000000000000],(4000000000000000000,7000000000000000000]"
@@ -163,8 +169,22 @@ func TestNodeProcessServesFetch(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "complete") {
 		t.Errorf("netstats table: exit %d: %s", code, stdout)
 	}
+	// Without the token even the metrics are refused; Prometheus scrapes with the token file.
 	resp, err := http.Get("http://" + adminAddr + "/metrics")
 	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("metrics without the token: %d", resp.StatusCode)
+	}
+	tok, err := adminapi.Token(adminAddr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+adminAddr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
 	}
 	var metrics bytes.Buffer

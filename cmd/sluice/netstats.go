@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/printable"
 	"github.com/sluicedb/sluice/stream"
 )
 
@@ -30,7 +32,7 @@ answer (GET /v1/streams) unchanged.`,
 			if err != nil {
 				return err
 			}
-			var resp node.StreamsResponse
+			var resp adminapi.StreamsResponse
 			if err := c.call(cmd.Context(), http.MethodGet, "/v1/streams", nil, &resp); err != nil {
 				return err
 			}
@@ -72,8 +74,11 @@ func printNetstats(w io.Writer, sessions []stream.SessionStatus) error {
 			rate += max(s.RateBytes, 0)
 			activeLeft += max(s.BytesTotal-s.BytesDone, 0)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.%s\t%s\t%d/%d\t%s\t%s\t%s\n", s.Peer, s.Direction, op, s.Keyspace, s.Table,
-			s.State, s.FilesDone, s.FilesTotal, formatProgress(s.BytesDone, s.BytesTotal), r, eta)
+		// Peer, names, state and error come from peers: escaped, a session cannot drive the
+		// operator's terminal.
+		p := printable.String
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s.%s\t%s\t%d/%d\t%s\t%s\t%s\n", p(s.Peer), p(string(s.Direction)), p(op), p(s.Keyspace), p(s.Table),
+			p(s.State), s.FilesDone, s.FilesTotal, formatProgress(s.BytesDone, s.BytesTotal), r, eta)
 		filesDone += s.FilesDone
 		filesTotal += s.FilesTotal
 		bytesDone += s.BytesDone
@@ -86,7 +91,8 @@ func printNetstats(w io.Writer, sessions []stream.SessionStatus) error {
 		formatProgress(bytesDone, bytesTotal), formatRate(rate), formatETA(activeLeft, rate))
 	for _, s := range sessions {
 		if s.Error != "" {
-			fmt.Fprintf(w, "Session %s with %s (%s.%s) %s: %s\n", s.ID, s.Peer, s.Keyspace, s.Table, s.State, s.Error)
+			p := printable.String
+			fmt.Fprintf(w, "Session %s with %s (%s.%s) %s: %s\n", p(s.ID), p(s.Peer), p(s.Keyspace), p(s.Table), p(s.State), p(s.Error))
 		}
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/stream"
 )
 
@@ -19,7 +19,7 @@ func adminStub(t *testing.T, routes map[string]http.HandlerFunc) string {
 		h, ok := routes[r.Method+" "+r.URL.Path]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
-			json.NewEncoder(w).Encode(node.ErrorResponse{Error: "no such endpoint " + r.URL.Path})
+			json.NewEncoder(w).Encode(adminapi.ErrorResponse{Error: "no such endpoint " + r.URL.Path})
 			return
 		}
 		h(w, r)
@@ -52,7 +52,7 @@ var netstatsSessions = []stream.SessionStatus{
 func TestNetstatsPrintsSessionsRatesETAsAndTotals(t *testing.T) {
 	addr := adminStub(t, map[string]http.HandlerFunc{
 		"GET /v1/streams": func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(node.StreamsResponse{Sessions: netstatsSessions})
+			json.NewEncoder(w).Encode(adminapi.StreamsResponse{Sessions: netstatsSessions})
 		},
 	})
 	code, out, errs := sluice(t, "netstats", "--admin", addr)
@@ -98,14 +98,14 @@ func TestNetstatsPrintsSessionsRatesETAsAndTotals(t *testing.T) {
 func TestNetstatsJSONIsTheAdminAnswer(t *testing.T) {
 	addr := adminStub(t, map[string]http.HandlerFunc{
 		"GET /v1/streams": func(w http.ResponseWriter, r *http.Request) {
-			json.NewEncoder(w).Encode(node.StreamsResponse{Sessions: netstatsSessions})
+			json.NewEncoder(w).Encode(adminapi.StreamsResponse{Sessions: netstatsSessions})
 		},
 	})
 	code, out, errs := sluice(t, "netstats", "--json", "--admin", "http://"+addr+"/")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var got node.StreamsResponse
+	var got adminapi.StreamsResponse
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +168,31 @@ func TestFormatting(t *testing.T) {
 	}
 	if formatRate(0) != "-" || formatRate(1536) != "1.5 KiB/s" || formatLimit(0) != "unlimited" || formatLimit(1<<20) != "1.0 MiB/s" {
 		t.Error("formatRate or formatLimit")
+	}
+}
+
+// Peer-supplied strings (a failure reason, a peer's names) reach the operator's terminal
+// escaped: an escape sequence in them is shown, not obeyed.
+func TestNetstatsEscapesWhatPeersSent(t *testing.T) {
+	hostile := []stream.SessionStatus{{ID: "s\x1b[2J", Peer: "10.0.0.9:7400", Direction: stream.Sending, Keyspace: "ks",
+		Table: "t\u009b31m", State: "failed", Error: "reason\x1b]0;owned\x07\r\nfake line"}}
+	addr := adminStub(t, map[string]http.HandlerFunc{
+		"GET /v1/streams": func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(adminapi.StreamsResponse{Sessions: hostile})
+		},
+	})
+	code, out, errs := sluice(t, "netstats", "--admin", addr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, r := range out {
+		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) {
+			t.Fatalf("netstats printed control %U:\n%q", r, out)
+		}
+	}
+	for _, want := range []string{`s\x1b[2J`, `t\u009b31m`, `reason\x1b]0;owned\a\r\nfake line`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("netstats lacks %s:\n%s", want, out)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/node"
 )
 
@@ -27,19 +29,19 @@ func runOp(cmd *cobra.Command, admin, kind string, body any, asJSON bool) error 
 	if err != nil {
 		return err
 	}
-	var st node.OpStatus
+	var st adminapi.OpStatus
 	if err := c.call(cmd.Context(), http.MethodPost, "/v1/ops/"+kind, body, &st); err != nil {
 		return err
 	}
 	t := time.NewTicker(opPollInterval)
 	defer t.Stop()
-	for st.State == node.OpRunning {
+	for st.State == adminapi.OpRunning {
 		select {
 		case <-cmd.Context().Done():
 			return fmt.Errorf("%s %d still running on %s: %w", kind, st.ID, admin, cmd.Context().Err())
 		case <-t.C:
 		}
-		var ops node.OpsResponse
+		var ops adminapi.OpsResponse
 		if err := c.call(cmd.Context(), http.MethodGet, "/v1/ops", nil, &ops); err != nil {
 			return err
 		}
@@ -56,14 +58,14 @@ func runOp(cmd *cobra.Command, admin, kind string, body any, asJSON bool) error 
 	} else {
 		printOp(cmd.OutOrStdout(), st)
 	}
-	if st.State != node.OpComplete {
+	if st.State != adminapi.OpComplete {
 		return fmt.Errorf("%s failed: %s", kind, st.Error)
 	}
 	return nil
 }
 
 // printOp prints an operation's transfers, cleanup or import results and its outcome.
-func printOp(w io.Writer, st node.OpStatus) {
+func printOp(w io.Writer, st adminapi.OpStatus) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(st.Transfers) > 0 {
 		fmt.Fprintln(tw, "FROM\tTO\tTABLE\tSTATE\tSSTABLES\tSKIPPED\tBYTES\tRANGES")
@@ -111,7 +113,7 @@ start again with the same data directory. A failed decommission leaves the node 
 again to resume (fetches resume where they stopped).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOp(cmd, admin, node.OpDecommission, struct{}{}, asJSON)
+			return runOp(cmd, admin, adminapi.OpDecommission, struct{}{}, asJSON)
 		},
 	}
 	opFlags(cmd, &admin, &asJSON)
@@ -133,7 +135,7 @@ until sluice cleanup.`,
 			if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
 				return usagef("move: token %q: want a signed 64-bit integer", args[0])
 			}
-			return runOp(cmd, admin, node.OpMove, node.MoveRequest{Token: args[0]}, asJSON)
+			return runOp(cmd, admin, adminapi.OpMove, adminapi.MoveRequest{Token: args[0]}, asJSON)
 		},
 	}
 	opFlags(cmd, &admin, &asJSON)
@@ -152,14 +154,17 @@ partitions is split into the kept ranges and then removed. Without an argument e
 every configured keyspace is cleaned.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var req node.CleanupRequest
+			var req adminapi.CleanupRequest
 			if len(args) == 1 {
 				req.Keyspace, req.Table, _ = strings.Cut(args[0], ".")
 				if req.Keyspace == "" {
 					return usagef("cleanup: %q: want KEYSPACE or KEYSPACE.TABLE", args[0])
 				}
+				if err := checkNames("cleanup", req.Keyspace, req.Table, strings.Contains(args[0], ".")); err != nil {
+					return err
+				}
 			}
-			return runOp(cmd, admin, node.OpCleanup, req, asJSON)
+			return runOp(cmd, admin, adminapi.OpCleanup, req, asJSON)
 		},
 	}
 	opFlags(cmd, &admin, &asJSON)
@@ -182,11 +187,14 @@ When the node does not have the table yet, DIR must be named <table>-<32 hex tab
 			if !ok || ks == "" || table == "" {
 				return usagef("import: %q: want KEYSPACE.TABLE", args[0])
 			}
+			if err := checkNames("import", ks, table, true); err != nil {
+				return err
+			}
 			dir, err := filepath.Abs(args[1])
 			if err != nil {
 				return err
 			}
-			return runOp(cmd, admin, node.OpImport, node.ImportRequest{Keyspace: ks, Table: table, Dir: dir}, asJSON)
+			return runOp(cmd, admin, adminapi.OpImport, adminapi.ImportRequest{Keyspace: ks, Table: table, Dir: dir}, asJSON)
 		},
 	}
 	opFlags(cmd, &admin, &asJSON)
@@ -200,4 +208,17 @@ func adminGet(ctx context.Context, admin, path string, out any) error {
 		return err
 	}
 	return c.call(ctx, http.MethodGet, path, nil, out)
+}
+
+// checkNames makes a keyspace (and, when withTable, table) name outside Cassandra's rule a
+// usage error, before anything is sent or created.
+func checkNames(cmd, keyspace, table string, withTable bool) error {
+	err := cqlname.Check("keyspace", keyspace)
+	if err == nil && withTable {
+		err = cqlname.Check("table", table)
+	}
+	if err != nil {
+		return usagef("%s: %v", cmd, err)
+	}
+	return nil
 }

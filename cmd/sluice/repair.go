@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -31,6 +31,9 @@ rows). Afterwards both replicas hold the union; duplicates reconcile on read and
 			if !ok || ks == "" || table == "" {
 				return usagef("repair: %q: want KEYSPACE.TABLE", args[0])
 			}
+			if err := checkNames("repair", ks, table, true); err != nil {
+				return err
+			}
 			if ranges != "" {
 				if _, err := token.ParseRanges(token.Murmur3, ranges); err != nil {
 					return usagef("repair: --ranges: %v", err)
@@ -40,9 +43,9 @@ rows). Afterwards both replicas hold the union; duplicates reconcile on read and
 			out := cmd.OutOrStdout()
 			var buf bytes.Buffer
 			cmd.SetOut(&buf)
-			err := runOp(cmd, admin, node.OpRepair, node.RepairRequest{Keyspace: ks, Table: table, Ranges: ranges}, true)
+			err := runOp(cmd, admin, adminapi.OpRepair, adminapi.RepairRequest{Keyspace: ks, Table: table, Ranges: ranges}, true)
 			cmd.SetOut(out)
-			var st node.OpStatus
+			var st adminapi.OpStatus
 			if buf.Len() == 0 || json.Unmarshal(buf.Bytes(), &st) != nil || asJSON {
 				_, _ = out.Write(buf.Bytes())
 				return err
@@ -58,7 +61,7 @@ rows). Afterwards both replicas hold the union; duplicates reconcile on read and
 }
 
 // printRepair prints each peer's comparison.
-func printRepair(w io.Writer, st node.OpStatus) {
+func printRepair(w io.Writer, st adminapi.OpStatus) {
 	if len(st.Repair) == 0 {
 		return
 	}

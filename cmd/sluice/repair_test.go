@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 )
 
 // A lone replica has no peer to compare with: repair completes having compared nothing. Bad
@@ -17,8 +17,8 @@ func TestRepairCommandRunsAndReports(t *testing.T) {
 		t.Fatalf("repair: exit %d:\n%s%s", code, out, errs)
 	}
 	code, out, errs = sluice(t, "repair", "sluice.stress", "--ranges", "(0,100]", "--admin", admin, "--json")
-	var st node.OpStatus
-	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Kind != node.OpRepair || st.State != node.OpComplete || st.Detail != "sluice.stress (0,100]" {
+	var st adminapi.OpStatus
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Kind != adminapi.OpRepair || st.State != adminapi.OpComplete || st.Detail != "sluice.stress (0,100]" {
 		t.Fatalf("repair --json: exit %d: %+v\n%s%s", code, st, out, errs)
 	}
 	for _, args := range [][]string{{"repair", "stress"}, {"repair", "sluice.stress", "--ranges", "(1,2"}, {"repair"}} {

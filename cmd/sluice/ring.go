@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 )
 
@@ -20,7 +21,7 @@ func newRingCmd() *cobra.Command {
 status (Up/Down), state, DC and rack. --json prints a list of {token, node, state, up, dc, rack}.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var v node.RingView
+			var v adminapi.RingView
 			if err := adminGet(cmd.Context(), admin, "/v1/ring?load=false", &v); err != nil {
 				return err
 			}
@@ -35,7 +36,7 @@ status (Up/Down), state, DC and rack. --json prints a list of {token, node, stat
 	return cmd
 }
 
-func printRing(w io.Writer, v node.RingView) error {
+func printRing(w io.Writer, v adminapi.RingView) error {
 	if v.Error != "" {
 		fmt.Fprintf(w, "warning: %s\n", v.Error)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	"github.com/sluicedb/sluice/internal/printable"
 	"golang.org/x/term"
 )
 
@@ -63,20 +65,30 @@ func setupLogging(w io.Writer, level, format string) error {
 		return usagef("--log-level %q: want trace, debug, info, warn or error", level)
 	}
 	zerolog.SetGlobalLevel(lvl)
-	var out io.Writer = w
+	// Log lines carry strings peers chose (names, failure reasons): their control characters
+	// are escaped so that a log viewed on a terminal cannot drive it.
+	var out io.Writer = printable.JSONWriter{W: w}
 	switch format {
 	case "auto":
 		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+			out = consoleWriter(w, false)
 		}
 	case "console":
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
+		out = consoleWriter(w, true)
 	case "json":
 	default:
 		return usagef("--log-format %q: want auto, console or json", format)
 	}
 	logger = zerolog.New(out).With().Timestamp().Logger()
 	return nil
+}
+
+// consoleWriter is zerolog's console format with every message and value escaped.
+func consoleWriter(w io.Writer, noColor bool) zerolog.ConsoleWriter {
+	return zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: noColor,
+		FormatMessage:       printable.Value,
+		FormatFieldValue:    printable.Value,
+		FormatErrFieldValue: printable.Value}
 }
 
 // logger is the process logger, set up before any command runs.

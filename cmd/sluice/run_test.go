@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 )
 
@@ -39,7 +40,7 @@ func TestRunFlagsOverrideTheConfigFile(t *testing.T) {
 	fileCfg := node.Config{
 		Name: "from-file", DataDirs: []string{filepath.Join(dir, "d1"), filepath.Join(dir, "d2")},
 		StreamAddr: "10.0.0.1:7400", AdminAddr: "127.0.0.1:9000", TLSDir: filepath.Join(dir, "tls"),
-		Throughput: node.Throughput{InboundBytesPerSecond: 5}, Transport: node.TransportTCP,
+		Throughput: adminapi.Throughput{InboundBytesPerSecond: 5}, Transport: node.TransportTCP,
 	}
 	cfg, err := parseRunFlags(t, "--config", path)
 	if err != nil || !reflect.DeepEqual(cfg, fileCfg) {
@@ -112,7 +113,7 @@ func TestRunServesTheAdminAPIUntilCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st node.Status
+	var st adminapi.Status
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		err := c.call(ctx, http.MethodGet, "/v1/status", nil, &st)
 		if err == nil {
@@ -130,14 +131,14 @@ func TestRunServesTheAdminAPIUntilCancelled(t *testing.T) {
 	if st.Name != "n1" || st.AdminAddr != admin || len(st.DataDirs) != 1 || st.DataDirs[0] != data {
 		t.Fatalf("status %+v", st)
 	}
-	var streams node.StreamsResponse
+	var streams adminapi.StreamsResponse
 	if err := c.call(ctx, http.MethodGet, "/v1/streams", nil, &streams); err != nil || len(streams.Sessions) != 0 {
 		t.Fatalf("streams %+v, %v", streams, err)
 	}
 	out5 := int64(5 << 20)
-	var now node.Throughput
-	if err := c.call(ctx, http.MethodPost, "/v1/throughput", node.ThroughputRequest{OutboundBytesPerSecond: &out5}, &now); err != nil ||
-		now != (node.Throughput{OutboundBytesPerSecond: 5 << 20}) {
+	var now adminapi.Throughput
+	if err := c.call(ctx, http.MethodPost, "/v1/throughput", adminapi.ThroughputRequest{OutboundBytesPerSecond: &out5}, &now); err != nil ||
+		now != (adminapi.Throughput{OutboundBytesPerSecond: 5 << 20}) {
 		t.Fatalf("throughput %+v, %v", now, err)
 	}
 

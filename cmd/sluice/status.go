@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/printable"
 )
 
 // statusEntry is one node in `sluice status --json`.
@@ -21,6 +23,9 @@ type statusEntry struct {
 	DC         string  `json:"dc"`
 	Rack       string  `json:"rack"`
 	StreamAddr string  `json:"stream_addr"`
+	// Identity is proven, pending or refused; only proven members own ranges.
+	Identity      string `json:"identity"`
+	IdentityError string `json:"identity_error,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
@@ -33,17 +38,20 @@ func newStatusCmd() *cobra.Command {
 data centre, each node's status (U up, D down) and state (N normal, J joining, L leaving,
 M moving, X left), load, token count, ownership (the fraction of the ring it replicates under the
 first configured keyspace's replication) and rack. --json prints a list of
-{name, state, up, load_bytes, ownership, tokens, dc, rack, stream_addr}.`,
+{name, state, up, load_bytes, ownership, tokens, dc, rack, stream_addr, identity}. A member
+whose identity is not proven (its certificate checked against the cluster CA at its stream
+address) owns nothing and is listed under the table with the reason.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var v node.RingView
+			var v adminapi.RingView
 			if err := adminGet(cmd.Context(), admin, "/v1/ring", &v); err != nil {
 				return err
 			}
 			entries := make([]statusEntry, 0, len(v.Members))
 			for _, m := range v.Members {
 				entries = append(entries, statusEntry{Name: m.Name, State: m.State, Up: m.Up, LoadBytes: m.LoadBytes,
-					Ownership: m.Ownership, Tokens: m.Tokens, DC: m.DC, Rack: m.Rack, StreamAddr: m.StreamAddr})
+					Ownership: m.Ownership, Tokens: m.Tokens, DC: m.DC, Rack: m.Rack, StreamAddr: m.StreamAddr,
+					Identity: m.Identity, IdentityError: m.IdentityError})
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), entries)
@@ -58,9 +66,10 @@ first configured keyspace's replication) and rack. --json prints a list of
 
 var stateLetters = map[string]string{"NORMAL": "N", "JOINING": "J", "LEAVING": "L", "MOVING": "M", "LEFT": "X", "": "?"}
 
-func printStatus(w io.Writer, v node.RingView, entries []statusEntry) error {
+func printStatus(w io.Writer, v adminapi.RingView, entries []statusEntry) error {
+	p := printable.String // names, addresses and racks are what members announced
 	if v.Error != "" {
-		fmt.Fprintf(w, "warning: %s\n", v.Error)
+		fmt.Fprintf(w, "warning: %s\n", p(v.Error))
 	}
 	basis := v.OwnershipKeyspace
 	if basis == "" {
@@ -78,7 +87,7 @@ func printStatus(w io.Writer, v node.RingView, entries []statusEntry) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "Datacenter: %s\nStatus=Up/Down, State=Normal/Joining/Leaving/Moving/left(X)\n", dc)
+		fmt.Fprintf(w, "Datacenter: %s\nStatus=Up/Down, State=Normal/Joining/Leaving/Moving/left(X)\n", p(dc))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "--\tName\tAddress\tLoad\tTokens\tOwns (%s)\tRack\n", basis)
 		for _, e := range byDC[dc] {
@@ -90,11 +99,20 @@ func printStatus(w io.Writer, v node.RingView, entries []statusEntry) error {
 			if e.LoadBytes >= 0 {
 				load = formatBytes(e.LoadBytes)
 			}
-			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%.1f%%\t%s\n", ud, stateLetters[e.State], e.Name, e.StreamAddr, load,
-				e.Tokens, 100*e.Ownership, e.Rack)
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%.1f%%\t%s\n", ud, stateLetters[e.State], p(e.Name), p(e.StreamAddr), load,
+				e.Tokens, 100*e.Ownership, p(e.Rack))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	for _, e := range entries {
+		if e.Identity != "" && e.Identity != "proven" {
+			fmt.Fprintf(w, "identity of %s %s: it owns nothing", p(e.Name), e.Identity)
+			if e.IdentityError != "" {
+				fmt.Fprintf(w, " (%s)", p(e.IdentityError))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	return nil

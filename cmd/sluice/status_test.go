@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
@@ -100,7 +101,7 @@ func TestStatusAndRingShowTheClusterAsTheNodeSeesIt(t *testing.T) {
 	}
 	load, _ := n.Load()
 	want := map[string]any{"name": "solo", "state": "NORMAL", "up": true, "load_bytes": float64(load),
-		"tokens": 3.0, "dc": "dc1", "rack": "rack1", "stream_addr": n.StreamAddr().String()}
+		"tokens": 3.0, "dc": "dc1", "rack": "rack1", "stream_addr": n.StreamAddr().String(), "identity": "proven"}
 	if len(entries) != 1 {
 		t.Fatalf("status --json: %v", entries)
 	}
@@ -121,7 +122,7 @@ func TestStatusAndRingShowTheClusterAsTheNodeSeesIt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ring: exit %d: %s", code, errs)
 	}
-	var toks []node.RingToken
+	var toks []adminapi.RingToken
 	if err := json.Unmarshal([]byte(out), &toks); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +157,8 @@ func TestOperationCommandsRunAndReport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
 	}
-	var st node.OpStatus
-	if err := json.Unmarshal([]byte(out), &st); err != nil || st.State != node.OpComplete || len(st.Imported) != 1 || st.Imported[0].Partitions != 10 {
+	var st adminapi.OpStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.State != adminapi.OpComplete || len(st.Imported) != 1 || st.Imported[0].Partitions != 10 {
 		t.Fatalf("import --json: %+v %v", st, err)
 	}
 

@@ -61,6 +61,9 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 					return usagef("stream fetch: %s is required", flag)
 				}
 			}
+			if err := checkNames("stream fetch", ks, table, true); err != nil {
+				return err
+			}
 			switch {
 			case transport != stream.TransportQUIC && transport != stream.TransportTLS && transport != stream.TransportTCP:
 				return usagef("stream fetch: --transport %q: want quic, tls or tcp", transport)

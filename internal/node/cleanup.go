@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
@@ -43,29 +45,6 @@ func (d *dirLocks) get(dir string) *sync.RWMutex {
 	return l
 }
 
-// CleanupRequest is the body of POST /v1/ops/cleanup; empty fields select every table of every
-// configured keyspace (Keyspace alone: its tables).
-type CleanupRequest struct {
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-}
-
-// CleanupResult is what cleanup did to one sstable.
-type CleanupResult struct {
-	SSTable    string   `json:"sstable"`
-	Action     string   `json:"action"` // kept, dropped or split
-	Children   []string `json:"children,omitempty"`
-	Partitions int64    `json:"partitions"`
-	Kept       int64    `json:"kept_partitions"`
-}
-
-// Cleanup actions.
-const (
-	CleanupKept    = "kept"
-	CleanupDropped = "dropped"
-	CleanupSplit   = "split"
-)
-
 // StartCleanup removes from this node's tables every partition outside the ranges it must
 // keep (ring.CleanupRanges: replicated now or once in-flight changes settle). Each sstable
 // becomes at most one: kept whole when nothing lies outside the kept ranges, dropped when
@@ -80,7 +59,17 @@ func (n *Node) StartCleanup(req CleanupRequest) (OpStatus, error) {
 		return OpStatus{}, err
 	}
 	if req.Table != "" && req.Keyspace == "" {
-		return OpStatus{}, errors.New("cleanup: a table needs its keyspace")
+		return OpStatus{}, badRequest{errors.New("cleanup: a table needs its keyspace")}
+	}
+	if req.Keyspace != "" {
+		if err := cqlname.Check("keyspace", req.Keyspace); err != nil {
+			return OpStatus{}, badRequest{fmt.Errorf("cleanup: %w", err)}
+		}
+	}
+	if req.Table != "" {
+		if err := cqlname.Check("table", req.Table); err != nil {
+			return OpStatus{}, badRequest{fmt.Errorf("cleanup: %w", err)}
+		}
 	}
 	if req.Keyspace != "" {
 		if _, ok := n.cfg.Keyspaces[req.Keyspace]; !ok {
@@ -103,7 +92,7 @@ func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error 
 		// Without this node on the ring every range would look foreign.
 		return fmt.Errorf("%w: this node is not NORMAL on its own ring view", ErrBadState)
 	}
-	dirs, err := c.n.catalog.tableDirs()
+	dirs, err := c.n.catalog.TableDirs()
 	if err != nil {
 		return err
 	}
@@ -112,14 +101,14 @@ func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error 
 		return err
 	}
 	for _, td := range dirs {
-		repl, ok := c.n.cfg.Keyspaces[td.keyspace]
-		if !ok || (req.Keyspace != "" && td.keyspace != req.Keyspace) || (req.Table != "" && td.table != req.Table) {
+		repl, ok := c.n.cfg.Keyspaces[td.Keyspace]
+		if !ok || (req.Keyspace != "" && td.Keyspace != req.Keyspace) || (req.Table != "" && td.Table != req.Table) {
 			continue
 		}
 		s, _ := repl.Strategy()
 		keep := ring.CleanupRanges(r, s, c.n.cfg.Name)
-		if err := c.n.cleanupDir(ctx, o, td.path, keep, mover); err != nil {
-			return fmt.Errorf("%s: %w", td.path, err)
+		if err := c.n.cleanupDir(ctx, o, td.Path, keep, mover); err != nil {
+			return fmt.Errorf("%s: %w", td.Path, err)
 		}
 	}
 	return nil
@@ -129,7 +118,7 @@ func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.Ran
 	l := n.dirLocks.get(dir)
 	l.Lock()
 	defer l.Unlock()
-	live, err := listLive(dir)
+	live, err := catalog.ListLive(dir)
 	if err != nil {
 		return err
 	}
@@ -139,7 +128,7 @@ func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.Ran
 		}
 		res, err := cleanupSSTable(ctx, s, keep, mover)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.desc.Prefix(), err)
+			return fmt.Errorf("%s: %w", s.Desc.Prefix(), err)
 		}
 		o.update(func(st *OpStatus) { st.Cleanup = append(st.Cleanup, res) })
 	}
@@ -147,9 +136,9 @@ func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.Ran
 }
 
 // cleanupSSTable keeps, drops or splits one sstable.
-func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mover *fsx.Mover) (CleanupResult, error) {
-	res := CleanupResult{SSTable: s.desc.Prefix()}
-	t, err := sstable.Open(s.desc.Prefix())
+func cleanupSSTable(ctx context.Context, s catalog.LiveSSTable, keep token.RangeSet, mover *fsx.Mover) (CleanupResult, error) {
+	res := CleanupResult{SSTable: s.Desc.Prefix()}
+	t, err := sstable.Open(s.Desc.Prefix())
 	if err != nil {
 		return res, err
 	}
@@ -172,7 +161,7 @@ func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mov
 		res.Action = CleanupDropped
 	default:
 		res.Action = CleanupSplit
-		sr, err := slice.Slice(ctx, t, keep, s.desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover, RechunkPastBounds: true})
+		sr, err := slice.Slice(ctx, t, keep, s.Desc.Dir, slice.Options{Mode: slice.ModeAuto, Mover: mover, RechunkPastBounds: true})
 		if err != nil {
 			return res, err
 		}
@@ -186,29 +175,13 @@ func cleanupSSTable(ctx context.Context, s liveSSTable, keep token.RangeSet, mov
 
 // removeSSTable deletes an sstable, TOC first so that it stops being live before any other
 // component goes, then syncs the directory.
-func removeSSTable(s liveSSTable) error {
-	for i := len(s.comps) - 1; i >= 0; i-- { // comps end with the TOC
-		if err := os.Remove(s.desc.Path(s.comps[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func removeSSTable(s catalog.LiveSSTable) error {
+	for i := len(s.Comps) - 1; i >= 0; i-- { // comps end with the TOC
+		if err := os.Remove(s.Desc.Path(s.Comps[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	return fsx.SyncDir(s.desc.Dir)
-}
-
-// ImportRequest is the body of POST /v1/ops/import: adopt the sstables of Dir into
-// keyspace.table. Dir should be a Cassandra table directory (<table>-<id>) when the table does
-// not exist on this node yet, so that its id is known.
-type ImportRequest struct {
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-	Dir      string `json:"dir"`
-}
-
-// ImportedSSTable is one sstable an import installed.
-type ImportedSSTable struct {
-	Source     string `json:"source"`
-	SSTable    string `json:"sstable"`
-	Partitions int64  `json:"partitions"`
+	return fsx.SyncDir(s.Desc.Dir)
 }
 
 // maxListedProblems bounds the verification problems an import refusal names.
@@ -219,7 +192,10 @@ const maxListedProblems = 10
 // generations, each atomically (fsx.Install, TOC last). The source directory is left as is.
 func (n *Node) StartImport(req ImportRequest) (OpStatus, error) {
 	if req.Keyspace == "" || req.Table == "" || req.Dir == "" {
-		return OpStatus{}, errors.New("import: keyspace, table and dir are required")
+		return OpStatus{}, badRequest{errors.New("import: keyspace, table and dir are required")}
+	}
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return OpStatus{}, badRequest{fmt.Errorf("import: %w", err)}
 	}
 	fi, err := os.Stat(req.Dir)
 	if err != nil {
@@ -234,7 +210,7 @@ func (n *Node) StartImport(req ImportRequest) (OpStatus, error) {
 }
 
 func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
-	live, err := listLive(req.Dir)
+	live, err := catalog.ListLive(req.Dir)
 	if err != nil {
 		return err
 	}
@@ -247,13 +223,13 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rep, err := sstable.Verify(s.desc.Prefix(), sstable.VerifyOptions{Extended: true})
+		rep, err := sstable.Verify(s.Desc.Prefix(), sstable.VerifyOptions{Extended: true})
 		if err != nil {
 			return err
 		}
 		parts[i] = rep.Partitions
 		for _, p := range rep.Problems {
-			problems = append(problems, s.desc.Prefix()+": "+p.String())
+			problems = append(problems, s.Desc.Prefix()+": "+p.String())
 		}
 	}
 	if len(problems) > 0 {
@@ -284,35 +260,35 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 	for i, s := range live {
 		d, err := copySSTable(s, dir)
 		if err != nil {
-			return fmt.Errorf("installing %s: %w", s.desc.Prefix(), err)
+			return fmt.Errorf("installing %s: %w", s.Desc.Prefix(), err)
 		}
 		o.update(func(st *OpStatus) {
-			st.Imported = append(st.Imported, ImportedSSTable{Source: s.desc.Prefix(), SSTable: d.Prefix(), Partitions: parts[i]})
+			st.Imported = append(st.Imported, ImportedSSTable{Source: s.Desc.Prefix(), SSTable: d.Prefix(), Partitions: parts[i]})
 		})
 	}
 	return nil
 }
 
 // copySSTable installs a copy of s into dir under the next free generation.
-func copySSTable(s liveSSTable, dir string) (descriptor.Descriptor, error) {
+func copySSTable(s catalog.LiveSSTable, dir string) (descriptor.Descriptor, error) {
 	var first *os.File
-	in, d, err := generation.Install(dir, s.desc.Version, func(in *fsx.Install, d descriptor.Descriptor) error {
+	in, d, err := generation.Install(dir, s.Desc.Version, func(in *fsx.Install, d descriptor.Descriptor) error {
 		var err error
-		first, err = in.Create(d.Filename(s.comps[0]))
+		first, err = in.Create(d.Filename(s.Comps[0]))
 		return err
 	})
 	if err != nil {
 		return d, err
 	}
 	defer in.Abort()
-	for i, c := range s.comps {
+	for i, c := range s.Comps {
 		dst := first
 		if i > 0 {
 			if dst, err = in.Create(d.Filename(c)); err != nil {
 				return d, err
 			}
 		}
-		src, err := os.Open(s.desc.Path(c))
+		src, err := os.Open(s.Desc.Path(c))
 		if err != nil {
 			return d, err
 		}

@@ -70,6 +70,8 @@ type cluster struct {
 	mu   sync.Mutex // orders meta changes
 	meta gossip.NodeMeta
 
+	peers peers // the other members, for stream plans (netPeers)
+
 	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (replace.go)
 }
 
@@ -94,6 +96,11 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	}
 	gcfg := gossip.Config{Name: n.cfg.Name, BindAddr: n.cfg.GossipAddr, Seeds: n.cfg.Seeds, ClusterKey: key,
 		Label: n.cfg.ClusterLabel, Meta: meta, Log: n.log}
+	if n.peerClient != nil {
+		// The gossip key only lets a node talk; its state and tokens count once it proved
+		// its name with the cluster CA at its stream address.
+		gcfg.Verify = n.verifyMember
+	}
 	if n.tuneGossip != nil {
 		gcfg = n.tuneGossip(gcfg)
 	}
@@ -105,6 +112,7 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{n: n, g: g, log: n.log.With().Str("component", "membership").Logger(), meta: meta}
+	c.peers = netPeers{c}
 	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
 	if replacing, err := c.prepareReplace(st, found); replacing || err != nil {
 		if err != nil {
@@ -215,7 +223,9 @@ func (c *cluster) settledRing(ctx context.Context) (ring.Ring, error) {
 
 func (c *cluster) allAnnounced() bool {
 	for _, m := range c.g.Members() {
-		if m.Name != c.n.cfg.Name && m.Liveness == gossip.StateAlive && m.Meta.State == 0 {
+		// A member whose identity was refused is not waited for: holding the gossip key alone
+		// must not stall every bootstrap.
+		if m.Name != c.n.cfg.Name && m.Liveness == gossip.StateAlive && m.Meta.State == 0 && m.Identity != gossip.IdentityRefused {
 			return false
 		}
 	}
@@ -295,7 +305,9 @@ func (c *cluster) watch() {
 	for ev := range c.g.Events() {
 		switch ev.Kind {
 		case gossip.Dead, gossip.Leave:
-			if a := ev.Member.Meta.StreamAddr; a != "" {
+			// Only a proven member speaks for its address: an impostor announcing another
+			// node's address and leaving must not fail the sessions with that node.
+			if a, err := streamAddr(ev.Member); err == nil && ev.Member.Identity == gossip.IdentityProven {
 				if k := c.n.peers.cancel(a); k > 0 {
 					c.log.Warn().Str("peer", ev.Member.Name).Str("stream_addr", a).Int("sessions", k).
 						Msg("peer down: failing its sessions")
@@ -354,47 +366,6 @@ func (p *peerRegistry) cancel(peer string) int {
 	return len(fs)
 }
 
-// RingMember is one member in the ring view (GET /v1/ring, GET /v1/status).
-type RingMember struct {
-	Name       string  `json:"name"`
-	State      string  `json:"state"` // JOINING, NORMAL, LEAVING, MOVING, LEFT, or "" before it announced one
-	Up         bool    `json:"up"`
-	Liveness   string  `json:"liveness"`   // alive, dead or left (gossip's view)
-	LoadBytes  int64   `json:"load_bytes"` // live sstable bytes; -1 when unknown
-	Ownership  float64 `json:"ownership"`  // fraction of the ring replicated, for OwnershipKeyspace
-	Tokens     int     `json:"tokens"`
-	DC         string  `json:"dc"`
-	Rack       string  `json:"rack"`
-	StreamAddr string  `json:"stream_addr"`
-	AdminAddr  string  `json:"admin_addr"`
-	// ReplacedBy names the member that took this dead one's tokens (replace_address); a
-	// replaced member is no longer in the ring and has no tokens in the view.
-	ReplacedBy string `json:"replaced_by,omitempty"`
-}
-
-// RingToken is one token of the ring view.
-type RingToken struct {
-	Token int64  `json:"token"`
-	Node  string `json:"node"`
-	State string `json:"state"`
-	Up    bool   `json:"up"`
-	DC    string `json:"dc"`
-	Rack  string `json:"rack"`
-}
-
-// RingView is this node's view of the cluster.
-type RingView struct {
-	Self  string `json:"self"`
-	State string `json:"state"` // this node's ring state
-	// OwnershipKeyspace is the keyspace whose strategy Ownership is computed for: the first
-	// configured one, or "" for SimpleStrategy with RF 1.
-	OwnershipKeyspace string       `json:"ownership_keyspace"`
-	Members           []RingMember `json:"members"`
-	Tokens            []RingToken  `json:"tokens"`
-	// Error is why the ring could not be built (token sets still in flight), when it could not.
-	Error string `json:"error,omitempty"`
-}
-
 // view builds the ring view; load is asked of each member (this node answers for itself).
 func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 	ks, s := c.n.defaultStrategy()
@@ -422,9 +393,10 @@ func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 		up := m.Liveness == gossip.StateAlive
 		v.Members = append(v.Members, RingMember{Name: m.Name, State: stateName(m.Meta.State), Up: up,
 			Liveness: m.Liveness.String(), LoadBytes: loads[i], Ownership: own[m.Name], Tokens: len(m.Tokens),
+			Identity: m.Identity.String(), IdentityError: m.IdentityError,
 			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr,
 			ReplacedBy: replaced[m.Name]})
-		if m.Meta.State == ring.Left || m.Meta.State == 0 || replaced[m.Name] != "" {
+		if m.Meta.State == ring.Left || m.Meta.State == 0 || m.Identity != gossip.IdentityProven || replaced[m.Name] != "" {
 			continue
 		}
 		for _, t := range m.Tokens {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -155,18 +156,18 @@ func sees(n *Node, want map[string]ring.NodeState) bool {
 // heldKeys returns the partition keys in node's live sstables of every table.
 func heldKeys(t *testing.T, n *Node) map[string]int {
 	t.Helper()
-	dirs, err := n.catalog.tableDirs()
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
 	for _, td := range dirs {
-		live, err := listLive(td.path)
+		live, err := catalog.ListLive(td.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range live {
-			tb, err := sstable.Open(s.desc.Prefix())
+			tb, err := sstable.Open(s.Desc.Prefix())
 			if err != nil {
 				t.Fatal(err)
 			}

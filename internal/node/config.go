@@ -18,6 +18,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 )
 
@@ -33,9 +35,13 @@ import (
 //   - stream_addr: host:port the stream server listens on (UDP for the QUIC sessions, and
 //     TCP at the same port for the data plane of transport tls or tcp).
 //     Default 127.0.0.1:7400; give a routable address or ":7400" to reach other nodes.
-//   - admin_addr: host:port of the admin HTTP API (status, streams, throughput, metrics).
-//     Default 127.0.0.1:7401. The API has no authentication, so keep it on loopback; the
-//     node warns at start when it is not.
+//   - admin_addr: host:port of the admin HTTP API (status, streams, throughput, metrics,
+//     operations). Default 127.0.0.1:7401. Every request needs the admin token; keep it on
+//     loopback all the same (the token travels in clear text); the node warns when it is not.
+//   - admin_token_file: the admin token, created with mode 0600 on first start; default
+//     admin-PORT.token under $XDG_CONFIG_HOME/sluice (~/.config/sluice), where the CLI finds it.
+//   - client_fetch_keyspaces: the keyspaces a client certificate (sluice cert client) may
+//     fetch; none by default. Node certificates fetch every keyspace.
 //   - tls_dir: directory of the cluster CA and this node's certificate, required: ca.crt,
 //     NAME.crt and NAME.key. Relative paths in a file are relative to the file's directory.
 //   - throughput.outbound_bytes_per_second, throughput.inbound_bytes_per_second: the node-wide
@@ -76,7 +82,9 @@ import (
 //     initial_tokens.
 //   - dc, rack: the node's place for NetworkTopologyStrategy; default dc1 and rack1.
 //   - cluster_key_file: the file of the AES key (16, 24 or 32 bytes, raw or in hex) that
-//     encrypts and authenticates gossip; required with gossip_addr. Relative to the file.
+//     encrypts and authenticates gossip; required with gossip_addr. Relative to the file. The
+//     key admits to gossip only: a member counts in the ring once it proved its name with its
+//     node certificate at its stream address.
 //   - cluster_label: nodes with another label never merge; default "sluice".
 //   - keyspaces: replication per keyspace, which bootstrap, decommission, move, cleanup and
 //     ownership follow: {ks: {class: SimpleStrategy, replication_factor: 2}} or
@@ -106,17 +114,18 @@ type Config struct {
 	ClusterKeyFile string                 `yaml:"cluster_key_file"`
 	ClusterLabel   string                 `yaml:"cluster_label"`
 	Keyspaces      map[string]Replication `yaml:"keyspaces"`
+
+	// ClientFetchKeyspaces are the keyspaces a client certificate (sluice cert client) may
+	// fetch from this node; node certificates fetch everything.
+	ClientFetchKeyspaces []string `yaml:"client_fetch_keyspaces"`
+	// AdminTokenFile holds the admin API's bearer token, created (mode 0600) on first start.
+	// Default: admin-<port>.token in the user's configuration directory (sluice/ under
+	// $XDG_CONFIG_HOME or ~/.config), where the CLI on the same host finds it.
+	AdminTokenFile string `yaml:"admin_token_file"`
 }
 
 // Membership reports whether the configuration turns membership on (gossip_addr is set).
 func (c Config) Membership() bool { return c.GossipAddr != "" }
-
-// Throughput holds streaming rate limits in bytes per second; 0 = unlimited. The JSON form is
-// the body of POST /v1/throughput.
-type Throughput struct {
-	OutboundBytesPerSecond int64 `yaml:"outbound_bytes_per_second" json:"outbound_bytes_per_second"`
-	InboundBytesPerSecond  int64 `yaml:"inbound_bytes_per_second" json:"inbound_bytes_per_second"`
-}
 
 // Timeouts of stream connections; 0 = default (see Config).
 type Timeouts struct {
@@ -152,8 +161,8 @@ const (
 	DefaultDC               = "dc1"
 	DefaultRack             = "rack1"
 	DefaultClusterLabel     = "sluice"
-	// maxNumTokens is the most tokens gossip carries for one node.
-	maxNumTokens = 65536
+	// maxNumTokens is the most tokens a member may hold: peers refuse larger sets.
+	maxNumTokens = gossip.MaxTokensPerNode
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
@@ -298,8 +307,16 @@ func (c Config) validate() error {
 		return configErrorf("tcp_congestion", "%q: needs transport tls or tcp", c.TCPCongestion)
 	}
 	for _, ks := range sortedKeys(c.Keyspaces) {
+		if err := cqlname.Check("keyspace", ks); err != nil {
+			return configErrorf("keyspaces", "%v", err)
+		}
 		if _, err := c.Keyspaces[ks].Strategy(); err != nil {
 			return configErrorf("keyspaces."+ks, "%v", err)
+		}
+	}
+	for _, ks := range c.ClientFetchKeyspaces {
+		if err := cqlname.Check("keyspace", ks); err != nil {
+			return configErrorf("client_fetch_keyspaces", "%v", err)
 		}
 	}
 	if !c.Membership() {

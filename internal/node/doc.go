@@ -1,8 +1,10 @@
 // Package node owns the sluice daemon's composition (`sluice run`): the YAML configuration,
 // the data directories (created if missing, cleaned of interrupted installs at start), the
-// Catalog that holds a table's live sstables for a sender through hard-link snapshots, the
-// admin HTTP API (status, sessions, throughput, Prometheus metrics on a registry of its own)
-// and the lifecycle that runs them with the stream server until the context is cancelled.
+// catalog (internal/catalog) that holds a table's live sstables for a sender through hard-link
+// snapshots, the admin HTTP API (internal/adminapi; the node is its Backend), the peer
+// operations other members call over internal/peerrpc (peerapi.go), Prometheus metrics on a
+// registry of its own, and the lifecycle that runs them with the stream server until the
+// context is cancelled.
 //
 // The stream server enters through a constructor hook (Options.NewStreamServer) and the small
 // StreamServer interface, so node depends only on stream's status types, never on its engine.
@@ -14,8 +16,9 @@
 // them in <first data dir>/.sluice-membership.json across restarts, and fails its sessions
 // with a peer as soon as gossip declares the peer dead. Topology operations (ops.go:
 // bootstrap, decommission, move) compute a membership/ring stream plan per configured
-// keyspace and run it with stream.Fetch, directly when this node gains ranges and through the
-// gaining node's POST /v1/ops/fetch otherwise; cleanup and import (cleanup.go) rewrite table
+// keyspace and run it against the peers interface (peers.go): stream.Fetch directly when this
+// node gains ranges, the gaining node's peer operation "fetch" (naming the source) otherwise;
+// a member counts only once it proved its identity (verifyMember); cleanup and import (cleanup.go) rewrite table
 // directories with sstable/slice and fsx installs. Operations run one at a time and report
 // through GET /v1/ops; their fetch sessions appear in GET /v1/streams.
 //

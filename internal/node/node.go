@@ -14,7 +14,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/peerrpc"
+	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/stream"
@@ -37,7 +41,7 @@ type StreamServer interface {
 }
 
 // StreamConfig is the part of the configuration the stream server uses, with defaults
-// applied, plus the collectors it feeds.
+// applied, plus the collectors it feeds and the node's hooks into it.
 type StreamConfig struct {
 	Name      string    // node name; the certificate is TLSDir/Name.crt and Name.key
 	Addr      string    // host:port to bind
@@ -49,6 +53,10 @@ type StreamConfig struct {
 	Timeouts      Timeouts
 	Memory        Memory
 	Metrics       *Metrics
+	// Authorize decides per session what a peer certificate may fetch (roles).
+	Authorize stream.Authorizer
+	// Protocols are the node's other protocols on the stream socket (peer operations).
+	Protocols map[string]stream.ProtocolHandler
 }
 
 // NewStreamServerFunc constructs the stream server. It should bind cfg.Addr (so a taken port
@@ -82,25 +90,30 @@ type Node struct {
 	log             zerolog.Logger
 	newStream       NewStreamServerFunc
 	shutdownTimeout time.Duration
-	catalog         *Catalog
+	catalog         *catalog.Catalog
 	metrics         *Metrics
 	ran             atomic.Bool
 	ready           chan struct{}
 
 	// Set by Run before ready is closed, read-only after.
-	started   time.Time
-	adminAddr net.Addr
-	stream    StreamServer
+	started        time.Time
+	adminAddr      net.Addr
+	adminTokenFile string
+	stream         StreamServer
 
 	mu         sync.Mutex // orders throughput changes
 	throughput Throughput
 
-	tuneGossip func(gossip.Config) gossip.Config
-	runCtx     context.Context         // Run's context, for operations; set before ready
-	cluster    atomic.Pointer[cluster] // nil until membership has joined, or standalone
-	peers      peerRegistry
-	ops        opsState
-	dirLocks   dirLocks
+	tuneGossip  func(gossip.Config) gossip.Config
+	id          *tlsx.Identity          // this node's certificate, loaded by Run (nil without streaming)
+	peerClient  *peerrpc.Client         // calls other members' peer operations
+	peerSrv     *peerrpc.Server         // answers theirs
+	peerFetches chan struct{}           // slots of the fetches members ask of this node
+	runCtx      context.Context         // Run's context, for operations; set before ready
+	cluster     atomic.Pointer[cluster] // nil until membership has joined, or standalone
+	peers       peerRegistry
+	ops         opsState
+	dirLocks    dirLocks
 }
 
 // New validates the configuration (a *ConfigError names the bad field) and returns a node
@@ -115,24 +128,27 @@ func New(opts Options) (*Node, error) {
 		timeout = defaultShutdownTimeout
 	}
 	log := opts.Logger.With().Str("node", cfg.Name).Logger()
-	return &Node{
+	n := &Node{
 		cfg:             cfg,
 		log:             log,
 		newStream:       opts.NewStreamServer,
 		shutdownTimeout: timeout,
-		catalog:         NewCatalog(cfg.DataDirs, log),
+		catalog:         catalog.New(cfg.DataDirs, log),
 		metrics:         NewMetrics(),
 		ready:           make(chan struct{}),
 		throughput:      cfg.Throughput,
 		tuneGossip:      opts.TuneGossip,
-	}, nil
+	}
+	n.peerFetches = make(chan struct{}, maxPeerFetches)
+	n.peerSrv = &peerrpc.Server{Handler: n.peerCall, Log: log.With().Str("component", "peer").Logger()}
+	return n, nil
 }
 
 // Config is the node's configuration with defaults applied.
 func (n *Node) Config() Config { return n.cfg }
 
 // Catalog is the node's catalog, the stream.Catalog handed to the stream server.
-func (n *Node) Catalog() *Catalog { return n.catalog }
+func (n *Node) Catalog() *catalog.Catalog { return n.catalog }
 
 // Metrics are the node's collectors, also handed to the stream server in StreamConfig.
 func (n *Node) Metrics() *Metrics { return n.metrics }
@@ -157,6 +173,14 @@ func (n *Node) AdminAddr() net.Addr {
 	return n.adminAddr
 }
 
+// AdminTokenFile is the file holding the admin API's token, "" before Ready.
+func (n *Node) AdminTokenFile() string {
+	if !n.isReady() {
+		return ""
+	}
+	return n.adminTokenFile
+}
+
 // StreamAddr is the bound stream address, nil before Ready or when the node runs without a
 // stream server.
 func (n *Node) StreamAddr() net.Addr {
@@ -179,12 +203,25 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	if !isLoopback(n.cfg.AdminAddr) {
-		n.log.Warn().Str("addr", n.cfg.AdminAddr).Msg("admin API is not on loopback; it has no authentication")
+		n.log.Warn().Str("addr", n.cfg.AdminAddr).Msg("admin API is not on loopback: its token is its only protection, and it travels in clear text")
 	}
 	ln, err := net.Listen("tcp", n.cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("admin_addr: %w", err)
 	}
+	tokenFile := n.cfg.AdminTokenFile
+	if tokenFile == "" {
+		if tokenFile, err = DefaultAdminTokenFile(ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	token, err := adminapi.LoadOrCreateToken(tokenFile)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n.adminTokenFile = tokenFile
 	// n.mu is held from reading the limits until ready is closed, so a SetThroughput either
 	// lands before the stream server is built (and is in its config) or after (and reaches it).
 	n.mu.Lock()
@@ -198,13 +235,21 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("stream server: %w", err)
 		}
 		n.stream = ss
+		// The real stream server loaded the same identity; a stand-in (tests) may have none,
+		// and then the node neither calls nor proves peers.
+		if n.id, err = tlsx.Load(n.cfg.TLSDir, n.cfg.Name); err != nil {
+			n.log.Warn().Err(err).Msg("no node certificate: peer operations disabled")
+		} else {
+			n.peerClient = &peerrpc.Client{ID: n.id, HandshakeTimeout: n.cfg.Timeouts.Handshake,
+				IdleTimeout: n.cfg.Timeouts.Idle, KeepAlive: n.cfg.Timeouts.Keepalive}
+		}
 	}
 	n.adminAddr = ln.Addr()
 	n.started = time.Now()
 	n.metrics.setThroughput(n.throughput)
 
 	srv := &http.Server{
-		Handler:           n.handler(),
+		Handler:           adminapi.NewServer(adminBackend{n}, token, ln.Addr(), n.cfg.AdminAddr),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          stdlog.New(n.log.With().Str("component", "admin").Logger(), "", 0),
 	}
@@ -307,6 +352,8 @@ func (n *Node) streamConfig() StreamConfig {
 		Timeouts:      n.cfg.Timeouts,
 		Memory:        n.cfg.Memory,
 		Metrics:       n.metrics,
+		Authorize:     n.authorizeStream,
+		Protocols:     map[string]stream.ProtocolHandler{peerrpc.ALPN: n.servePeer},
 	}
 }
 
@@ -319,45 +366,28 @@ func (n *Node) prepareDirs() error {
 			return fmt.Errorf("data_dirs: %w", err)
 		}
 	}
-	dirs, err := n.catalog.tableDirs()
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		return fmt.Errorf("data_dirs: %w", err)
 	}
 	for _, td := range dirs {
-		removed, err := fsx.CleanLeftovers(td.path)
+		removed, err := fsx.CleanLeftovers(td.Path)
 		for _, name := range removed {
-			n.log.Info().Str("dir", td.path).Str("file", name).Msg("removed leftover of an interrupted install")
+			n.log.Info().Str("dir", td.Path).Str("file", name).Msg("removed leftover of an interrupted install")
 		}
 		if err != nil {
-			return fmt.Errorf("cleaning %s: %w", td.path, err)
+			return fmt.Errorf("cleaning %s: %w", td.Path, err)
 		}
-		stale, err := removeStaleHolds(td.path)
+		stale, err := catalog.RemoveStaleHolds(td.Path)
 		for _, p := range stale {
 			n.log.Info().Str("dir", p).Msg("removed stream snapshot of a previous run")
 		}
 		if err != nil {
-			return fmt.Errorf("cleaning %s: %w", td.path, err)
+			return fmt.Errorf("cleaning %s: %w", td.Path, err)
 		}
 	}
 	n.log.Info().Strs("data_dirs", n.cfg.DataDirs).Int("tables", len(dirs)).Msg("data directories ready")
 	return nil
-}
-
-// Status is GET /v1/status.
-type Status struct {
-	Name          string        `json:"name"`
-	StreamAddr    string        `json:"stream_addr"`
-	AdminAddr     string        `json:"admin_addr"`
-	Transport     Transport     `json:"transport"`
-	Streaming     bool          `json:"streaming"` // false when running without a stream server
-	DataDirs      []string      `json:"data_dirs"`
-	Started       time.Time     `json:"started"`
-	UptimeSeconds float64       `json:"uptime_seconds"`
-	Throughput    Throughput    `json:"throughput"`
-	Tables        []TableStatus `json:"tables"`
-	// Ring is this node's view of the cluster, absent without membership or before it joined.
-	// Other members' load_bytes are -1 here: GET /v1/ring asks each of them.
-	Ring *RingView `json:"ring,omitempty"`
 }
 
 // Status reports the node and the tables in its data directories.
@@ -370,7 +400,7 @@ func (n *Node) Status() (Status, error) {
 		Name:       n.cfg.Name,
 		StreamAddr: n.cfg.StreamAddr,
 		AdminAddr:  n.cfg.AdminAddr,
-		Transport:  n.cfg.Transport,
+		Transport:  string(n.cfg.Transport),
 		DataDirs:   n.cfg.DataDirs,
 		Throughput: n.Throughput(),
 		Tables:     tables,
@@ -454,13 +484,13 @@ func (n *Node) RingView(ctx context.Context, withLoad bool) (RingView, error) {
 		switch {
 		case m.Name == n.cfg.Name:
 			return own
-		case !withLoad || m.Liveness != gossip.StateAlive || m.Meta.AdminAddr == "":
+		case !withLoad || m.Liveness != gossip.StateAlive || m.Identity != gossip.IdentityProven:
 			return -1
 		}
 		lctx, cancel := context.WithTimeout(ctx, loadTimeout)
 		defer cancel()
 		var l LoadResponse
-		if err := peerCall(lctx, m.Meta.AdminAddr, http.MethodGet, "/v1/load", nil, &l); err != nil {
+		if err := c.call(lctx, m, peerLoad, nil, &l); err != nil {
 			return -1
 		}
 		return l.LoadBytes
@@ -469,11 +499,6 @@ func (n *Node) RingView(ctx context.Context, withLoad bool) (RingView, error) {
 
 // loadTimeout bounds the question of one peer's load.
 const loadTimeout = 2 * time.Second
-
-// LoadResponse is GET /v1/load.
-type LoadResponse struct {
-	LoadBytes int64 `json:"load_bytes"`
-}
 
 // Load is the bytes of this node's live sstables.
 func (n *Node) Load() (int64, error) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -136,6 +139,15 @@ func call(t *testing.T, method, url, body string, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The operator's request: the node's token, JSON for a change.
+	tok, err := AdminToken(req.URL.Host, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +228,7 @@ func TestStatusListsTheTablesOfEveryDataDirectory(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	if s.Name != "n1" || s.AdminAddr != r.node.AdminAddr().String() || s.StreamAddr != fs.Addr().String() ||
-		!s.Streaming || s.Transport != TransportQUIC || len(s.DataDirs) != 2 || s.UptimeSeconds < 0 || s.Started.IsZero() {
+		!s.Streaming || s.Transport != string(TransportQUIC) || len(s.DataDirs) != 2 || s.UptimeSeconds < 0 || s.Started.IsZero() {
 		t.Fatalf("status %+v", s)
 	}
 	_, _, usersID, _ := descriptor.TableDir(a.Desc.Dir)
@@ -249,7 +261,12 @@ func TestTheHookGetsTheConfigWithDefaultsTheCatalogAndTheMetrics(t *testing.T) {
 		Memory:     Memory{MaxInFlightBytes: DefaultMaxInFlightBytes},
 		Metrics:    r.node.Metrics(),
 	}
-	if fs.cfg != want {
+	got := fs.cfg
+	if got.Authorize == nil || got.Protocols[peerrpc.ALPN] == nil {
+		t.Fatal("hook config lacks the node's authorizer or peer protocol")
+	}
+	got.Authorize, got.Protocols = nil, nil
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hook config %+v\nwant %+v", fs.cfg, want)
 	}
 	if fs.cat != stream.Catalog(r.node.Catalog()) {
@@ -342,7 +359,7 @@ func TestThroughputReachesTheServerAndTheGauges(t *testing.T) {
 	for _, body := range []string{
 		``, `{}`, `nonsense`, `{"outbound_bytes_per_second": -1}`, `{"inbound_bytes_per_second": "fast"}`,
 		`{"outbound": 1}`, `{"outbound_bytes_per_second": 1} {}`, `[1]`,
-		`{"outbound_bytes_per_second": ` + strings.Repeat("1", maxRequestBody) + `}`,
+		`{"outbound_bytes_per_second": ` + strings.Repeat("1", 64<<10) + `}`,
 	} {
 		var e ErrorResponse
 		if code := call(t, "POST", r.url("/v1/throughput"), body, &e); code != http.StatusBadRequest || e.Error == "" {
@@ -367,7 +384,16 @@ func TestUnknownPathsAndMethodsGetJSONErrors(t *testing.T) {
 
 func metricsText(t *testing.T, r *running) string {
 	t.Helper()
-	resp, err := http.Get(r.url("/metrics"))
+	req, err := http.NewRequest(http.MethodGet, r.url("/metrics"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := AdminToken(req.URL.Host, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,8 +451,8 @@ func TestStartRemovesLeftoversOfInterruptedInstallsAndOldSnapshots(t *testing.T)
 	if err := os.WriteFile(leftover, []byte("half a file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(dir, snapshotsDir, holdPrefix+"0123456789abcdef")
-	operator := filepath.Join(dir, snapshotsDir, "before-upgrade")
+	stale := filepath.Join(dir, catalog.SnapshotsDir, catalog.HoldPrefix+"0123456789abcdef")
+	operator := filepath.Join(dir, catalog.SnapshotsDir, "before-upgrade")
 	for _, d := range []string{stale, operator} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -533,5 +559,32 @@ func TestAHookErrorFailsRun(t *testing.T) {
 	}
 	if n.AdminAddr() != nil {
 		t.Fatal("not ready, yet an admin address")
+	}
+}
+
+// A fetch names its table with Cassandra identifiers only: a traversal is refused before any
+// directory is made, wherever the request came from.
+func TestAFetchOfATraversalNameCreatesNothing(t *testing.T) {
+	cfg := testConfig(t)
+	r := start(t, Options{Config: cfg})
+	outside := filepath.Join(filepath.Dir(cfg.DataDirs[0]), "escaped")
+	for _, req := range []FetchOpRequest{
+		{Source: "n2", Peer: "127.0.0.1:1", Keyspace: "../../../.." + outside, Table: "x", TableID: strings.Repeat("0", 32), Ranges: "(0,1]"},
+		{Source: "n2", Peer: "127.0.0.1:1", Keyspace: "ks", Table: "../x", TableID: strings.Repeat("0", 32), Ranges: "(0,1]"},
+	} {
+		_, err := r.node.Fetch(context.Background(), req)
+		var br badRequest
+		if !errors.As(err, &br) {
+			t.Errorf("Fetch %s.%s: %v, want a bad request", req.Keyspace, req.Table, err)
+		}
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s: %v", outside, err)
+	}
+	ents, _ := os.ReadDir(cfg.DataDirs[0])
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("the data directory gained %s", e.Name())
+		}
 	}
 }

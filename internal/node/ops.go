@@ -5,72 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
 )
-
-// Operation kinds, as in OpStatus.Kind and the POST /v1/ops/{kind} paths.
-const (
-	OpBootstrap    = "bootstrap"
-	OpDecommission = "decommission"
-	OpMove         = "move"
-	OpCleanup      = "cleanup"
-	OpImport       = "import"
-	OpRepair       = "repair"
-)
-
-// Operation states.
-const (
-	OpRunning  = "running"
-	OpComplete = "complete"
-	OpFailed   = "failed"
-)
-
-// OpStatus is one operation's progress and outcome (GET /v1/ops).
-type OpStatus struct {
-	ID        int               `json:"id"`
-	Kind      string            `json:"kind"`
-	Detail    string            `json:"detail,omitempty"` // arguments: the move's token, the table, the directory
-	State     string            `json:"state"`
-	Error     string            `json:"error,omitempty"`
-	Started   time.Time         `json:"started"`
-	Finished  time.Time         `json:"finished,omitzero"`
-	Transfers []TransferStatus  `json:"transfers,omitempty"`
-	Cleanup   []CleanupResult   `json:"cleanup,omitempty"`
-	Imported  []ImportedSSTable `json:"imported,omitempty"`
-	Repair    []RepairResult    `json:"repair,omitempty"`
-}
-
-// TransferStatus is one table's share of one (From, To) transfer of a stream plan.
-type TransferStatus struct {
-	From          string `json:"from"`
-	To            string `json:"to"`
-	Keyspace      string `json:"keyspace"`
-	Table         string `json:"table"`
-	Ranges        string `json:"ranges"`
-	State         string `json:"state"`
-	Error         string `json:"error,omitempty"`
-	SSTables      int    `json:"sstables"`
-	Skipped       int    `json:"skipped"` // already installed by an interrupted earlier run
-	BytesReceived int64  `json:"bytes_received"`
-}
-
-// OpsResponse is GET /v1/ops: the running operation and the recent finished ones, oldest first.
-type OpsResponse struct {
-	Ops []OpStatus `json:"ops"`
-}
 
 // maxOps bounds the operations GET /v1/ops remembers.
 const maxOps = 32
@@ -189,11 +138,14 @@ func (n *Node) ownSessions() []stream.SessionStatus {
 	return out
 }
 
-// FetchOpRequest is the body of POST /v1/ops/fetch: pull keyspace.table's ranges from the
-// stream server at Peer into this node's table directory (the existing one, or
-// <first data dir>/<keyspace>/<table>-<table_id>).
+// FetchOpRequest is the peer operation fetch: pull keyspace.table's ranges from member
+// Source into this node's table directory (the existing one, or
+// <first data dir>/<keyspace>/<table>-<table_id>). Between members the source is named and
+// the fetching node looks its address up; Peer (its stream address) is set only by the node
+// itself.
 type FetchOpRequest struct {
-	Peer     string `json:"peer"`
+	Source   string `json:"source"`
+	Peer     string `json:"peer,omitempty"`
 	Keyspace string `json:"keyspace"`
 	Table    string `json:"table"`
 	TableID  string `json:"table_id"`
@@ -217,23 +169,27 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 	}
 	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
 	if err != nil || len(rs) == 0 {
-		return FetchOpResponse{}, fmt.Errorf("ranges %q: %v", req.Ranges, cmp.Or(err, errors.New("empty")))
+		return FetchOpResponse{}, badRequest{fmt.Errorf("ranges %q: %v", req.Ranges, cmp.Or(err, errors.New("empty")))}
 	}
-	if req.Peer == "" || req.Keyspace == "" || req.Table == "" {
-		return FetchOpResponse{}, errors.New("peer, keyspace and table are required")
+	if req.Peer == "" || req.Source == "" {
+		return FetchOpResponse{}, badRequest{errors.New("fetch: the source node and its address are required")}
+	}
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return FetchOpResponse{}, badRequest{err}
 	}
 	dir, err := n.tableDirFor(req.Keyspace, req.Table, req.TableID)
 	if err != nil {
 		return FetchOpResponse{}, err
 	}
-	id, err := tlsx.Load(n.cfg.TLSDir, n.cfg.Name)
-	if err != nil {
-		return FetchOpResponse{}, err
+	if n.id == nil {
+		return FetchOpResponse{}, errors.New("node: fetching needs the stream server's identity")
 	}
-	host, _, err := net.SplitHostPort(req.Peer)
+	// The source proves it is the member named: its certificate, for the node role.
+	tc, err := peerrpc.TLSConfig(n.id, req.Peer, req.Source)
 	if err != nil {
-		return FetchOpResponse{}, fmt.Errorf("peer %q: %w", req.Peer, err)
+		return FetchOpResponse{}, badRequest{err}
 	}
+	tc.NextProtos = nil // the stream protocol (stream.Fetch sets its ALPN)
 	cfg := StreamSettings(n.streamConfig())
 	if q, ok := n.stream.(*quicServer); ok {
 		cfg.Inbound = q.Inbound()
@@ -243,7 +199,7 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 	defer l.RUnlock()
 	fctx, release := n.peers.register(ctx, req.Peer)
 	defer release()
-	res, err := stream.Fetch(fctx, cfg, id.ClientConfig(host),
+	res, err := stream.Fetch(fctx, cfg, tc,
 		stream.FetchRequest{Peer: req.Peer, Keyspace: req.Keyspace, Table: req.Table, Ranges: rs, Dir: dir, Resume: true},
 		n.recordSession)
 	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
@@ -262,17 +218,21 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 // tableDirFor is the directory of keyspace.table on this node: the one that exists, or a new
 // one named with id under the first data directory.
 func (n *Node) tableDirFor(keyspace, table, id string) (string, error) {
-	dirs, err := n.catalog.tableDirs()
+	// Every caller checked the names; this is the last line before they become a path.
+	if err := cqlname.CheckTable(keyspace, table); err != nil {
+		return "", badRequest{err}
+	}
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		return "", err
 	}
 	for _, td := range dirs {
-		if td.keyspace == keyspace && td.table == table && (id == "" || td.id == id) {
-			return td.path, nil
+		if td.Keyspace == keyspace && td.Table == table && (id == "" || td.ID == id) {
+			return td.Path, nil
 		}
 	}
 	if id == "" {
-		return "", fmt.Errorf("%w: %s.%s (and no table id to create it)", ErrUnknownTable, keyspace, table)
+		return "", fmt.Errorf("%w: %s.%s (and no table id to create it)", catalog.ErrUnknownTable, keyspace, table)
 	}
 	p := filepath.Join(n.cfg.DataDirs[0], keyspace, table+"-"+id)
 	if _, _, _, ok := descriptor.TableDir(p); !ok {
@@ -316,7 +276,6 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 	if err != nil {
 		return fmt.Errorf("operation journal: %w", err)
 	}
-	members := c.members()
 	sem := make(chan struct{}, maxParallelTransfers)
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -331,7 +290,7 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 				return
 			}
 			defer func() { <-sem }()
-			errs[i] = c.runPair(ctx, o, members, job, j)
+			errs[i] = c.runPair(ctx, o, job, j)
 		}()
 	}
 	wg.Wait()
@@ -341,22 +300,14 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 	return j.clear()
 }
 
-func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.Member, j pairJob, journal *opJournal) error {
-	src, ok := members[j.from]
-	if !ok || src.Meta.AdminAddr == "" || src.Meta.StreamAddr == "" {
-		return fmt.Errorf("source %s: addresses unknown", j.from)
-	}
-	dst, ok := members[j.to]
-	if !ok || dst.Meta.AdminAddr == "" {
-		return fmt.Errorf("target %s: address unknown", j.to)
-	}
-	tables, err := peerTables(ctx, src.Meta.AdminAddr, j.keyspace)
+func (c *cluster) runPair(ctx context.Context, o *op, j pairJob, journal *opJournal) error {
+	tables, err := c.peers.tables(ctx, j.from, j.keyspace)
 	if err != nil {
 		return fmt.Errorf("listing %s's tables: %w", j.from, err)
 	}
 	var errs []error
 	for _, t := range tables {
-		req := FetchOpRequest{Peer: src.Meta.StreamAddr, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
+		req := FetchOpRequest{Source: j.from, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
 		key := strings.Join([]string{t.Keyspace, t.Table, t.ID, j.from, j.to, req.Ranges}, "|")
 		var idx int
 		o.update(func(s *OpStatus) {
@@ -371,11 +322,7 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 			continue
 		}
 		var res FetchOpResponse
-		if j.to == c.n.cfg.Name {
-			res, err = c.n.Fetch(ctx, req)
-		} else {
-			err = peerCall(ctx, dst.Meta.AdminAddr, http.MethodPost, "/v1/ops/fetch", req, &res)
-		}
+		res, err = c.peers.fetch(ctx, j.to, req)
 		o.update(func(s *OpStatus) {
 			ts := &s.Transfers[idx]
 			ts.SSTables, ts.Skipped, ts.BytesReceived = len(res.SSTables), res.Skipped, res.BytesReceived
@@ -392,34 +339,6 @@ func (c *cluster) runPair(ctx context.Context, o *op, members map[string]gossip.
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// peerTables lists the tables of keyspace on the node whose admin API is at addr.
-func peerTables(ctx context.Context, addr, keyspace string) ([]TableStatus, error) {
-	var st Status
-	if err := peerCall(ctx, addr, http.MethodGet, "/v1/status", nil, &st); err != nil {
-		return nil, err
-	}
-	var out []TableStatus
-	for _, t := range st.Tables {
-		if t.Keyspace == keyspace {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-// peerClient has no timeout of its own: a fetch may take hours; callers bound it by context.
-var peerClient = &http.Client{}
-
-// peerCall sends a JSON request to another node's admin API and decodes its JSON answer.
-func peerCall(ctx context.Context, addr, method, path string, body, out any) error {
-	err := CallAdmin(ctx, peerClient, "http://"+addr, method, path, body, out)
-	var ae *AdminError
-	if err != nil && !errors.As(err, &ae) {
-		err = fmt.Errorf("admin API of %s: %w", addr, err)
-	}
-	return err
 }
 
 // plans computes the change's stream plan for every configured keyspace.
@@ -531,12 +450,12 @@ func (c *cluster) awaitSeenLeft(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, leftConfirmTimeout)
 	defer cancel()
 	for _, m := range c.g.Members() {
-		if m.Name == c.n.cfg.Name || m.Liveness != gossip.StateAlive || m.Meta.AdminAddr == "" {
+		if m.Name == c.n.cfg.Name || m.Liveness != gossip.StateAlive || m.Identity != gossip.IdentityProven {
 			continue
 		}
 		for {
 			var v RingView
-			if err := peerCall(ctx, m.Meta.AdminAddr, http.MethodGet, "/v1/ring?load=false", nil, &v); err == nil && sawLeft(v, c.n.cfg.Name) {
+			if err := c.call(ctx, m, peerRing, nil, &v); err == nil && sawLeft(v, c.n.cfg.Name) {
 				break
 			}
 			select {

@@ -7,17 +7,6 @@ import (
 	"github.com/sluicedb/sluice/membership/ring"
 )
 
-// OpRebuild is the rebuild operation's kind (POST /v1/ops/rebuild).
-const OpRebuild = "rebuild"
-
-// RebuildRequest is POST /v1/ops/rebuild: stream every range this node replicates from
-// another replica, in SourceDC when given, as nodetool rebuild does for a node of a DC added
-// to a keyspace's replication. Keyspace limits it to one configured keyspace.
-type RebuildRequest struct {
-	SourceDC string `json:"source_dc,omitempty"`
-	Keyspace string `json:"keyspace,omitempty"`
-}
-
 // StartRebuild fills this NORMAL node with the data of the ranges it replicates. What it
 // already holds is not looked at: a rebuild of a node that has data duplicates it until
 // compaction, as in Cassandra. A retry after a failure resumes: transfers an earlier attempt

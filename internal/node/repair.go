@@ -4,42 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 
+	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/repair"
+	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/token"
 )
-
-// RepairRequest is the body of POST /v1/ops/repair: compare keyspace.table with every other
-// replica over Ranges (token.RangeSet text; empty: every range this node replicates) and
-// stream the differing ranges both ways.
-type RepairRequest struct {
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-	Ranges   string `json:"ranges,omitempty"`
-}
-
-// RepairResult is one peer's share of a repair.
-type RepairResult struct {
-	Peer     string `json:"peer"`
-	Keyspace string `json:"keyspace"`
-	Table    string `json:"table"`
-	// Ranges are the ranges both replicate, within the request: what was compared.
-	Ranges string `json:"ranges"`
-	Trees  int    `json:"trees"`
-	// Partitions is how many partitions this node's trees covered.
-	Partitions uint64 `json:"partitions"`
-	// Mismatched are the leaf ranges whose hashes differed, streamed both ways.
-	Mismatched string `json:"mismatched,omitempty"`
-	// BytesFetched came from the peer; BytesSent is what the peer fetched from this node.
-	BytesFetched int64  `json:"bytes_fetched"`
-	BytesSent    int64  `json:"bytes_sent"`
-	State        string `json:"state"`
-	Error        string `json:"error,omitempty"`
-}
 
 // TreeRequest is the body of GET or POST /v1/repair/tree: one tree of the given depth per
 // range of Ranges, which must be normalized (no range wraps except to the end of the ring).
@@ -65,8 +39,8 @@ func (n *Node) StartRepair(req RepairRequest) (OpStatus, error) {
 	if err != nil {
 		return OpStatus{}, err
 	}
-	if req.Keyspace == "" || req.Table == "" {
-		return OpStatus{}, badRequest{errors.New("repair: keyspace and table are required")}
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return OpStatus{}, badRequest{fmt.Errorf("repair: %w", err)}
 	}
 	if _, ok := n.cfg.Keyspaces[req.Keyspace]; !ok {
 		return OpStatus{}, badRequest{fmt.Errorf("repair: keyspace %q has no replication in the configuration", req.Keyspace)}
@@ -119,7 +93,7 @@ func (c *cluster) repair(ctx context.Context, o *op, req RepairRequest, want tok
 			st.Repair = append(st.Repair, RepairResult{Peer: peer, Keyspace: req.Keyspace, Table: req.Table,
 				Ranges: common.String(), State: OpRunning})
 		})
-		res, err := c.repairPeer(ctx, o, req, peer, common, members[peer].Meta.AdminAddr, members[peer].Meta.StreamAddr, me.Meta.StreamAddr)
+		res, err := c.repairPeer(ctx, o, req, members[peer], common)
 		o.update(func(st *OpStatus) {
 			rr := &st.Repair[idx]
 			rr.Trees, rr.Partitions, rr.Mismatched = res.Trees, res.Partitions, res.Mismatched
@@ -137,11 +111,11 @@ func (c *cluster) repair(ctx context.Context, o *op, req RepairRequest, want tok
 }
 
 // repairPeer compares the common ranges with one peer and streams the differences both ways.
-func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer string, common token.RangeSet,
-	adminAddr, streamAddr, selfStream string) (RepairResult, error) {
+func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m gossip.Member, common token.RangeSet) (RepairResult, error) {
 	var res RepairResult
-	if adminAddr == "" || streamAddr == "" {
-		return res, fmt.Errorf("%s: addresses unknown", peer)
+	peer := m.Name
+	if _, err := proven(map[string]gossip.Member{peer: m}, peer); err != nil {
+		return res, err
 	}
 	specs, err := c.n.repairSpecs(req.Keyspace, req.Table, common)
 	if err != nil {
@@ -164,7 +138,7 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer
 			}
 		}
 		var tr TreeResponse
-		if err := peerCall(ctx, adminAddr, http.MethodPost, "/v1/repair/tree",
+		if err := c.call(ctx, m, peerRepairTree,
 			TreeRequest{Keyspace: req.Keyspace, Table: req.Table, Ranges: rs.String(), Depth: depth}, &tr); err != nil {
 			return res, err
 		}
@@ -195,22 +169,22 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, peer
 		return res, nil
 	}
 	res.Mismatched = ring.Normalize(mismatched).String()
-	id, err := c.n.tableID(ctx, req.Keyspace, req.Table, adminAddr)
+	id, err := c.tableID(ctx, req.Keyspace, req.Table, peer)
 	if err != nil {
 		return res, err
 	}
-	in := FetchOpRequest{Peer: streamAddr, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(fromPeer).String()}
-	out := FetchOpRequest{Peer: selfStream, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(toPeer).String()}
+	in := FetchOpRequest{Source: peer, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(fromPeer).String()}
+	out := FetchOpRequest{Source: c.n.cfg.Name, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(toPeer).String()}
 	var got, sent FetchOpResponse
 	var errIn, errOut error
 	if len(fromPeer) > 0 {
-		got, errIn = c.n.repairTransfer(ctx, o, peer, c.n.cfg.Name, in, func() (FetchOpResponse, error) { return c.n.Fetch(ctx, in) })
+		got, errIn = c.n.repairTransfer(ctx, o, peer, c.n.cfg.Name, in, func() (FetchOpResponse, error) {
+			return c.peers.fetch(ctx, c.n.cfg.Name, in)
+		})
 	}
 	if len(toPeer) > 0 {
 		sent, errOut = c.n.repairTransfer(ctx, o, c.n.cfg.Name, peer, out, func() (FetchOpResponse, error) {
-			var r FetchOpResponse
-			err := peerCall(ctx, adminAddr, http.MethodPost, "/v1/ops/fetch", out, &r)
-			return r, err
+			return c.peers.fetch(ctx, peer, out)
 		})
 	}
 	res.BytesFetched, res.BytesSent = got.BytesReceived, sent.BytesReceived
@@ -251,17 +225,17 @@ func depths(specs []repair.Spec) []int {
 
 // tableID is the table's id on this node, or else on the peer, so that whichever side lacks
 // the table can create its directory.
-func (n *Node) tableID(ctx context.Context, keyspace, table, peerAdmin string) (string, error) {
-	dirs, err := n.catalog.tableDirs()
+func (c *cluster) tableID(ctx context.Context, keyspace, table, peer string) (string, error) {
+	dirs, err := c.n.catalog.TableDirs()
 	if err != nil {
 		return "", err
 	}
 	for _, td := range dirs {
-		if td.keyspace == keyspace && td.table == table {
-			return td.id, nil
+		if td.Keyspace == keyspace && td.Table == table {
+			return td.ID, nil
 		}
 	}
-	ts, err := peerTables(ctx, peerAdmin, keyspace)
+	ts, err := c.peers.tables(ctx, peer, keyspace)
 	if err != nil {
 		return "", err
 	}
@@ -270,7 +244,7 @@ func (n *Node) tableID(ctx context.Context, keyspace, table, peerAdmin string) (
 			return t.ID, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s.%s on neither replica", ErrUnknownTable, keyspace, table)
+	return "", fmt.Errorf("%w: %s.%s on neither replica", catalog.ErrUnknownTable, keyspace, table)
 }
 
 // repairSpecs sizes one tree per range by this node's partition count in it.
@@ -315,62 +289,30 @@ func (n *Node) openTable(keyspace, table string) (tables []*sstable.Table, relea
 			u()
 		}
 	}
-	dirs, err := n.catalog.tableDirs()
+	dirs, err := n.catalog.TableDirs()
 	if err != nil {
 		return nil, release, err
 	}
 	for _, td := range dirs {
-		if td.keyspace != keyspace || td.table != table {
+		if td.Keyspace != keyspace || td.Table != table {
 			continue
 		}
-		l := n.dirLocks.get(td.path)
+		l := n.dirLocks.get(td.Path)
 		l.RLock()
 		unlock = append(unlock, l.RUnlock)
-		live, err := listLive(td.path)
+		live, err := catalog.ListLive(td.Path)
 		if err != nil {
 			release()
 			return nil, func() {}, err
 		}
 		for _, s := range live {
-			t, err := sstable.Open(s.desc.Prefix())
+			t, err := sstable.Open(s.Desc.Prefix())
 			if err != nil {
 				release()
-				return nil, func() {}, fmt.Errorf("%s: %w", s.desc.Prefix(), err)
+				return nil, func() {}, fmt.Errorf("%s: %w", s.Desc.Prefix(), err)
 			}
 			tables = append(tables, t)
 		}
 	}
 	return tables, release, nil
-}
-
-// postTree answers a peer's repair with this node's trees.
-func (n *Node) postTree(w http.ResponseWriter, r *http.Request) {
-	var req TreeRequest
-	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad tree request: "+err.Error())
-		return
-	}
-	if req.Keyspace == "" || req.Table == "" {
-		writeError(w, http.StatusBadRequest, "bad tree request: keyspace and table are required")
-		return
-	}
-	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad tree request: "+err.Error())
-		return
-	}
-	specs := make([]repair.Spec, len(rs))
-	for i, rg := range rs {
-		specs[i] = repair.Spec{Range: rg, Depth: req.Depth}
-	}
-	trees, err := n.RepairTrees(r.Context(), req.Keyspace, req.Table, specs)
-	if err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, repair.ErrBadTree) {
-			code = http.StatusBadRequest
-		}
-		writeError(w, code, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, TreeResponse{Trees: trees})
 }

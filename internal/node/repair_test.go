@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -12,13 +13,13 @@ import (
 )
 
 // liveOf lists the live sstables of the test table on a node.
-func liveOf(t *testing.T, n *Node) []liveSSTable {
+func liveOf(t *testing.T, n *Node) []catalog.LiveSSTable {
 	t.Helper()
 	dir, err := n.tableDirFor(testKS, testTable, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := listLive(dir)
+	live, err := catalog.ListLive(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	wantMismatch := map[string]map[string]bool{"r2": {"r1": true, "r3": true}, "r1": {"r2": false, "r3": true}}
 	for _, n := range []*Node{r2, r1} {
 		var st OpStatus
-		if err := peerCall(context.Background(), n.AdminAddr().String(), http.MethodPost, "/v1/ops/repair",
+		if err := NewAdminClient(n.AdminAddr().String(), "", nil).Call(context.Background(), http.MethodPost, "/v1/ops/repair",
 			RepairRequest{Keyspace: testKS, Table: testTable}, &st); err != nil {
 			t.Fatal(err)
 		}

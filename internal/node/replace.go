@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
 )
-
-// OpReplace is the replace operation's kind: a node started with replace_address runs it by
-// itself (GET /v1/ops shows it); POST /v1/ops/replace retries a failed one.
-const OpReplace = "replace"
 
 // stateReplacing is the state file's state of a node that has not finished replacing a dead
 // member: on restart it resumes (its journal skips completed transfers) instead of starting
@@ -111,16 +106,16 @@ func (c *cluster) replace(ctx context.Context, o *op) error {
 	return nil
 }
 
-// peerRing is the ring as the first live peer that can build one reports it (GET /v1/ring):
-// with the dead members this node, new to gossip, never heard of.
+// peerRing is the ring as the first live proven peer that can build one reports it (the ring
+// peer call): with the dead members this node, new to gossip, never heard of.
 func (c *cluster) peerRing(ctx context.Context) (ring.Ring, error) {
 	var errs []error
 	for _, p := range c.g.Members() {
-		if p.Name == c.n.cfg.Name || p.Liveness != gossip.StateAlive || p.Meta.AdminAddr == "" {
+		if p.Name == c.n.cfg.Name || p.Liveness != gossip.StateAlive || p.Identity != gossip.IdentityProven {
 			continue
 		}
 		var v RingView
-		if err := peerCall(ctx, p.Meta.AdminAddr, http.MethodGet, "/v1/ring?load=false", nil, &v); err != nil {
+		if err := c.call(ctx, p, peerRing, nil, &v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 			continue
 		}

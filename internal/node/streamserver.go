@@ -32,6 +32,9 @@ func QUICStreamServer(cfg StreamConfig, cat stream.Catalog, log zerolog.Logger) 
 	if cfg.Transport == TransportTCP || cfg.Transport == TransportTLS {
 		scfg.TCPAddr = cfg.Addr
 	}
+	if cfg.Name != id.Name() {
+		return nil, fmt.Errorf("certificate %q is not node %q's", id.Name(), cfg.Name)
+	}
 	srv := stream.NewServer(scfg, cat, id.ServerConfig(), log)
 	srv.SetThroughput(cfg.Throughput.OutboundBytesPerSecond, cfg.Throughput.InboundBytesPerSecond)
 	return &quicServer{Server: srv, pc: pc}, nil
@@ -40,7 +43,8 @@ func QUICStreamServer(cfg StreamConfig, cat stream.Catalog, log zerolog.Logger) 
 // StreamSettings maps the node's configuration onto the stream layer's.
 func StreamSettings(cfg StreamConfig) stream.Config {
 	sc := stream.Config{Node: cfg.Name, IdleTimeout: cfg.Timeouts.Idle, KeepAlive: cfg.Timeouts.Keepalive,
-		HandshakeTimeout: cfg.Timeouts.Handshake, Transport: string(cfg.Transport), TCPCongestion: cfg.TCPCongestion}
+		HandshakeTimeout: cfg.Timeouts.Handshake, Transport: string(cfg.Transport), TCPCongestion: cfg.TCPCongestion,
+		Authorize: cfg.Authorize, Protocols: cfg.Protocols}
 	if cfg.Memory.MaxInFlightBytes > 0 {
 		sc.MaxIndexSlice = cfg.Memory.MaxInFlightBytes
 	}

@@ -45,6 +45,17 @@ func WriteCA(dir string, force bool) error {
 // Without force it fails with ErrExists, writing nothing, if either file exists. Errors wrap
 // ErrInvalidName, ErrInvalidHost, ErrExists, or name a CA file and its problem (*FileError).
 func WriteNode(dir, name string, hosts []string, force bool) error {
+	return writeLeaf(dir, name, RoleNode, hosts, force)
+}
+
+// WriteClient is WriteNode for a client (operator or application) certificate: RoleClient,
+// client authentication only, so it can fetch from nodes whose configuration allows it but
+// can neither serve nor act as a cluster member.
+func WriteClient(dir, name string, force bool) error {
+	return writeLeaf(dir, name, RoleClient, nil, force)
+}
+
+func writeLeaf(dir, name string, role Role, hosts []string, force bool) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
@@ -62,7 +73,7 @@ func WriteNode(dir, name string, hosts []string, force bool) error {
 		return err
 	}
 	notBefore, notAfter := nodeValidity(ca, now)
-	tmpl, err := nodeTemplate(name, dns, ips, notBefore, notAfter)
+	tmpl, err := nodeTemplate(name, role, dns, ips, notBefore, notAfter)
 	if err != nil {
 		return err
 	}
@@ -156,7 +167,11 @@ func checkNode(leaf, ca *x509.Certificate, name string, now time.Time) error {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+	usages := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	if RoleOf(leaf) == RoleClient {
+		usages = usages[1:]
+	}
+	for _, usage := range usages {
 		opts := x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}}
 		if _, err := leaf.Verify(opts); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadCertificate, err)

@@ -46,7 +46,7 @@ func issueWindow(t *testing.T, dir, name string, notBefore, notAfter time.Time) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := nodeTemplate(name, dns, ips, notBefore, notAfter)
+	tmpl, err := nodeTemplate(name, RoleNode, dns, ips, notBefore, notAfter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,18 +46,23 @@ func caTemplate(now time.Time) (*x509.Certificate, error) {
 
 // nodeTemplate is a leaf certificate for node name that serves both ends of a mutual-TLS
 // connection: a node dials peers and accepts them with the same certificate.
-func nodeTemplate(name string, dns []string, ips []net.IP, notBefore, notAfter time.Time) (*x509.Certificate, error) {
+func nodeTemplate(name string, role Role, dns []string, ips []net.IP, notBefore, notAfter time.Time) (*x509.Certificate, error) {
 	serial, err := serialNumber()
 	if err != nil {
 		return nil, err
 	}
+	ou, usage := ouNode, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	if role == RoleClient {
+		// A client never serves: without server authentication no peer accepts it as a node.
+		ou, usage = ouClient, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
 	return &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: name},
+		Subject:               pkix.Name{CommonName: name, OrganizationalUnit: []string{ou}},
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:           usage,
 		BasicConstraintsValid: true,
 		DNSNames:              dns,
 		IPAddresses:           ips,

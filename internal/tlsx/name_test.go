@@ -114,7 +114,7 @@ func TestValidNamesVerifyAsHostnames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmpl, err := nodeTemplate(name, dns, ips, now, now.Add(time.Hour))
+		tmpl, err := nodeTemplate(name, RoleNode, dns, ips, now, now.Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -211,7 +211,7 @@ func TestQUICServerRefusesClients(t *testing.T) {
 		}},
 		{"self-signed certificate", func(t *testing.T) *tls.Config {
 			now := time.Now()
-			tmpl, err := nodeTemplate("client", []string{"client"}, nil, now.Add(-time.Hour), now.Add(time.Hour))
+			tmpl, err := nodeTemplate("client", RoleNode, []string{"client"}, nil, now.Add(-time.Hour), now.Add(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,6 +60,9 @@ type Config struct {
 	EventBuffer int
 	// Log receives Gossip's and memberlist's logs. The zero Logger discards them.
 	Log zerolog.Logger
+	// Verify, when set, proves each member's identity before its state and tokens count in
+	// Ring (see Verifier). Nil trusts every holder of the cluster key, as before roles.
+	Verify Verifier
 
 	// loopback selects memberlist.DefaultLocalConfig as the base for the settings this Config
 	// does not expose (TCP timeout, indirect checks, retransmits); set by ForTests.

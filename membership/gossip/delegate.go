@@ -195,7 +195,16 @@ func (d *eventDelegate) record(n *memberlist.Node, l Liveness, kind EventKind) {
 			g.numAlive.Add(-1)
 		}
 	}
+	newLife := kind == Join || (ok && e.liveness != StateAlive && l == StateAlive)
 	e.addr, e.meta, e.liveness = n.Address(), meta, l
+	if newLife {
+		// Whoever holds the gossip key may take a name its owner left: a new life proves
+		// itself again, whatever address it announces.
+		delete(g.proofs, n.Name)
+	}
+	if l == StateAlive {
+		g.proveLocked(n.Name, n.Address(), meta)
+	}
 	if kind != Update {
 		e.leaving = false // a new life, or the intent has been used
 	}

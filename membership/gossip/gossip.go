@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"slices"
@@ -59,6 +60,12 @@ type Gossip struct {
 	metaEnc []byte   // encoding of meta, handed to memberlist by NodeMeta
 	tokens  *tokenTable
 	members map[string]*memberEntry
+	proofs  map[string]*proof // identity verdicts by member name (Config.Verify)
+
+	proofSem chan struct{} // bounds the proofs running at once
+
+	refusedMu sync.Mutex
+	refused   map[string]string // what Ring last logged, by kind, for logRefused
 }
 
 // New validates cfg and prepares a Gossip; nothing touches the network until Start.
@@ -94,6 +101,8 @@ func New(cfg Config) (*Gossip, error) {
 		metaEnc:  enc,
 		tokens:   newTokenTable(cfg.Name),
 		members:  make(map[string]*memberEntry),
+		proofs:   make(map[string]*proof),
+		proofSem: make(chan struct{}, maxProofs),
 	}
 	// Token chunks get twice memberlist's retransmissions: a set is usable only once all its
 	// chunks have arrived, so each chunk must miss fewer nodes than a single message may.
@@ -337,6 +346,9 @@ func (g *Gossip) SetMeta(m NodeMeta) error {
 // push/pull exchange. It fails with ErrInvalidTokens on duplicates or more than 65536 tokens.
 // Before Start it only sets what Start will announce.
 func (g *Gossip) SetTokens(tokens []int64) error {
+	if len(tokens) > MaxTokensPerNode {
+		return fmt.Errorf("%w: %d tokens exceed the plausibility cap of %d", ErrInvalidTokens, len(tokens), MaxTokensPerNode)
+	}
 	ts, err := normalizeTokens(tokens)
 	if err != nil {
 		return err
@@ -405,6 +417,7 @@ func (g *Gossip) snapshotLocked(name string) (Member, bool) {
 	if s, ok := g.tokens.get(name); ok {
 		m.Tokens, m.TokensVersion = slices.Clone(s.tokens), s.version
 	}
+	m.Identity, m.IdentityError = g.identityLocked(name)
 	return m, true
 }
 
@@ -422,7 +435,7 @@ func (g *Gossip) notifyLocked(kind EventKind, name string) {
 // conflict.
 func (g *Gossip) Ring() (ring.Ring, error) {
 	var ms []ring.Member
-	var pending []string
+	var pending, unproven, refused []string
 	members := g.Members()
 	replaced := Replaced(members)
 	for _, m := range members {
@@ -432,6 +445,14 @@ func (g *Gossip) Ring() (ring.Ring, error) {
 		switch m.Meta.State {
 		case ring.Joining, ring.Normal, ring.Leaving, ring.Moving:
 		default:
+			continue
+		}
+		if ok, wait, reason := admit(m); !ok {
+			if wait {
+				unproven = append(unproven, m.Name)
+			} else {
+				refused = append(refused, reason)
+			}
 			continue
 		}
 		if m.Tokens == nil || m.TokensVersion < m.Meta.TokensVersion {
@@ -444,18 +465,30 @@ func (g *Gossip) Ring() (ring.Ring, error) {
 		}
 		ms = append(ms, ring.Member{Node: ring.Node{Name: m.Name, DC: m.Meta.DC, Rack: m.Meta.Rack}, State: m.Meta.State, Tokens: ts})
 	}
+	g.logRefused("members left out of the ring", refused)
+	if len(unproven) > 0 {
+		return ring.Ring{}, fmt.Errorf("%w: %s", ErrIdentityPending, strings.Join(unproven, ", "))
+	}
 	if len(pending) > 0 {
 		return ring.Ring{}, fmt.Errorf("%w: %s", ErrTokensPending, strings.Join(pending, ", "))
 	}
-	return ring.NewRing(ms...)
+	r, err := ring.NewRing(ms...)
+	if errors.Is(err, ring.ErrTokenConflict) {
+		// Two proven members claim a token: no plan is made until an operator resolves it.
+		g.logRefused("token conflict: no stream plan until it is resolved", []string{err.Error()})
+	}
+	return r, err
 }
 
-// Replaced maps each member another member has replaced to its replacement: a member that
-// announces Replaces and owns tokens (NORMAL, LEAVING or MOVING) has taken them over, so the
-// replaced one is no longer part of the ring, even if it comes back.
+// Replaced maps each member another member has replaced to its replacement: a proven member
+// that announces Replaces and owns tokens (NORMAL, LEAVING or MOVING) has taken them over, so
+// the replaced one is no longer part of the ring, even if it comes back.
 func Replaced(members []Member) map[string]string {
 	out := map[string]string{}
 	for _, m := range members {
+		if ok, _, _ := admit(m); !ok {
+			continue
+		}
 		switch m.Meta.State {
 		case ring.Normal, ring.Leaving, ring.Moving:
 			if m.Meta.Replaces != "" && m.Meta.Replaces != m.Name {

@@ -43,6 +43,10 @@ type Member struct {
 	// is stale and the newer one is still in flight.
 	Tokens        []int64
 	TokensVersion uint64
+	// Identity is whether the member proved its name (Config.Verify); only proven members
+	// are in Ring. IdentityError says why a proof failed.
+	Identity      Identity
+	IdentityError string
 }
 
 // memberEntry is what the event delegate records for a node.

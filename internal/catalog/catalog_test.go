@@ -1,7 +1,8 @@
-package node
+package catalog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/version"
 )
 
 func TestHoldKeepsTheSSTablesReadableAfterTheOriginalsAreDeleted(t *testing.T) {
@@ -33,7 +35,7 @@ func TestHoldKeepsTheSSTablesReadableAfterTheOriginalsAreDeleted(t *testing.T) {
 		}
 	}
 
-	cat := NewCatalog([]string{root}, zerolog.Nop())
+	cat := New([]string{root}, zerolog.Nop())
 	held, release, err := cat.Hold("ks", "t")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestHoldKeepsTheSSTablesReadableAfterTheOriginalsAreDeleted(t *testing.T) {
 		t.Fatalf("held %v", held)
 	}
 	snap := held[0].Dir
-	if filepath.Dir(snap) != filepath.Join(dir, snapshotsDir) || !strings.HasPrefix(filepath.Base(snap), holdPrefix) {
+	if filepath.Dir(snap) != filepath.Join(dir, SnapshotsDir) || !strings.HasPrefix(filepath.Base(snap), HoldPrefix) {
 		t.Fatalf("snapshot in %s", snap)
 	}
 
@@ -83,7 +85,7 @@ func TestHoldLinksOnlyLiveSSTablesOfEveryDataDirectory(t *testing.T) {
 	}
 	generate(t, roots[0], "ks", "other", 4)
 
-	held, release, err := NewCatalog(roots, zerolog.Nop()).Hold("ks", "t")
+	held, release, err := New(roots, zerolog.Nop()).Hold("ks", "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestHoldSkipsAnSSTableBeingDeletedAndRejectsABrokenOne(t *testing.T) {
 	root := t.TempDir()
 	a := generate(t, root, "ks", "t", 1)
 	b := generate(t, root, "ks", "t", 2)
-	cat := NewCatalog([]string{root}, zerolog.Nop())
+	cat := New([]string{root}, zerolog.Nop())
 
 	// Cassandra deletes Data.db first: the TOC is still there, the sstable is already gone.
 	if err := os.Remove(b.Desc.Path(descriptor.Data)); err != nil {
@@ -148,14 +150,14 @@ func TestHoldSkipsAnSSTableBeingDeletedAndRejectsABrokenOne(t *testing.T) {
 	if _, _, err := cat.Hold("ks", "t"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Hold of a damaged sstable: %v", err)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(a.Desc.Dir, snapshotsDir)); len(ents) != 0 {
+	if ents, _ := os.ReadDir(filepath.Join(a.Desc.Dir, SnapshotsDir)); len(ents) != 0 {
 		t.Fatalf("a failed Hold left %d snapshots", len(ents))
 	}
 }
 
 func TestHoldOfAnUnknownOrAmbiguousTableFails(t *testing.T) {
 	root := t.TempDir()
-	cat := NewCatalog([]string{root, filepath.Join(root, "missing")}, zerolog.Nop())
+	cat := New([]string{root, filepath.Join(root, "missing")}, zerolog.Nop())
 	if _, _, err := cat.Hold("ks", "t"); !errors.Is(err, ErrUnknownTable) {
 		t.Fatalf("unknown table: %v", err)
 	}
@@ -191,4 +193,50 @@ func TestHoldOfAnUnknownOrAmbiguousTableFails(t *testing.T) {
 	if _, _, err := cat.Hold("ks", "t"); !errors.Is(err, ErrAmbiguousTable) {
 		t.Fatalf("ambiguous table: %v", err)
 	}
+}
+
+// A component that is a symlink (to a secret elsewhere on the host) is never served: Hold
+// refuses the table rather than hand the link's target to a peer, and leaves no snapshot.
+func TestHoldRefusesASymlinkedComponent(t *testing.T) {
+	root := t.TempDir()
+	a := generate(t, root, "ks", "t", 1)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not an sstable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	comp := a.Desc.Path(descriptor.Filter)
+	if err := os.Remove(comp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, comp); err != nil {
+		t.Fatal(err)
+	}
+	cat := New([]string{root}, zerolog.Nop())
+	_, _, err := cat.Hold("ks", "t")
+	if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), comp) {
+		t.Fatalf("Hold with a symlinked %s: %v, want ErrNotRegular naming it", comp, err)
+	}
+	snaps, _ := os.ReadDir(filepath.Join(a.Desc.Dir, SnapshotsDir))
+	for _, s := range snaps {
+		left, _ := os.ReadDir(filepath.Join(a.Desc.Dir, SnapshotsDir, s.Name()))
+		if len(left) > 0 {
+			t.Errorf("snapshot %s keeps %d files", s.Name(), len(left))
+		}
+	}
+}
+
+func generate(t *testing.T, root, keyspace, table string, seed uint64) gen.Result {
+	t.Helper()
+	v, err := version.ParseWritable("nb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := gen.Generate(context.Background(), root, gen.Options{
+		Version: v, Partitions: 20, PartitionSize: 4096, RowSize: 1024, Seed: seed,
+		Keyspace: keyspace, Table: table,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -1,4 +1,4 @@
-package node
+package catalog
 
 import (
 	"crypto/rand"
@@ -14,18 +14,39 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
+
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/stream"
 )
 
 const (
-	// snapshotsDir is Cassandra's per-table snapshot directory.
-	snapshotsDir = "snapshots"
-	// holdPrefix starts the name of a Hold's snapshot under snapshotsDir. The leading dot
+	// SnapshotsDir is Cassandra's per-table snapshot directory.
+	SnapshotsDir = "snapshots"
+	// HoldPrefix starts the name of a Hold's snapshot under SnapshotsDir. The leading dot
 	// keeps it apart from operator snapshots; start-up removes any a crash left.
-	holdPrefix = ".stream-"
+	HoldPrefix = ".stream-"
 	// holdAttempts bounds the re-listings of a table whose sstables keep disappearing.
 	holdAttempts = 8
+)
+
+var (
+	// ErrUnknownTable reports a Hold of a keyspace.table that has no directory in any data
+	// directory.
+	ErrUnknownTable = errors.New("catalog: unknown table")
+
+	// ErrAmbiguousTable reports a keyspace.table with live sstables under more than one table id
+	// (a table dropped and re-created while the old directory kept its files): the node cannot
+	// tell which one is current without the schema.
+	ErrAmbiguousTable = errors.New("catalog: table has live sstables under several table ids")
+
+	// ErrUnstableTable reports a Hold that kept finding sstables deleted between listing and
+	// linking them (a compaction storm) and gave up.
+	ErrUnstableTable = errors.New("catalog: table changed during every snapshot attempt")
+
+	// ErrNotRegular reports an sstable component that is a symlink or another non-regular file;
+	// such an sstable is never served.
+	ErrNotRegular = errors.New("catalog: component is not a regular file")
 )
 
 // Catalog finds tables in the node's data directories and holds their live sstables for
@@ -39,30 +60,19 @@ var _ stream.Catalog = (*Catalog)(nil)
 
 // NewCatalog returns a catalog over data directories in Cassandra's layout
 // <dir>/<keyspace>/<table>-<table id>/. Missing directories hold no tables.
-func NewCatalog(dataDirs []string, log zerolog.Logger) *Catalog {
+func New(dataDirs []string, log zerolog.Logger) *Catalog {
 	return &Catalog{dirs: append([]string(nil), dataDirs...), log: log}
 }
 
-// TableStatus summarises one table for GET /v1/status: its live sstables (those with a
-// TOC.txt) across every data directory, and the bytes of their components.
-type TableStatus struct {
-	Keyspace string   `json:"keyspace"`
-	Table    string   `json:"table"`
-	ID       string   `json:"id"`
-	Dirs     []string `json:"dirs"`
-	SSTables int      `json:"sstables"`
-	Bytes    int64    `json:"bytes"`
-}
-
-// tableDir is one <keyspace>/<table>-<id> directory.
-type tableDir struct {
-	keyspace, table, id, path string
+// TableDir is one <keyspace>/<table>-<id> directory.
+type TableDir struct {
+	Keyspace, Table, ID, Path string
 }
 
 // tableDirs lists the table directories of every data directory, in data directory order
 // and by name within one.
-func (c *Catalog) tableDirs() ([]tableDir, error) {
-	var out []tableDir
+func (c *Catalog) TableDirs() ([]TableDir, error) {
+	var out []TableDir
 	for _, root := range c.dirs {
 		kss, err := readDirs(root)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -79,7 +89,7 @@ func (c *Catalog) tableDirs() ([]tableDir, error) {
 			for _, t := range tables {
 				p := filepath.Join(root, ks, t)
 				if k, name, id, ok := descriptor.TableDir(p); ok {
-					out = append(out, tableDir{keyspace: k, table: name, id: id, path: p})
+					out = append(out, TableDir{Keyspace: k, Table: name, ID: id, Path: p})
 				}
 			}
 		}
@@ -103,20 +113,20 @@ func readDirs(dir string) ([]string, error) {
 	return out, nil
 }
 
-// liveSSTable is an sstable with a TOC and the components the TOC lists.
-type liveSSTable struct {
-	desc  descriptor.Descriptor
-	comps []descriptor.Component // TOC last, no duplicates
+// LiveSSTable is an sstable with a TOC and the components the TOC lists.
+type LiveSSTable struct {
+	Desc  descriptor.Descriptor
+	Comps []descriptor.Component // TOC last, no duplicates
 }
 
-// listLive returns the sstables of dir that have a TOC.txt: the ones Cassandra considers
+// ListLive returns the sstables of dir that have a TOC.txt: the ones Cassandra considers
 // complete. An sstable whose TOC disappears while it is read is being deleted and is left out.
-func listLive(dir string) ([]liveSSTable, error) {
+func ListLive(dir string) ([]LiveSSTable, error) {
 	ds, err := descriptor.List(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []liveSSTable
+	var out []LiveSSTable
 	for _, d := range ds {
 		b, err := os.ReadFile(d.Path(descriptor.TOC))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -129,15 +139,15 @@ func listLive(dir string) ([]liveSSTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Path(descriptor.TOC), err)
 		}
-		s := liveSSTable{desc: d}
+		s := LiveSSTable{Desc: d}
 		seen := map[descriptor.Component]bool{descriptor.TOC: true}
 		for _, c := range comps {
 			if !seen[c] {
 				seen[c] = true
-				s.comps = append(s.comps, c)
+				s.Comps = append(s.Comps, c)
 			}
 		}
-		s.comps = append(s.comps, descriptor.TOC)
+		s.Comps = append(s.Comps, descriptor.TOC)
 		out = append(out, s)
 	}
 	return out, nil
@@ -145,34 +155,34 @@ func listLive(dir string) ([]liveSSTable, error) {
 
 // Tables summarises every table found, ordered by keyspace, table and id. A table whose id
 // appears in several data directories is one entry listing each directory.
-func (c *Catalog) Tables() ([]TableStatus, error) {
-	dirs, err := c.tableDirs()
+func (c *Catalog) Tables() ([]adminapi.TableStatus, error) {
+	dirs, err := c.TableDirs()
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[string]*TableStatus{}
+	byKey := map[string]*adminapi.TableStatus{}
 	for _, td := range dirs {
-		key := td.keyspace + "\x00" + td.table + "\x00" + td.id
+		key := td.Keyspace + "\x00" + td.Table + "\x00" + td.ID
 		ts := byKey[key]
 		if ts == nil {
-			ts = &TableStatus{Keyspace: td.keyspace, Table: td.table, ID: td.id}
+			ts = &adminapi.TableStatus{Keyspace: td.Keyspace, Table: td.Table, ID: td.ID}
 			byKey[key] = ts
 		}
-		ts.Dirs = append(ts.Dirs, td.path)
-		live, err := listLive(td.path)
+		ts.Dirs = append(ts.Dirs, td.Path)
+		live, err := ListLive(td.Path)
 		if err != nil {
 			return nil, err
 		}
 		ts.SSTables += len(live)
 		for _, s := range live {
-			for _, comp := range s.comps {
-				if fi, err := os.Stat(s.desc.Path(comp)); err == nil {
+			for _, comp := range s.Comps {
+				if fi, err := os.Stat(s.Desc.Path(comp)); err == nil {
 					ts.Bytes += fi.Size()
 				}
 			}
 		}
 	}
-	out := make([]TableStatus, 0, len(byKey))
+	out := make([]adminapi.TableStatus, 0, len(byKey))
 	for _, ts := range byKey {
 		out = append(out, *ts)
 	}
@@ -203,14 +213,14 @@ func (c *Catalog) Tables() ([]TableStatus, error) {
 // release may be called more than once and from any goroutine; errors removing a snapshot
 // are logged.
 func (c *Catalog) Hold(keyspace, table string) ([]descriptor.Descriptor, func(), error) {
-	all, err := c.tableDirs()
+	all, err := c.TableDirs()
 	if err != nil {
 		return nil, nil, err
 	}
-	var dirs []tableDir
+	var dirs []TableDir
 	ids := map[string]bool{}
 	for _, td := range all {
-		if td.keyspace != keyspace || td.table != table {
+		if td.Keyspace != keyspace || td.Table != table {
 			continue
 		}
 		dirs = append(dirs, td)
@@ -222,16 +232,16 @@ func (c *Catalog) Hold(keyspace, table string) ([]descriptor.Descriptor, func(),
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, nil, err
 	}
-	h := &hold{name: holdPrefix + hex.EncodeToString(raw[:]), log: c.log}
+	h := &hold{name: HoldPrefix + hex.EncodeToString(raw[:]), log: c.log}
 	var out []descriptor.Descriptor
 	for _, td := range dirs {
-		ds, err := h.snapshot(td.path)
+		ds, err := h.snapshot(td.Path)
 		if err != nil {
 			h.release()
 			return nil, nil, err
 		}
 		if len(ds) > 0 {
-			ids[td.id] = true
+			ids[td.ID] = true
 		}
 		out = append(out, ds...)
 	}
@@ -259,22 +269,22 @@ type hold struct {
 
 // snapshot links the live sstables of table directory dir into the hold's snapshot there.
 func (h *hold) snapshot(dir string) ([]descriptor.Descriptor, error) {
-	snap := filepath.Join(dir, snapshotsDir, h.name)
+	snap := filepath.Join(dir, SnapshotsDir, h.name)
 	// seen holds the sstables linked or found vanished; each is tried once.
 	seen := map[string]bool{}
 	created := false
 	var out []descriptor.Descriptor
 	for attempt := 0; attempt < holdAttempts; attempt++ {
-		live, err := listLive(dir)
+		live, err := ListLive(dir)
 		if err != nil {
 			return nil, err
 		}
 		vanished := false
 		for _, s := range live {
-			if seen[s.desc.Prefix()] {
+			if seen[s.Desc.Prefix()] {
 				continue
 			}
-			seen[s.desc.Prefix()] = true
+			seen[s.Desc.Prefix()] = true
 			if !created {
 				if err := os.MkdirAll(snap, 0o755); err != nil {
 					return nil, err
@@ -292,7 +302,7 @@ func (h *hold) snapshot(dir string) ([]descriptor.Descriptor, error) {
 				vanished = true
 				continue
 			}
-			out = append(out, descriptor.Descriptor{Dir: snap, Version: s.desc.Version, ID: s.desc.ID})
+			out = append(out, descriptor.Descriptor{Dir: snap, Version: s.Desc.Version, ID: s.Desc.ID})
 		}
 		if !vanished {
 			return out, nil
@@ -304,23 +314,33 @@ func (h *hold) snapshot(dir string) ([]descriptor.Descriptor, error) {
 // linkSSTable hard-links every component of s into snap, the TOC last. It returns false,
 // having removed its links, when the sstable was deleted meanwhile (its Data.db or TOC.txt
 // is gone); a missing component of an sstable that still has both is an error.
-func linkSSTable(s liveSSTable, snap string) (bool, error) {
+func linkSSTable(s LiveSSTable, snap string) (bool, error) {
 	var made []string
 	undo := func() {
 		for _, p := range made {
 			_ = os.Remove(p)
 		}
 	}
-	for _, comp := range s.comps {
-		src := s.desc.Path(comp)
-		dst := filepath.Join(snap, s.desc.Filename(comp))
+	for _, comp := range s.Comps {
+		src := s.Desc.Path(comp)
+		dst := filepath.Join(snap, s.Desc.Filename(comp))
 		err := os.Link(src, dst)
 		if err == nil {
 			made = append(made, dst)
+			// The link is the inode that src named when it was made (link(2) does not follow
+			// a symlink), so checking it is free of races: a symlinked or special component
+			// would let a data directory serve files from anywhere, and is never served.
+			if fi, lerr := os.Lstat(dst); lerr != nil || !fi.Mode().IsRegular() {
+				undo()
+				if lerr != nil {
+					return false, lerr
+				}
+				return false, fmt.Errorf("%w: %s is a %v, not a regular file", ErrNotRegular, src, fi.Mode().Type())
+			}
 			continue
 		}
 		undo()
-		if errors.Is(err, fs.ErrNotExist) && (!exists(s.desc.Path(descriptor.TOC)) || !exists(s.desc.Path(descriptor.Data))) {
+		if errors.Is(err, fs.ErrNotExist) && (!exists(s.Desc.Path(descriptor.TOC)) || !exists(s.Desc.Path(descriptor.Data))) {
 			return false, nil
 		}
 		return false, err
@@ -345,10 +365,10 @@ func (h *hold) release() {
 	}
 }
 
-// removeStaleHolds removes the hold snapshots of table directory dir, which only a crash can
+// RemoveStaleHolds removes the hold snapshots of table directory dir, which only a crash can
 // leave (no Hold is active before the node starts), and returns their paths.
-func removeStaleHolds(dir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(dir, snapshotsDir))
+func RemoveStaleHolds(dir string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, SnapshotsDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -357,10 +377,10 @@ func removeStaleHolds(dir string) ([]string, error) {
 	}
 	var removed []string
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), holdPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), HoldPrefix) {
 			continue
 		}
-		p := filepath.Join(dir, snapshotsDir, e.Name())
+		p := filepath.Join(dir, SnapshotsDir, e.Name())
 		if err := os.RemoveAll(p); err != nil {
 			return removed, err
 		}
