@@ -160,14 +160,15 @@ func TestMetaReplacesRoundTripsAndIsOptional(t *testing.T) {
 	}
 }
 
-// A member is replaced once its replacement owns tokens; a replacement still streaming
-// (no state announced) or one that left replaces nothing.
+// A member is replaced once its proven replacement owns tokens; a replacement still streaming
+// (no state announced), one that left, or one whose identity is not proven replaces nothing.
 func TestReplacedOnlyByAnOwningReplacement(t *testing.T) {
 	ms := []Member{
-		{Name: "n3", Meta: NodeMeta{State: ring.Normal}, Liveness: StateDead},
-		{Name: "n4", Meta: NodeMeta{State: ring.Normal, Replaces: "n3"}, Liveness: StateAlive},
-		{Name: "n5", Meta: NodeMeta{Replaces: "n1"}, Liveness: StateAlive},
-		{Name: "n6", Meta: NodeMeta{State: ring.Left, Replaces: "n2"}, Liveness: StateLeft},
+		{Name: "n3", Meta: NodeMeta{State: ring.Normal}, Liveness: StateDead, Identity: IdentityProven},
+		{Name: "n4", Meta: NodeMeta{State: ring.Normal, Replaces: "n3"}, Liveness: StateAlive, Identity: IdentityProven},
+		{Name: "n5", Meta: NodeMeta{Replaces: "n1"}, Liveness: StateAlive, Identity: IdentityProven},
+		{Name: "n6", Meta: NodeMeta{State: ring.Left, Replaces: "n2"}, Liveness: StateLeft, Identity: IdentityProven},
+		{Name: "n7", Meta: NodeMeta{State: ring.Normal, Replaces: "n1"}, Liveness: StateAlive, Identity: IdentityPending},
 	}
 	got := Replaced(ms)
 	if len(got) != 1 || got["n3"] != "n4" {
