@@ -44,10 +44,12 @@ fuzz:
 test-reflink:
 	$(GO) test -v -run 'Reflink|Clone|XFS' ./internal/fsx/... ./sstable/...
 
-## drills: every cluster drill as node processes at a larger size than CI's (root for disk-full).
+## drills: every cluster drill as node processes at a larger size than CI's (root for disk-full;
+## DRILL_NET=netns puts every node in its own network namespace, root too).
 DRILL_DATA ?= 64MiB
+DRILL_NET ?= loopback
 drills: build
-	$(BIN) --log-level warn testcluster drill all --data $(DRILL_DATA)
+	$(BIN) --log-level warn testcluster drill all --data $(DRILL_DATA) --net $(DRILL_NET)
 
 ## interop: Apache Cassandra 5.0 (cassandra-all from Maven Central, cached in ~/.m2) reads, verifies and
 ## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.

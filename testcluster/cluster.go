@@ -27,14 +27,30 @@ import (
 type Options struct {
 	// Nodes is the number of initial members, started NORMAL with explicit tokens.
 	Nodes int
-	// RF is the replication factor of the keyspace (SimpleStrategy); default 2.
+	// RF is the replication factor of the keyspace, per DC; default 3. With one DC and one
+	// rack the keyspace uses SimpleStrategy, otherwise NetworkTopologyStrategy.
 	RF int
+	// DCs is the number of data centres the initial nodes are spread over (node i in DC
+	// i mod DCs, named dc1, dc2, ...); default 1.
+	DCs int
+	// ReplicaDCs is the number of DCs the keyspace replicates to, default DCs. More than DCs
+	// leaves room for a DC added later (the rebuild drill): a DC without nodes holds nothing.
+	ReplicaDCs int
+	// Racks is the number of racks per DC (rack-aware NetworkTopologyStrategy); default 1.
+	Racks int
+	// SSTables is the number of flush-like sstables each initial node is seeded with (default
+	// 4): each spans all of the node's replicated ranges, and each after the first overwrites
+	// and deletes some rows of the earlier ones.
+	SSTables int
+	// Net is NetLoopback (default) or NetNamespaces: every node process in its own network
+	// namespace with its own address on a bridge (root only; implies Processes).
+	Net string
 	// Processes runs every node as its own process (Exec) instead of in this one.
 	Processes bool
 	// DataPerNode is the sstable bytes (uncompressed) each initial node holds after seeding;
 	// 0 seeds nothing.
 	DataPerNode int64
-	// NumTokens is each node's token count; default 4. A cluster for move needs 1.
+	// NumTokens is each node's token count; default 16. A cluster for move needs 1.
 	NumTokens int
 	// Dir holds everything: tls/, cluster.key, seed/, nodes/NAME/{data,node.log,sluice.yaml}.
 	// New defaults it to t.TempDir(); Start requires it.
@@ -49,9 +65,13 @@ type Options struct {
 	// SeedEverywhere places the whole data set on every initial node instead of only its
 	// replicas (the starting point of a cleanup drill).
 	SeedEverywhere bool
-	// SeedMissing names an initial node seeded with only every other one of its replica
+	// SeedMissing names an initial node seeded with nothing of every other one of its replica
 	// ranges: a replica that lost data, the starting point of a repair drill.
 	SeedMissing string
+	// SeedStale names an initial node that missed the last flush (the newest sstable's
+	// overwrites and deletions) in every other one of its replica ranges: a replica that
+	// disagrees, the starting point of the repair-overlapping drill.
+	SeedStale string
 	// AllowDuplicates accepts a partition held more than once by one replica in Check (repair
 	// streams whole mismatched ranges both ways; the copies reconcile on read).
 	AllowDuplicates bool
@@ -67,10 +87,28 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.RF == 0 {
-		o.RF = 2
+		o.RF = 3
 	}
 	if o.NumTokens == 0 {
-		o.NumTokens = 4
+		o.NumTokens = 16
+	}
+	if o.DCs == 0 {
+		o.DCs = 1
+	}
+	if o.ReplicaDCs < o.DCs {
+		o.ReplicaDCs = o.DCs
+	}
+	if o.Racks == 0 {
+		o.Racks = 1
+	}
+	if o.SSTables == 0 {
+		o.SSTables = 4
+	}
+	if o.Net == "" {
+		o.Net = NetLoopback
+	}
+	if o.Net == NetNamespaces {
+		o.Processes = true
 	}
 	if o.Keyspace == "" {
 		o.Keyspace = "sluice"
@@ -90,6 +128,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Network modes of Options.Net.
+const (
+	NetLoopback   = "loopback"
+	NetNamespaces = "netns"
+)
+
 func defaultExec(args []string) *exec.Cmd {
 	exe, err := os.Executable()
 	if err != nil {
@@ -104,6 +148,9 @@ type Cluster struct {
 	dir     string
 	tlsDir  string
 	keyFile string
+
+	net      *netns // nil on loopback
+	strategy ring.Strategy
 
 	mu    sync.Mutex
 	nodes map[string]*Node
@@ -147,35 +194,54 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("testcluster: Dir is required")
 	}
+	switch opts.Net {
+	case NetLoopback, NetNamespaces:
+	default:
+		return nil, fmt.Errorf("testcluster: net %q: want %s or %s", opts.Net, NetLoopback, NetNamespaces)
+	}
+	if opts.SSTables < 1 || opts.RF < 1 || opts.DCs < 1 || opts.Racks < 1 {
+		return nil, fmt.Errorf("testcluster: sstables, rf, dcs and racks must be at least 1")
+	}
 	c := &Cluster{opts: opts, dir: opts.Dir, tlsDir: filepath.Join(opts.Dir, "tls"),
 		keyFile: filepath.Join(opts.Dir, "cluster.key"), nodes: map[string]*Node{}}
+	st, err := c.replication().Strategy()
+	if err != nil {
+		return nil, err
+	}
+	c.strategy = st
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	if opts.Net == NetNamespaces {
+		if c.net, err = newNetns(); err != nil {
+			return c, err
+		}
+	}
 	if err := tlsx.WriteCA(c.tlsDir, true); err != nil {
-		return nil, err
+		return c, err
 	}
 	key := make([]byte, 16)
 	for i := range key {
 		key[i] = byte(rand.Uint32())
 	}
 	if err := os.WriteFile(c.keyFile, []byte(fmt.Sprintf("%x\n", key)), 0o600); err != nil {
-		return nil, err
+		return c, err
 	}
 	specs := make([]NodeSpec, opts.Nodes)
 	var members []ring.Member
 	for i := range specs {
-		specs[i] = NodeSpec{Name: fmt.Sprintf("n%d", i+1), InitialTokens: c.initialTokens(i)}
+		dc, rack := c.Placement(i)
+		specs[i] = NodeSpec{Name: fmt.Sprintf("n%d", i+1), InitialTokens: c.initialTokens(i), DC: dc, Rack: rack}
 		ts := make([]token.Token, len(specs[i].InitialTokens))
 		for j, v := range specs[i].InitialTokens {
 			ts[j] = token.Token{Kind: token.KindMurmur3, Long: v}
 		}
-		members = append(members, ring.Member{Node: ring.Node{Name: specs[i].Name, DC: node.DefaultDC, Rack: node.DefaultRack},
+		members = append(members, ring.Member{Node: ring.Node{Name: specs[i].Name, DC: dc, Rack: rack},
 			State: ring.Normal, Tokens: ts})
 	}
 	r0, err := ring.NewRing(members...)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	if opts.DataPerNode > 0 {
 		dirs := map[string]string{}
@@ -184,10 +250,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		t0 := time.Now()
 		if c.Data, err = c.seedData(ctx, r0, dirs); err != nil {
-			return nil, err
+			return c, err
 		}
-		opts.Logf("seeded %d partitions (%d MiB of sstables per node) in %v", len(c.Data.Keys),
-			opts.DataPerNode>>20, time.Since(t0).Round(time.Millisecond))
+		opts.Logf("seeded %d partitions: %d sstables per node (%.1f MiB on disk per node on average) in %v", len(c.Data.Keys),
+			opts.SSTables, float64(c.Data.BytesOnDisk)/float64(opts.Nodes)/(1<<20), time.Since(t0).Round(time.Millisecond))
 	}
 	for _, s := range specs {
 		if _, err := c.AddNode(ctx, s); err != nil {
@@ -213,6 +279,28 @@ func (c *Cluster) initialTokens(i int) []int64 {
 	}
 	return out
 }
+
+// Placement is the DC and rack of the i-th node (from 0): DCs alternate, and within a DC
+// the racks do.
+func (c *Cluster) Placement(i int) (dc, rack string) {
+	return fmt.Sprintf("dc%d", i%c.opts.DCs+1), fmt.Sprintf("rack%d", (i/c.opts.DCs)%c.opts.Racks+1)
+}
+
+// replication is the keyspace's: SimpleStrategy for one DC of one rack, otherwise
+// NetworkTopologyStrategy with RF in each of ReplicaDCs DCs.
+func (c *Cluster) replication() node.Replication {
+	if c.opts.ReplicaDCs == 1 && c.opts.Racks == 1 {
+		return node.Replication{Class: node.SimpleStrategy, ReplicationFactor: c.opts.RF}
+	}
+	dcs := map[string]int{}
+	for d := range c.opts.ReplicaDCs {
+		dcs[fmt.Sprintf("dc%d", d+1)] = c.opts.RF
+	}
+	return node.Replication{Class: node.NetworkTopologyStrategy, DCs: dcs}
+}
+
+// Strategy is the keyspace's replication strategy.
+func (c *Cluster) Strategy() ring.Strategy { return c.strategy }
 
 // Dir is the cluster's directory.
 func (c *Cluster) Dir() string { return c.dir }
@@ -262,6 +350,11 @@ type NodeSpec struct {
 	// InboundBytesPerSecond limits the node's receiving until it is restarted, so that a
 	// fault lands while it is still streaming; 0 = unlimited.
 	InboundBytesPerSecond int64
+	// DC and Rack place the node; default: Placement of its position in the cluster.
+	DC, Rack string
+	// Replace names a dead member whose tokens the node takes over, streaming its ranges
+	// from the surviving replicas (Cassandra's replace_address).
+	Replace string
 }
 
 // AddNode issues the node's certificate, picks its ports, writes its configuration, starts it
@@ -273,18 +366,35 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 		return nil, fmt.Errorf("testcluster: node %s exists", spec.Name)
 	}
 	seed := c.seed
+	pos := len(c.order)
 	c.mu.Unlock()
+	if spec.DC == "" {
+		spec.DC, spec.Rack = c.Placement(pos)
+	}
+	if spec.Rack == "" {
+		spec.Rack = node.DefaultRack
+	}
 	if spec.DataDir == "" {
 		spec.DataDir = c.dataDir(spec.Name)
 	}
 	if err := os.MkdirAll(c.nodeDir(spec.Name), 0o755); err != nil {
 		return nil, err
 	}
-	if err := tlsx.WriteNode(c.tlsDir, spec.Name, nil, true); err != nil {
+	var ports [3]string
+	var hosts []string // the certificate's: loopback by default
+	var err error
+	if c.net != nil {
+		ip, err := c.net.addNode(spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		ports = [3]string{ip + ":7400", ip + ":7401", ip + ":7402"}
+		// Peers reach it through a proxy on the bridge's address when there are proxies.
+		hosts = []string{ip, c.net.hostIP(), "127.0.0.1"}
+	} else if ports, err = freePorts(); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts()
-	if err != nil {
+	if err := tlsx.WriteNode(c.tlsDir, spec.Name, hosts, true); err != nil {
 		return nil, err
 	}
 	cfg := node.Config{
@@ -292,7 +402,8 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 		StreamAddr: ports[0], AdminAddr: ports[1], GossipAddr: ports[2],
 		ClusterKeyFile: c.keyFile, ClusterLabel: "testcluster", NumTokens: c.opts.NumTokens,
 		InitialTokens: spec.InitialTokens, Bootstrap: spec.Bootstrap,
-		Keyspaces:  map[string]node.Replication{c.opts.Keyspace: {Class: node.SimpleStrategy, ReplicationFactor: c.opts.RF}},
+		DC: spec.DC, Rack: spec.Rack, ReplaceAddress: spec.Replace,
+		Keyspaces:  map[string]node.Replication{c.opts.Keyspace: c.replication()},
 		Throughput: node.Throughput{InboundBytesPerSecond: spec.InboundBytesPerSecond},
 		// Short timeouts so that a killed or cut-off peer fails a session within seconds.
 		Timeouts: node.Timeouts{Idle: 10 * time.Second, Keepalive: 2 * time.Second, Handshake: 5 * time.Second},
@@ -302,7 +413,11 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 	}
 	n := &Node{c: c, Name: spec.Name, Spec: spec, cfg: cfg, logPath: filepath.Join(c.nodeDir(spec.Name), "node.log")}
 	if c.opts.Proxies {
-		if n.proxy, err = NewProxy(cfg.StreamAddr); err != nil {
+		host := "127.0.0.1"
+		if c.net != nil {
+			host = c.net.hostIP()
+		}
+		if n.proxy, err = NewProxyOn(host, cfg.StreamAddr); err != nil {
 			return nil, err
 		}
 	}
@@ -360,7 +475,7 @@ func freePorts() ([3]string, error) {
 }
 
 // WaitNormal waits until every named node is up and sees exactly the named nodes as the
-// ring's members, all NORMAL (members that left are ignored).
+// ring's members, all NORMAL (members that left are ignored), with every token set known.
 func (c *Cluster) WaitNormal(ctx context.Context, d time.Duration, names ...string) error {
 	want := map[string]bool{}
 	for _, n := range names {
@@ -386,9 +501,13 @@ func (c *Cluster) WaitNormal(ctx context.Context, d time.Duration, names ...stri
 }
 
 func seesExactly(v node.RingView, want map[string]bool) bool {
+	if v.Error != "" {
+		// A member's token set is still in flight: operations would fail on this ring.
+		return false
+	}
 	seen := 0
 	for _, m := range v.Members {
-		if m.State == ring.Left.String() || m.Liveness == "left" {
+		if m.State == ring.Left.String() || m.Liveness == "left" || m.ReplacedBy != "" {
 			continue
 		}
 		if !want[m.Name] || m.State != ring.Normal.String() || !m.Up {
@@ -399,7 +518,8 @@ func seesExactly(v node.RingView, want map[string]bool) bool {
 	return seen == len(want)
 }
 
-// Close stops every node (gracefully, then by force) and every proxy.
+// Close stops every node (gracefully, then by force) and every proxy, and removes the
+// network namespaces and the bridge.
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, name := range c.Names() {
@@ -409,5 +529,35 @@ func (c *Cluster) Close() error {
 			errs = append(errs, n.proxy.Close())
 		}
 	}
+	if c.net != nil && !c.opts.Detach {
+		errs = append(errs, c.net.close())
+		c.net = nil
+	}
 	return errors.Join(errs...)
+}
+
+// Cut takes the node's network link down (netns) or cuts its stream proxy (loopback with
+// Proxies): with netns gossip and streams are cut together.
+func (c *Cluster) Cut(name string) error { return c.setLink(name, false) }
+
+// Heal undoes Cut.
+func (c *Cluster) Heal(name string) error { return c.setLink(name, true) }
+
+func (c *Cluster) setLink(name string, up bool) error {
+	n, err := c.Node(name)
+	if err != nil {
+		return err
+	}
+	if c.net != nil {
+		return c.net.setLink(name, up)
+	}
+	if n.proxy == nil {
+		return fmt.Errorf("testcluster: %s has no proxy to cut", name)
+	}
+	if up {
+		n.proxy.Heal()
+	} else {
+		n.proxy.Cut()
+	}
+	return nil
 }

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,42 +18,53 @@ import (
 	"github.com/sluicedb/sluice/stream"
 )
 
-// DemoOptions shape Demo.
+// DemoOptions shape Demo: the cluster's options (Processes is forced on; Nodes default 3,
+// DataPerNode default 128 MiB) and where the report goes.
 type DemoOptions struct {
-	Nodes       int   // initial nodes, default 3
-	RF          int   // default 2
-	DataPerNode int64 // default 768 MiB
-	Dir         string
-	Exec        func(args []string) *exec.Cmd
-	Out         io.Writer
+	Cluster Options
+	Out     io.Writer
 }
 
-// Demo is `make run`'s cluster job: node processes on loopback, seeded by ownership; a new
-// node bootstraps with a progress line per second; one node decommissions; the invariant is
-// checked; a summary table is printed; everything is stopped.
+// Demo is `make run`'s cluster job: node processes seeded with overlapping flushes of the
+// ranges they replicate; a new node bootstraps with a progress line per second; the old
+// nodes clean up; one node decommissions; the invariant is checked; a summary explains what
+// moved; the last line is the verdict. Everything is stopped. It returns an error naming
+// every check that failed.
 func Demo(ctx context.Context, o DemoOptions) error {
-	if o.Nodes == 0 {
-		o.Nodes = 3
+	co := o.Cluster
+	if co.Nodes == 0 {
+		co.Nodes = 3
 	}
-	if o.RF == 0 {
-		o.RF = 2
+	if co.DataPerNode == 0 {
+		co.DataPerNode = 128 << 20
 	}
-	if o.DataPerNode == 0 {
-		o.DataPerNode = 768 << 20
-	}
+	co.Processes = true
 	w := o.Out
 	say := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	t0 := time.Now()
-	say("== start %d node processes (RF %d) on loopback, each seeded with ~%d MiB of its own ranges", o.Nodes, o.RF, o.DataPerNode>>20)
-	c, err := Start(ctx, Options{Nodes: o.Nodes, RF: o.RF, Processes: true, DataPerNode: o.DataPerNode, Dir: o.Dir, Exec: o.Exec,
-		Logf: func(f string, a ...any) { say("   "+f, a...) }})
-	if c != nil {
-		defer c.Close()
+	co.Logf = func(f string, a ...any) { say("   "+f, a...) }
+	c, err := Start(ctx, co)
+	if c == nil {
+		return err
 	}
+	defer c.Close()
+	co = c.Options()
+	say("== %d node processes (%s network), RF %d, %d tokens each, %d DC(s) x %d rack(s); each node holds %d sstables",
+		co.Nodes, co.Net, co.RF, co.NumTokens, co.DCs, co.Racks, co.SSTables)
+	say("   that overlap: later flushes overwrite and delete rows of earlier ones, as a real node's do")
 	if err != nil {
 		return err
 	}
-	say("   cluster ready in %v; logs in %s/nodes/*/node.log", time.Since(t0).Round(time.Millisecond), o.Dir)
+	say("   cluster ready in %v", time.Since(t0).Round(time.Millisecond))
+	counts := map[string]*SSTableCounts{}
+	for _, name := range c.Names() {
+		n, err := c.countSSTables(c.MustNode(name))
+		if err != nil {
+			return err
+		}
+		counts[name] = &SSTableCounts{Before: n}
+	}
+	var failed []string
 	var rows []summaryRow
 
 	old := c.Names()
@@ -63,6 +74,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	if err != nil {
 		return err
 	}
+	counts[newName] = &SSTableCounts{}
 	op, err := waitWithProgress(ctx, w, c, n, node.OpBootstrap, []*Node{n})
 	if err != nil {
 		return err
@@ -75,12 +87,24 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	say("\n== cleanup on %s: drop what they no longer replicate", strings.Join(old, ", "))
 	for _, name := range old {
 		m := c.MustNode(name)
+		before, err := c.countSSTables(m)
+		if err != nil {
+			return err
+		}
 		s, err := m.StartOp(ctx, node.OpCleanup, node.CleanupRequest{})
 		if err != nil {
 			return err
 		}
 		if _, err := m.WaitOp(ctx, s.ID, opTimeout); err != nil {
 			return err
+		}
+		after, err := c.countSSTables(m)
+		if err != nil {
+			return err
+		}
+		say("   %s: %d sstables before, %d after", name, before, after)
+		if after > before {
+			failed = append(failed, fmt.Sprintf("cleanup raised %s's sstables from %d to %d", name, before, after))
 		}
 	}
 	rows = append(rows, summaryRow{"cleanup", time.Since(t), 0})
@@ -107,7 +131,9 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 	rows = append(rows, summaryRow{"decommission " + leaving.Name, op.Finished.Sub(op.Started), received(op)})
 
-	say("\n== check: every partition on exactly its replicas, same bytes, no temp files, every sstable verifies")
+	say("\n== check: on every replica the reconciled content of each partition (last write wins, deletions")
+	say("   applied) equals a compacted reference; nothing outside owned ranges; no temporary files; every")
+	say("   sstable verifies, reading every row")
 	t = time.Now()
 	rep, err := c.Check(ctx)
 	if err != nil {
@@ -115,7 +141,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 	rows = append(rows, summaryRow{"invariant check", time.Since(t), 0})
 	kinds := map[string]float64{}
-	for _, name := range c.Names() {
+	for _, name := range rest {
 		if err := bytesByKind(ctx, c.MustNode(name), kinds); err != nil {
 			return err
 		}
@@ -140,14 +166,35 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	for _, k := range ks {
 		say("received as %-8s %8.1f MiB", k+":", kinds[k]/(1<<20))
 	}
-	say("partitions verified: %d on %d members (%d sstables); lost %d, misplaced %d, duplicated %d, corrupt %d, temp files %d, bad sstables %d",
-		rep.PartitionsChecked, len(rep.Members), rep.SSTables, rep.Lost, rep.Misplaced, rep.Duplicated, rep.Corrupt, rep.TempFiles, rep.BadSSTables)
+	say("   (entire: an sstable all of whose partitions were wanted, sent as it is; partial: a cut of an")
+	say("   sstable made of whole compressed chunks, rebuilt index on arrival; rows: partitions re-serialised)")
+	// Every node that took part may have sent a node its S sstables.
+	nodes := len(c.Names())
+	limit := nodes * co.SSTables
+	var line []string
+	for _, name := range rest {
+		cnt := counts[name]
+		if cnt.After, err = c.countSSTables(c.MustNode(name)); err != nil {
+			return err
+		}
+		line = append(line, fmt.Sprintf("%s %d->%d", name, cnt.Before, cnt.After))
+		if cnt.After > limit {
+			failed = append(failed, fmt.Sprintf("%s ends with %d sstables, more than nodes x sstables = %d x %d", name, cnt.After, nodes, co.SSTables))
+		}
+	}
+	say("sstables per node, start -> end: %s (an operator expects at most nodes x sstables = %d x %d = %d)", strings.Join(line, ", "), nodes, co.SSTables, limit)
+	say("partitions checked: %d on %d members (%d sstables); lost %d, misplaced %d, diverged %d, duplicated %d, temp files %d, bad sstables %d",
+		rep.PartitionsChecked, len(rep.Members), rep.SSTables, rep.Lost, rep.Misplaced, rep.Diverged, rep.Duplicated, rep.TempFiles, rep.BadSSTables)
 	say("total %v", time.Since(t0).Round(time.Millisecond))
 	if !rep.OK {
 		for _, p := range rep.Problems {
 			say("   %s", p)
 		}
-		return fmt.Errorf("invariant violated")
+		failed = append([]string{fmt.Sprintf("invariant violated (lost %d, misplaced %d, diverged %d, duplicated %d, temp files %d, bad sstables %d)",
+			rep.Lost, rep.Misplaced, rep.Diverged, rep.Duplicated, rep.TempFiles, rep.BadSSTables)}, failed...)
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
 }

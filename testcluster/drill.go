@@ -1,12 +1,14 @@
 package testcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/loopfs"
 	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
 )
 
@@ -26,10 +29,11 @@ const (
 	FaultDiskFull  = "diskfull"  // the receiver's disk fills; space is freed and it retries
 )
 
-// Drills lists every drill `drill all` runs: the four operations plain, then under faults.
+// Drills lists every drill `drill all` runs: the operations plain, then under faults.
 func Drills() []string {
 	return []string{
 		"bootstrap", "decommission", "move", "cleanup", "repair",
+		"bootstrap-multidc", "rebuild", "replace", "repair-overlapping",
 		"bootstrap-kill", "decommission-kill", "cleanup-kill",
 		"bootstrap-loss", "move-loss",
 		"bootstrap-partition", "decommission-partition",
@@ -37,11 +41,15 @@ func Drills() []string {
 	}
 }
 
-// DrillOptions shape a drill's cluster.
+// DrillOptions shape a drill's cluster. Zero values take Options' defaults.
 type DrillOptions struct {
-	Nodes       int   // default 3
-	RF          int   // default 2
+	Nodes       int   // default RF+1 (4)
+	RF          int   // default 3
 	DataPerNode int64 // default 4 MiB
+	NumTokens   int   // default 16 (move uses 1)
+	DCs, Racks  int   // default 1 and 1 (bootstrap-multidc: 2 DCs; rebuild: a second DC)
+	SSTables    int   // flushes per node, default 4
+	Net         string
 	Processes   bool
 	// Dir is where each drill's cluster lives (Dir/NAME); required.
 	Dir  string
@@ -49,21 +57,53 @@ type DrillOptions struct {
 	Logf func(format string, args ...any)
 }
 
-// DrillResult is one drill's outcome, the object `drill --json` prints.
+// DrillResult is one drill's outcome, the object `drill --json` prints. OK needs the
+// invariant (Check) and every bound in BoundsFailed to hold.
 type DrillResult struct {
-	Name              string       `json:"name"`
-	OK                bool         `json:"ok"`
-	PartitionsChecked int          `json:"partitions_checked"`
-	Lost              int          `json:"lost"`
-	Misplaced         int          `json:"misplaced"`
-	BytesStreamed     int64        `json:"bytes_streamed"`
-	DurationSeconds   float64      `json:"duration_seconds"`
-	Fault             string       `json:"fault"`
-	Retries           int          `json:"retries"`
-	Error             string       `json:"error,omitempty"`
-	Skipped           string       `json:"skipped,omitempty"`
-	Check             *CheckReport `json:"check,omitempty"`
+	Name              string `json:"name"`
+	OK                bool   `json:"ok"`
+	PartitionsChecked int    `json:"partitions_checked"`
+	Lost              int    `json:"lost"`
+	Misplaced         int    `json:"misplaced"` // misplaced, duplicated or unknown partitions
+	Diverged          int    `json:"diverged"`  // replicas whose reconciled content is not the reference's
+	BytesStreamed     int64  `json:"bytes_streamed"`
+	// BytesIdeal is the on-disk bytes of every partition some replica had to receive (it is
+	// a replica after the operation and did not hold the partition's full content before),
+	// in all the sstables an up-to-date replica held it in: what a perfect sstable-level
+	// operation streams.
+	BytesIdeal int64 `json:"bytes_ideal"`
+	// DeadBytes is what shipping whole compressed chunks adds: the parts of the chunks at the
+	// edges of each streamed run of partitions that hold partitions outside the streamed
+	// ranges (the "dead" of sluice sstable split), from the sources' sstables as they were.
+	DeadBytes int64 `json:"dead_bytes"`
+	// ShadowedBytes is the part of BytesIdeal that a compacted copy would not hold:
+	// overwritten rows and rows under newer deletions, which sstable-level streaming moves
+	// along (no compaction on the way).
+	ShadowedBytes   int64                    `json:"shadowed_bytes"`
+	SSTablesPerNode map[string]SSTableCounts `json:"sstables_per_node"`
+	// BoundsFailed says which operator expectation failed: cleanup raised a node's sstable
+	// count; a node ended with more than nodes x S sstables; more than 1.1 x (bytes_ideal +
+	// dead_bytes) streamed.
+	BoundsFailed    []string     `json:"bounds_failed,omitempty"`
+	DurationSeconds float64      `json:"duration_seconds"`
+	Fault           string       `json:"fault"`
+	Net             string       `json:"net"`
+	Retries         int          `json:"retries"`
+	Error           string       `json:"error,omitempty"`
+	Skipped         string       `json:"skipped,omitempty"`
+	Check           *CheckReport `json:"check,omitempty"`
 }
+
+// SSTableCounts is a node's sstables of the table before and after the drill's operation
+// (cleanup included).
+type SSTableCounts struct {
+	Before int `json:"before"`
+	After  int `json:"after"`
+}
+
+// streamSlack is how much more than the ideal plus the dead bytes a drill may stream: chunks
+// at range edges, rebuilt components.
+const streamSlack = 1.1
 
 // drill is one run: its cluster, options and what it measured.
 type drill struct {
@@ -71,6 +111,26 @@ type drill struct {
 	o               DrillOptions
 	c               *Cluster
 	res             *DrillResult
+	before          *Census
+	shipped         map[string]shipment // what was streamed, by from|ranges
+}
+
+// shipment is ranges streamed from a node.
+type shipment struct {
+	from   string
+	ranges token.RangeSet
+}
+
+// ship records that from streamed ranges (the string form of a token.RangeSet).
+func (d *drill) ship(from, ranges string) {
+	if d.shipped == nil {
+		d.shipped = map[string]shipment{}
+	}
+	rs, err := token.ParseRanges(token.Murmur3, ranges)
+	if err != nil || ranges == "" {
+		return
+	}
+	d.shipped[from+"|"+ranges] = shipment{from: from, ranges: rs}
 }
 
 // RunDrill runs the named drill ("bootstrap", "move-loss", ...) on a fresh cluster under
@@ -78,12 +138,13 @@ type drill struct {
 // is reported in Skipped, with OK true.
 func RunDrill(ctx context.Context, name string, o DrillOptions) DrillResult {
 	op, fault, _ := strings.Cut(name, "-")
-	res := DrillResult{Name: name, Fault: fault}
-	if o.Nodes == 0 {
-		o.Nodes = 3
+	if fault == "multidc" || fault == "overlapping" { // variants, not faults
+		op, fault = name, FaultNone
 	}
-	if o.RF == 0 {
-		o.RF = 2
+	res := DrillResult{Name: name, Fault: fault, Net: cmp.Or(o.Net, NetLoopback)}
+	if o.Nodes == 0 {
+		// One more node than replicas, so that every operation moves data.
+		o.Nodes = cmp.Or(o.RF, 3) + 1
 	}
 	if o.DataPerNode == 0 {
 		o.DataPerNode = 4 << 20
@@ -106,14 +167,15 @@ func RunDrill(ctx context.Context, name string, o DrillOptions) DrillResult {
 	case err != nil:
 		res.Error = err.Error()
 	default:
-		res.OK = res.Check != nil && res.Check.OK
+		res.OK = res.Check != nil && res.Check.OK && len(res.BoundsFailed) == 0
 	}
 	return res
 }
 
 func (d *drill) run(ctx context.Context) error {
 	switch d.op {
-	case "bootstrap", "decommission", "move", "cleanup", "repair":
+	case "bootstrap", "decommission", "move", "cleanup", "repair",
+		"bootstrap-multidc", "rebuild", "replace", "repair-overlapping":
 	default:
 		return fmt.Errorf("%w: %q (want one of %s)", ErrUnknownDrill, d.name, strings.Join(Drills(), ", "))
 	}
@@ -121,6 +183,9 @@ func (d *drill) run(ctx context.Context) error {
 	case FaultNone, FaultKill, FaultLoss, FaultPartition, FaultDiskFull:
 	default:
 		return fmt.Errorf("%w: fault %q", ErrUnknownDrill, d.fault)
+	}
+	if d.fault != FaultNone && !slices.Contains([]string{"bootstrap", "decommission", "move", "cleanup"}, d.op) {
+		return fmt.Errorf("%w: %s takes no fault", ErrUnknownDrill, d.op)
 	}
 	if d.fault == FaultDiskFull && d.op != "bootstrap" {
 		return fmt.Errorf("%w: diskfull applies to bootstrap only", ErrUnknownDrill)
@@ -145,17 +210,36 @@ func (d *drill) run(ctx context.Context) error {
 		}()
 	}
 	opts := Options{Nodes: d.o.Nodes, RF: d.o.RF, Processes: d.o.Processes, DataPerNode: d.o.DataPerNode,
+		NumTokens: d.o.NumTokens, DCs: d.o.DCs, Racks: d.o.Racks, SSTables: d.o.SSTables, Net: d.o.Net,
 		Dir: dir, Exec: d.o.Exec, Logf: d.o.Logf,
-		Proxies: d.fault == FaultLoss || d.fault == FaultPartition, SeedEverywhere: d.op == "cleanup"}
-	if d.op == "repair" {
+		// Under netns a partition takes the node's link down; proxies are for datagram loss.
+		Proxies:        d.fault == FaultLoss || (d.fault == FaultPartition && d.o.Net != NetNamespaces),
+		SeedEverywhere: d.op == "cleanup"}
+	switch d.op {
+	case "repair":
 		opts.SeedMissing, opts.AllowDuplicates = "n1", true
-	}
-	if d.op == "move" {
+	case "repair-overlapping":
+		opts.SeedStale, opts.AllowDuplicates = "n1", true
+	case "move":
 		opts.NumTokens = 1
+	case "bootstrap-multidc":
+		// Two DCs of two racks with RF nodes each, so that each DC places its replicas by
+		// rack and ring.
+		opts.DCs, opts.Racks = max(opts.DCs, 2), max(opts.Racks, 2)
+		opts.Nodes = max(opts.Nodes, 2*cmp.Or(opts.RF, 3))
+	case "rebuild":
+		// The keyspace replicates to a second DC that has no nodes yet.
+		opts.DCs, opts.ReplicaDCs = 1, 2
+	case "replace":
+		// One node more than RF, so that the dead node's ranges are not everyone's.
+		opts.Nodes = max(opts.Nodes, cmp.Or(opts.RF, 3)+1)
 	}
 	c, err := Start(ctx, opts)
 	d.c = c
 	if err != nil {
+		return err
+	}
+	if d.before, err = c.Census(ctx, c.Names(), nil); err != nil {
 		return err
 	}
 	if d.fault == FaultLoss {
@@ -164,7 +248,7 @@ func (d *drill) run(ctx context.Context) error {
 		}
 	}
 	switch d.op {
-	case "bootstrap":
+	case "bootstrap", "bootstrap-multidc":
 		err = d.bootstrap(ctx, mount)
 	case "decommission":
 		err = d.decommission(ctx)
@@ -172,8 +256,12 @@ func (d *drill) run(ctx context.Context) error {
 		err = d.move(ctx)
 	case "cleanup":
 		err = d.cleanup(ctx, c.Names()...)
-	case "repair":
+	case "repair", "repair-overlapping":
 		err = d.repair(ctx)
+	case "rebuild":
+		err = d.rebuild(ctx)
+	case "replace":
+		err = d.replace(ctx)
 	}
 	if err != nil {
 		return err
@@ -183,8 +271,73 @@ func (d *drill) run(ctx context.Context) error {
 		return err
 	}
 	d.res.Check = rep
-	d.res.PartitionsChecked, d.res.Lost, d.res.Misplaced = rep.PartitionsChecked, rep.Lost, rep.Misplaced+rep.Duplicated+rep.Unknown
+	d.res.PartitionsChecked, d.res.Lost, d.res.Diverged = rep.PartitionsChecked, rep.Lost, rep.Diverged
+	d.res.Misplaced = rep.Misplaced + rep.Unknown
+	if !c.opts.AllowDuplicates {
+		d.res.Misplaced += rep.Duplicated
+	}
+	return d.measure(ctx, rep)
+}
+
+// measure fills the sstable counts, the ideal and dead bytes, and checks the bounds.
+func (d *drill) measure(ctx context.Context, rep *CheckReport) error {
+	c := d.c
+	r, err := c.settledRing(ctx, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	after := rep.census
+	d.res.SSTablesPerNode = map[string]SSTableCounts{}
+	for name, n := range d.before.SSTables {
+		d.res.SSTablesPerNode[name] = SSTableCounts{Before: n}
+	}
+	// Every node that took part (joined, left or replaced) may have sent a node its S.
+	nodes := len(c.Names())
+	limit := nodes * c.opts.SSTables
+	for name, n := range after.SSTables {
+		sc := d.res.SSTablesPerNode[name]
+		sc.After = n
+		d.res.SSTablesPerNode[name] = sc
+		if n > limit {
+			d.bound("%s ends with %d sstables, more than nodes x S = %d x %d", name, n, nodes, c.opts.SSTables)
+		}
+	}
+	// The bytes of an up-to-date copy of each partition before the operation: all its
+	// sstables' copies as some replica held them.
+	full := map[string]int64{}
+	for _, held := range d.before.Held {
+		for k, h := range held {
+			if h.Hash == c.Data.Ref[k].Hash {
+				full[k] = max(full[k], h.Bytes)
+			}
+		}
+	}
+	for _, k := range c.Data.Keys {
+		ref := c.Data.Ref[string(k)]
+		for _, rn := range c.strategy.Replicas(r, token.Murmur3.Token(k)) {
+			if h, ok := d.before.Held[rn.Name][string(k)]; ok && h.Hash == ref.Hash {
+				continue
+			}
+			d.res.BytesIdeal += full[string(k)]
+			d.res.ShadowedBytes += max(full[string(k)]-ref.Bytes, 0)
+		}
+	}
+	for _, sh := range d.shipped {
+		for _, l := range d.before.Layouts[sh.from] {
+			_, dead := l.Ship(sh.ranges)
+			d.res.DeadBytes += dead
+		}
+	}
+	if want := int64(streamSlack * float64(d.res.BytesIdeal+d.res.DeadBytes)); d.res.BytesStreamed > want {
+		d.bound("streamed %d bytes, more than %.1f x (ideal %d + dead %d) = %d", d.res.BytesStreamed, streamSlack,
+			d.res.BytesIdeal, d.res.DeadBytes, want)
+	}
 	return nil
+}
+
+// bound records a failed operator expectation.
+func (d *drill) bound(format string, args ...any) {
+	d.res.BoundsFailed = append(d.res.BoundsFailed, fmt.Sprintf(format, args...))
 }
 
 // throttle is the inbound rate that makes a receiver's streaming last a few seconds, so a
@@ -349,14 +502,15 @@ func (d *drill) move(ctx context.Context) error {
 	return d.cleanup(ctx, names...)
 }
 
-// repair repairs the table on n1, which was seeded with only half of its ranges; after it
-// every replica holds every partition again.
+// repair repairs the table on n1, which was seeded with nothing (repair) or without the
+// last flush (repair-overlapping) in half of its ranges; after it every replica holds every
+// partition again, with the newest writes and deletions.
 func (d *drill) repair(ctx context.Context) error {
 	n := d.c.MustNode("n1")
 	if rep, err := d.c.Check(ctx); err != nil {
 		return err
-	} else if rep.Misplaced == 0 {
-		return fmt.Errorf("n1 was seeded with half its ranges, yet nothing is missing")
+	} else if rep.Misplaced+rep.Diverged == 0 {
+		return fmt.Errorf("n1 was seeded damaged, yet nothing is missing or stale")
 	}
 	body := node.RepairRequest{Keyspace: d.c.opts.Keyspace, Table: d.c.opts.Table}
 	if _, err := n.StartOp(ctx, node.OpRepair, body); err != nil {
@@ -369,6 +523,9 @@ func (d *drill) repair(ctx context.Context) error {
 	s, err = n.WaitOp(ctx, s.ID, opTimeout)
 	for _, r := range s.Repair {
 		d.res.BytesStreamed += r.BytesFetched + r.BytesSent
+		// Mismatched leaves stream both ways.
+		d.ship(r.Peer, r.Mismatched)
+		d.ship(n.Name, r.Mismatched)
 	}
 	return err
 }
@@ -378,6 +535,10 @@ func (d *drill) repair(ctx context.Context) error {
 func (d *drill) cleanup(ctx context.Context, names ...string) error {
 	for i, name := range names {
 		n := d.c.MustNode(name)
+		before, err := d.c.countSSTables(n)
+		if err != nil {
+			return err
+		}
 		s, err := n.StartOp(ctx, node.OpCleanup, node.CleanupRequest{Keyspace: d.c.opts.Keyspace})
 		if err != nil {
 			return err
@@ -397,8 +558,21 @@ func (d *drill) cleanup(ctx context.Context, names ...string) error {
 		if _, err := n.WaitOp(ctx, s.ID, opTimeout); err != nil {
 			return err
 		}
+		after, err := d.c.countSSTables(n)
+		if err != nil {
+			return err
+		}
+		if after > before {
+			d.bound("cleanup raised %s's sstables from %d to %d", name, before, after)
+		}
 	}
 	return nil
+}
+
+// countSSTables counts n's sstables (Data.db files) of the keyspace.
+func (c *Cluster) countSSTables(n *Node) (int, error) {
+	m, err := filepath.Glob(filepath.Join(n.DataDir(), c.opts.Keyspace, "*", "*-Data.db"))
+	return len(m), err
 }
 
 // waitOpStarted waits until n reports an operation of kind.
@@ -424,6 +598,7 @@ func (d *drill) finish(ctx context.Context, n *Node, kind string, body any) erro
 		s, err = n.WaitOp(ctx, s.ID, opTimeout)
 		for _, t := range s.Transfers {
 			d.res.BytesStreamed += t.BytesReceived
+			d.ship(t.From, t.Ranges)
 		}
 		if err == nil {
 			return nil
@@ -528,16 +703,20 @@ func (d *drill) partitionMidStream(ctx context.Context, receiver *Node, cut []st
 		return nil
 	}
 	for _, name := range cut {
-		d.c.MustNode(name).Proxy().Cut()
+		if err := d.c.Cut(name); err != nil {
+			return err
+		}
 	}
-	d.o.Logf("%s: data plane of %v cut", d.name, cut)
+	d.o.Logf("%s: %v cut off (%s)", d.name, cut, d.c.opts.Net)
 	// The fault's length, not a wait for an event: the partition lasts 3s.
 	select {
 	case <-ctx.Done():
 	case <-time.After(3 * time.Second):
 	}
 	for _, name := range cut {
-		d.c.MustNode(name).Proxy().Heal()
+		if err := d.c.Heal(name); err != nil {
+			return err
+		}
 	}
 	d.o.Logf("%s: healed", d.name)
 	return ctx.Err()

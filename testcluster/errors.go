@@ -17,3 +17,6 @@ var ErrFaultUnavailable = errors.New("testcluster: fault unavailable here")
 
 // ErrOpFailed reports a topology operation that ended in the failed state.
 var ErrOpFailed = errors.New("testcluster: operation failed")
+
+// ErrNeedsRoot reports an option that needs root (network namespaces, a bridge).
+var ErrNeedsRoot = errors.New("testcluster: needs root")

@@ -106,6 +106,9 @@ func (n *Node) start(ctx context.Context) error {
 			args = append(args, "--advertise-stream", n.proxy.Addr())
 		}
 		cmd := n.c.opts.Exec(args)
+		if n.c.net != nil {
+			cmd = n.c.net.wrap(n.Name, cmd)
+		}
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = procAttr(n.c.opts.Detach)
 		if err := cmd.Start(); err != nil {
@@ -136,7 +139,14 @@ func (n *Node) start(ctx context.Context) error {
 	return waitFor(ctx, 60*time.Second, n.Name+" to join", func() (bool, error) {
 		select {
 		case err := <-done:
-			return false, fmt.Errorf("%s exited: %v (log %s)", n.Name, err, n.logPath)
+			// Gone before it joined: nothing left to stop (Stop would wait for done again).
+			n.mu.Lock()
+			n.running, n.cmd = false, nil
+			if n.logf != nil {
+				n.logf.Close()
+			}
+			n.mu.Unlock()
+			return false, fatal{fmt.Errorf("%s exited: %v (log %s)", n.Name, err, n.logPath)}
 		default:
 		}
 		st, err := n.Status(ctx)

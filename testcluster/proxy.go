@@ -31,12 +31,16 @@ type Proxy struct {
 }
 
 // NewProxy listens on a free loopback UDP port and forwards to target.
-func NewProxy(target string) (*Proxy, error) {
+func NewProxy(target string) (*Proxy, error) { return NewProxyOn("127.0.0.1", target) }
+
+// NewProxyOn listens on a free UDP port of host (the bridge's address, for nodes in network
+// namespaces) and forwards to target.
+func NewProxyOn(host, target string) (*Proxy, error) {
 	ta, err := net.ResolveUDPAddr("udp", target)
 	if err != nil {
 		return nil, err
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +190,10 @@ func waitFor(ctx context.Context, d time.Duration, what string, pred func() (boo
 		if ok {
 			return nil
 		}
+		var f fatal
+		if errors.As(err, &f) {
+			return f.error
+		}
 		if err != nil {
 			last = err
 		}
@@ -199,6 +207,9 @@ func waitFor(ctx context.Context, d time.Duration, what string, pred func() (boo
 		}
 	}
 }
+
+// fatal ends a waitFor at once: waiting longer cannot help (the process exited).
+type fatal struct{ error }
 
 type waitError struct {
 	what string

@@ -100,6 +100,8 @@ func StopState(ctx context.Context, st State) error {
 	if err != nil {
 		return err
 	}
+	// A --net netns cluster's namespaces and bridge outlive `up`; with the nodes gone they go.
+	CleanNetworkNamespaces()
 	if rerr := os.Remove(filepath.Join(st.Dir, StateFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		return rerr
 	}

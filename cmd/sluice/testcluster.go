@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -22,15 +24,24 @@ import (
 type clusterFlags struct {
 	dir          string
 	nodes, rf    int
+	numTokens    int
+	dcs, racks   int
+	sstables     int
+	net          string
 	data         string
 	dataPerNode  int64
 	defaultBytes int64
 }
 
-func (f *clusterFlags) add(cmd *cobra.Command, data string) {
+func (f *clusterFlags) add(cmd *cobra.Command, data string, nodes int) {
 	cmd.Flags().StringVar(&f.dir, "dir", "", "cluster directory (certificates, data, logs, state file)")
-	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "initial nodes")
-	cmd.Flags().IntVar(&f.rf, "rf", 2, "replication factor (SimpleStrategy)")
+	cmd.Flags().IntVar(&f.nodes, "nodes", nodes, "initial nodes")
+	cmd.Flags().IntVar(&f.rf, "rf", 3, "replication factor (per DC with NetworkTopologyStrategy)")
+	cmd.Flags().IntVar(&f.numTokens, "num-tokens", 16, "tokens per node (vnodes); move drills use 1")
+	cmd.Flags().IntVar(&f.dcs, "dcs", 1, "data centres the nodes are spread over (more than 1: NetworkTopologyStrategy)")
+	cmd.Flags().IntVar(&f.racks, "racks", 1, "racks per DC (more than 1: rack-aware NetworkTopologyStrategy)")
+	cmd.Flags().IntVar(&f.sstables, "sstables", 4, "flush-like sstables per node, overlapping, later ones overwriting and deleting rows of earlier ones")
+	cmd.Flags().StringVar(&f.net, "net", testcluster.NetLoopback, "loopback, or netns: every node in its own network namespace on a bridge (root)")
 	cmd.Flags().StringVar(&f.data, "data", data, "sstable bytes per node, e.g. 256MiB")
 }
 
@@ -38,8 +49,11 @@ func (f *clusterFlags) parse(needDir bool) error {
 	if needDir && f.dir == "" {
 		return usagef("--dir is required")
 	}
-	if f.nodes < 1 || f.rf < 1 {
-		return usagef("--nodes and --rf must be at least 1")
+	if f.nodes < 1 || f.rf < 1 || f.numTokens < 1 || f.dcs < 1 || f.racks < 1 || f.sstables < 1 {
+		return usagef("--nodes, --rf, --num-tokens, --dcs, --racks and --sstables must be at least 1")
+	}
+	if f.net != testcluster.NetLoopback && f.net != testcluster.NetNamespaces {
+		return usagef("--net %q: want %s or %s", f.net, testcluster.NetLoopback, testcluster.NetNamespaces)
 	}
 	n, err := parseSize(f.data)
 	if err != nil {
@@ -54,6 +68,12 @@ func (f *clusterFlags) parse(needDir bool) error {
 		f.dir = abs
 	}
 	return nil
+}
+
+// options are the cluster options the flags set.
+func (f *clusterFlags) options() testcluster.Options {
+	return testcluster.Options{Nodes: f.nodes, RF: f.rf, NumTokens: f.numTokens, DCs: f.dcs, Racks: f.racks,
+		SSTables: f.sstables, Net: f.net, DataPerNode: f.dataPerNode, Dir: f.dir}
 }
 
 func newTestclusterCmd() *cobra.Command {
@@ -73,7 +93,7 @@ sstable verifies.`,
 func newTCUpCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
-		Use:   "up --dir D [--nodes 3] [--rf 2] [--data 64MiB]",
+		Use:   "up --dir D [--nodes 3] [--rf 3] [--num-tokens 16] [--dcs 1] [--racks 1] [--sstables 4] [--net loopback|netns] [--data 64MiB]",
 		Short: "Start seeded node processes that keep running; the state file names them",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,9 +105,10 @@ func newTCUpCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			c, err := testcluster.Start(ctx, testcluster.Options{Nodes: f.nodes, RF: f.rf, Processes: true, Detach: true,
-				DataPerNode: f.dataPerNode, Dir: f.dir,
-				Logf: func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...) }})
+			o := f.options()
+			o.Processes, o.Detach = true, true
+			o.Logf = func(format string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...) }
+			c, err := testcluster.Start(ctx, o)
 			if err != nil {
 				if c != nil {
 					c.Close()
@@ -101,7 +122,7 @@ func newTCUpCmd() *cobra.Command {
 			return printState(cmd, c.State())
 		},
 	}
-	f.add(cmd, "64MiB")
+	f.add(cmd, "64MiB", 3)
 	return cmd
 }
 
@@ -174,12 +195,19 @@ func newTCDrillCmd() *cobra.Command {
 	var f clusterFlags
 	var asJSON, inProcess bool
 	cmd := &cobra.Command{
-		Use:   "drill NAME|all [--nodes 3] [--rf 2] [--data 256MiB] [--json] [--dir D]",
+		Use:   "drill NAME|all [--nodes 4] [--rf 3] [--num-tokens 16] [--dcs 1] [--racks 1] [--sstables 4] [--net loopback|netns] [--data 256MiB] [--json] [--dir D]",
 		Short: "Run topology drills on fresh clusters and check the invariant after each",
 		Long: "Drills: " + fmt.Sprint(testcluster.Drills()) + `
 Each runs on a fresh cluster of node processes (--in-process: in this process) under
---dir/NAME (a temporary directory, removed afterwards, without --dir). --json prints one
-object per drill. The exit status is 0 only if every drill is ok.`,
+--dir/NAME (a temporary directory, removed afterwards, without --dir), every node seeded
+with --sstables overlapping flushes of the ranges it replicates. After the operation the
+check compares each partition's reconciled content (last write wins, deletions applied) on
+every replica with a compacted reference: lost, misplaced and diverged must be 0. A drill is
+ok when that holds and the bounds do: cleanup never raises a node's sstable count; no node
+ends with more than nodes x sstables; bytes streamed at most 1.1 x (ideal + dead), where
+ideal is a compacted copy of what had to move and dead the overwritten or deleted rows that
+moved with it. --json prints one object per drill. The exit status is 0 only if every drill
+is ok.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.parse(false); err != nil {
@@ -209,6 +237,7 @@ object per drill. The exit status is 0 only if every drill is ok.`,
 					logf = func(string, ...any) {}
 				}
 				res := testcluster.RunDrill(ctx, name, testcluster.DrillOptions{Nodes: f.nodes, RF: f.rf, DataPerNode: f.dataPerNode,
+					NumTokens: f.numTokens, DCs: f.dcs, Racks: f.racks, SSTables: f.sstables, Net: f.net,
 					Processes: !inProcess, Dir: dir, Logf: logf})
 				if !res.OK {
 					failed++
@@ -227,8 +256,12 @@ object per drill. The exit status is 0 only if every drill is ok.`,
 				case !res.OK:
 					verdict = "FAILED"
 				}
-				fmt.Fprintf(out, "%-24s %s  partitions %d lost %d misplaced %d  streamed %.1f MiB  %.1fs  retries %d\n",
-					name, verdict, res.PartitionsChecked, res.Lost, res.Misplaced, float64(res.BytesStreamed)/(1<<20), res.DurationSeconds, res.Retries)
+				fmt.Fprintf(out, "%-24s %s  partitions %d lost %d misplaced %d diverged %d  streamed %.1f MiB (ideal %.1f + dead %.1f)  sstables %s  %.1fs  retries %d\n",
+					name, verdict, res.PartitionsChecked, res.Lost, res.Misplaced, res.Diverged, float64(res.BytesStreamed)/(1<<20),
+					float64(res.BytesIdeal)/(1<<20), float64(res.DeadBytes)/(1<<20), sstableCounts(res.SSTablesPerNode), res.DurationSeconds, res.Retries)
+				for _, b := range res.BoundsFailed {
+					fmt.Fprintf(out, "    bound: %s\n", b)
+				}
 				if res.Error != "" {
 					fmt.Fprintf(out, "    error: %s\n", res.Error)
 				}
@@ -247,16 +280,33 @@ object per drill. The exit status is 0 only if every drill is ok.`,
 			return nil
 		},
 	}
-	f.add(cmd, "256MiB")
+	f.add(cmd, "256MiB", 4)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per drill")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run the nodes in this process instead of as processes")
 	return cmd
 }
 
+// sstableCounts is "n1 4->4 n2 4->12 ...".
+func sstableCounts(m map[string]testcluster.SSTableCounts) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s %d->%d", n, m[n].Before, m[n].After)
+	}
+	return b.String()
+}
+
 func newTCDemoCmd() *cobra.Command {
 	var f clusterFlags
 	cmd := &cobra.Command{
-		Use:   "demo [--nodes 3] [--rf 2] [--data 768MiB] [--dir D]",
+		Use:   "demo [--nodes 3] [--rf 3] [--num-tokens 16] [--sstables 4] [--net loopback|netns] [--data 128MiB] [--dir D]",
 		Short: "The make run cluster demo: seed, bootstrap with progress, decommission, check, summary",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -274,10 +324,23 @@ func newTCDemoCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return testcluster.Demo(ctx, testcluster.DemoOptions{Nodes: f.nodes, RF: f.rf, DataPerNode: f.dataPerNode, Dir: dir, Out: cmd.OutOrStdout()})
+			o := f.options()
+			o.Dir = dir
+			// The last line is the verdict, on standard output.
+			if err := testcluster.Demo(ctx, testcluster.DemoOptions{Cluster: o, Out: cmd.OutOrStdout()}); err != nil {
+				if f.dir != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "\n(node logs kept in %s/nodes/*/node.log)", dir)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "\n(the cluster's directory is removed; run sluice testcluster demo --dir D to keep the node logs)")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nFAILED: %v\n", err)
+				return failedError{}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "\nall checks passed")
+			return nil
 		},
 	}
-	f.add(cmd, "768MiB")
+	f.add(cmd, "128MiB", 3)
 	return cmd
 }
 

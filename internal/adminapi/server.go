@@ -32,6 +32,8 @@ type Backend interface {
 	StartCleanup(CleanupRequest) (OpStatus, error)
 	StartImport(ImportRequest) (OpStatus, error)
 	StartRepair(RepairRequest) (OpStatus, error)
+	StartRebuild(RebuildRequest) (OpStatus, error)
+	StartReplace() (OpStatus, error)
 	// Metrics serves GET /metrics.
 	Metrics() http.Handler
 }
@@ -91,6 +93,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	POST /v1/ops/cleanup       CleanupRequest (may be {}) → OpStatus
 //	POST /v1/ops/import        ImportRequest → OpStatus
 //	POST /v1/ops/repair        RepairRequest → OpStatus
+//	POST /v1/ops/rebuild       RebuildRequest (may be {}) → OpStatus
+//	POST /v1/ops/replace       {} → OpStatus: retry the replacement of replace_address
 //
 // The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;
 // poll GET /v1/ops for its progress and outcome. Operations run one at a time (409 otherwise);
@@ -137,6 +141,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/ops/cleanup", postOp(b.StartCleanup))
 	mux.HandleFunc("POST /v1/ops/import", postOp(b.StartImport))
 	mux.HandleFunc("POST /v1/ops/repair", postOp(b.StartRepair))
+	mux.HandleFunc("POST /v1/ops/rebuild", postOp(b.StartRebuild))
+	mux.HandleFunc("POST /v1/ops/replace", postOp(func(struct{}) (OpStatus, error) { return b.StartReplace() }))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })
 	return mux
 }

@@ -68,6 +68,14 @@ type MoveRequest struct {
 	Token string `json:"token"`
 }
 
+// RebuildRequest is POST /v1/ops/rebuild: stream every range the node replicates from another
+// replica, in SourceDC when given, as nodetool rebuild does for a node of a DC added to a
+// keyspace's replication. Keyspace limits it to one configured keyspace.
+type RebuildRequest struct {
+	SourceDC string `json:"source_dc,omitempty"`
+	Keyspace string `json:"keyspace,omitempty"`
+}
+
 // Operation kinds, as in OpStatus.Kind and the POST /v1/ops/{kind} paths.
 const (
 	OpBootstrap    = "bootstrap"
@@ -76,6 +84,8 @@ const (
 	OpCleanup      = "cleanup"
 	OpImport       = "import"
 	OpRepair       = "repair"
+	OpRebuild      = "rebuild"
+	OpReplace      = "replace" // run by a node started with replace_address; POST retries it
 )
 
 // Operation states.
@@ -202,6 +212,9 @@ type RingMember struct {
 	Rack          string `json:"rack"`
 	StreamAddr    string `json:"stream_addr"`
 	AdminAddr     string `json:"admin_addr"`
+	// ReplacedBy names the member that took this dead one's tokens (replace_address); a
+	// replaced member is no longer in the ring and has no tokens in the view.
+	ReplacedBy string `json:"replaced_by,omitempty"`
 }
 
 // RingToken is one token of the ring view.

@@ -30,6 +30,7 @@ type (
 	RingMember      = adminapi.RingMember
 	RingToken       = adminapi.RingToken
 	MoveRequest     = adminapi.MoveRequest
+	RebuildRequest  = adminapi.RebuildRequest
 
 	// For the test cluster, which still names them here.
 	StreamsResponse   = adminapi.StreamsResponse
@@ -47,6 +48,8 @@ const (
 	OpCleanup      = adminapi.OpCleanup
 	OpImport       = adminapi.OpImport
 	OpRepair       = adminapi.OpRepair
+	OpRebuild      = adminapi.OpRebuild
+	OpReplace      = adminapi.OpReplace
 	OpRunning      = adminapi.OpRunning
 	OpComplete     = adminapi.OpComplete
 	OpFailed       = adminapi.OpFailed
@@ -93,6 +96,10 @@ func (b adminBackend) StartImport(r ImportRequest) (OpStatus, error) {
 func (b adminBackend) StartRepair(r RepairRequest) (OpStatus, error) {
 	return opErr(b.Node.StartRepair(r))
 }
+func (b adminBackend) StartRebuild(r RebuildRequest) (OpStatus, error) {
+	return opErr(b.Node.StartRebuild(r))
+}
+func (b adminBackend) StartReplace() (OpStatus, error) { return opErr(b.Node.StartReplace()) }
 
 func opErr(s OpStatus, err error) (OpStatus, error) {
 	if err != nil && !errors.As(err, new(*adminapi.Error)) {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -70,6 +71,8 @@ type cluster struct {
 	meta gossip.NodeMeta
 
 	peers peers // the other members, for stream plans (netPeers)
+
+	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (replace.go)
 }
 
 // startCluster starts gossip, joins the seeds (retrying until ctx ends), settles the node's
@@ -111,6 +114,13 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	c := &cluster{n: n, g: g, log: n.log.With().Str("component", "membership").Logger(), meta: meta}
 	c.peers = netPeers{c}
 	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
+	if replacing, err := c.prepareReplace(st, found); replacing || err != nil {
+		if err != nil {
+			g.Shutdown()
+			return nil, err
+		}
+		return c, nil
+	}
 
 	bootstrap := false
 	var tokens []int64
@@ -368,6 +378,7 @@ func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 		own = ring.Ownership(r, s)
 	}
 	ms := c.g.Members()
+	replaced := gossip.Replaced(ms)
 	loads := make([]int64, len(ms))
 	var wg sync.WaitGroup
 	for i, m := range ms {
@@ -383,8 +394,9 @@ func (c *cluster) view(load func(m gossip.Member) int64) RingView {
 		v.Members = append(v.Members, RingMember{Name: m.Name, State: stateName(m.Meta.State), Up: up,
 			Liveness: m.Liveness.String(), LoadBytes: loads[i], Ownership: own[m.Name], Tokens: len(m.Tokens),
 			Identity: m.Identity.String(), IdentityError: m.IdentityError,
-			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr})
-		if m.Meta.State == ring.Left || m.Meta.State == 0 || m.Identity != gossip.IdentityProven {
+			DC: m.Meta.DC, Rack: m.Meta.Rack, StreamAddr: m.Meta.StreamAddr, AdminAddr: m.Meta.AdminAddr,
+			ReplacedBy: replaced[m.Name]})
+		if m.Meta.State == ring.Left || m.Meta.State == 0 || m.Identity != gossip.IdentityProven || replaced[m.Name] != "" {
 			continue
 		}
 		for _, t := range m.Tokens {

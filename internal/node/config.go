@@ -75,6 +75,11 @@ import (
 //     ring it sees and streams its ranges from their current replicas before it becomes
 //     NORMAL. Without it a new node takes random tokens seeded by its name and is NORMAL at
 //     once, as the first nodes of a cluster are.
+//   - replace_address: the name of a dead member this new node replaces (Cassandra's
+//     replace_address_first_boot): it takes that member's tokens, streams the ranges they
+//     replicate from the surviving replicas without announcing a state, then becomes NORMAL
+//     with them, and the replaced member leaves the ring. Not with bootstrap or
+//     initial_tokens.
 //   - dc, rack: the node's place for NetworkTopologyStrategy; default dc1 and rack1.
 //   - cluster_key_file: the file of the AES key (16, 24 or 32 bytes, raw or in hex) that
 //     encrypts and authenticates gossip; required with gossip_addr. Relative to the file. The
@@ -103,6 +108,7 @@ type Config struct {
 	NumTokens      int                    `yaml:"num_tokens"`
 	InitialTokens  []int64                `yaml:"initial_tokens"`
 	Bootstrap      bool                   `yaml:"bootstrap"`
+	ReplaceAddress string                 `yaml:"replace_address"`
 	DC             string                 `yaml:"dc"`
 	Rack           string                 `yaml:"rack"`
 	ClusterKeyFile string                 `yaml:"cluster_key_file"`
@@ -314,8 +320,8 @@ func (c Config) validate() error {
 		}
 	}
 	if !c.Membership() {
-		if len(c.Seeds) > 0 || c.Bootstrap || c.ClusterKeyFile != "" {
-			return configErrorf("gossip_addr", "required with seeds, bootstrap or cluster_key_file")
+		if len(c.Seeds) > 0 || c.Bootstrap || c.ClusterKeyFile != "" || c.ReplaceAddress != "" {
+			return configErrorf("gossip_addr", "required with seeds, bootstrap, replace_address or cluster_key_file")
 		}
 		return nil
 	}
@@ -334,6 +340,14 @@ func (c Config) validate() error {
 		return configErrorf("cluster_key_file", "required with gossip_addr")
 	case len(c.ClusterLabel) > 255:
 		return configErrorf("cluster_label", "longer than 255 bytes")
+	}
+	if c.ReplaceAddress != "" {
+		switch {
+		case c.Bootstrap || len(c.InitialTokens) > 0:
+			return configErrorf("replace_address", "not with bootstrap or initial_tokens: the replaced node's tokens are taken")
+		case c.ReplaceAddress == c.Name:
+			return configErrorf("replace_address", "%q is this node", c.ReplaceAddress)
+		}
 	}
 	seenTok := map[int64]bool{}
 	for _, t := range c.InitialTokens {

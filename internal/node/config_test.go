@@ -177,6 +177,10 @@ func TestMembershipConfigErrorsNameTheField(t *testing.T) {
 		{"num_tokens", func(c *Config) { c.NumTokens = -1 }},
 		{"initial_tokens", func(c *Config) { c.InitialTokens = []int64{3, 3} }},
 		{"initial_tokens", func(c *Config) { c.InitialTokens = []int64{-1 << 63} }},
+		{"replace_address", func(c *Config) { c.ReplaceAddress = "n3"; c.Bootstrap = true }},
+		{"replace_address", func(c *Config) { c.ReplaceAddress = "n3"; c.InitialTokens = []int64{5} }},
+		{"replace_address", func(c *Config) { c.ReplaceAddress = c.Name }},
+		{"gossip_addr", func(c *Config) { c.GossipAddr = ""; c.ClusterKeyFile = ""; c.ReplaceAddress = "n3" }},
 		{"keyspaces.k", func(c *Config) { c.Keyspaces = map[string]Replication{"k": {Class: "Everywhere"}} }},
 		{"keyspaces.k", func(c *Config) { c.Keyspaces = map[string]Replication{"k": {Class: SimpleStrategy}} }},
 		{"keyspaces.k", func(c *Config) {

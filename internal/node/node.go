@@ -449,6 +449,11 @@ func (n *Node) runCluster(ctx context.Context) error {
 			n.log.Error().Err(err).Msg("bootstrap not started")
 		}
 	}
+	if c.replacing.Load() {
+		if _, err := n.StartReplace(); err != nil {
+			n.log.Error().Err(err).Msg("replace not started")
+		}
+	}
 	<-ctx.Done()
 	err = c.g.Shutdown() // idempotent: a decommission may have shut it down already
 	<-watched

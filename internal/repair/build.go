@@ -127,29 +127,29 @@ func (s *scanner) head(ctx context.Context) (*entry, bool, error) {
 	return &s.batch[s.i], true, nil
 }
 
-// Build builds one tree per spec over the partitions the tables hold: the tables are merged in
-// token order, every partition held by several of them is reconciled (Hasher), and each
-// partition's bytes are read once. Spec ranges must be normalized (no wrapping except to the
-// end of the ring). The tables stay open; Build only reads them.
-func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree, error) {
-	builders := make([]*Builder, len(specs))
-	for i, sp := range specs {
-		if err := checkRange(sp.Range); err != nil {
-			return nil, err
-		}
-		b, err := NewBuilder(sp.Range, sp.Depth)
-		if err != nil {
-			return nil, err
-		}
-		builders[i] = b
-	}
+// Partition is one reconciled partition Walk hands over: its key and token, the hash of its
+// reconciled content (Hasher), and for each table holding it (by index into Walk's tables) the
+// length of its serialized copy there (to its end-of-partition flag).
+type Partition struct {
+	Key    []byte
+	Token  token.Token
+	Hash   uint64
+	Tables []int
+	Bytes  []int64
+}
+
+// Walk merges the tables in token order and calls fn once per distinct partition for which
+// want(token) is true (every partition when want is nil), with its reconciled hash; each
+// partition's bytes are read once. The Partition and its slices are reused after fn returns.
+// The tables stay open; Walk only reads them.
+func Walk(ctx context.Context, tables []*sstable.Table, want func(token.Token) bool, fn func(p *Partition) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scs := make([]*scanner, len(tables))
 	for i, t := range tables {
 		st, err := schema.Compile(t.Statistics.Header)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Desc.Prefix(), err)
+			return fmt.Errorf("%s: %w", t.Desc.Prefix(), err)
 		}
 		scs[i] = &scanner{t: t, schema: st, ch: make(chan []entry, 1)}
 	}
@@ -167,6 +167,7 @@ func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree,
 	h := NewHasher()
 	var srcs []Source
 	var group []int
+	var p Partition
 	heads := make([]*entry, len(scs))
 	var count int
 	for {
@@ -175,7 +176,7 @@ func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree,
 			if heads[i] == nil {
 				e, ok, err := s.head(ctx)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", s.t.Desc.Prefix(), err)
+					return fmt.Errorf("%s: %w", s.t.Desc.Prefix(), err)
 				}
 				if !ok {
 					continue
@@ -187,7 +188,7 @@ func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree,
 			}
 		}
 		if m < 0 {
-			break
+			return nil
 		}
 		group = group[:0]
 		for i := range scs {
@@ -196,22 +197,19 @@ func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree,
 			}
 		}
 		tok := heads[m].tok
-		wanted := false
-		for _, sp := range specs {
-			wanted = wanted || sp.Range.Contains(tok)
-		}
-		if wanted {
+		if want == nil || want(tok) {
 			count++
 			if count%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			srcs = srcs[:0]
+			p.Tables, p.Bytes = p.Tables[:0], p.Bytes[:0]
 			for _, i := range group {
 				s, e := scs[i], heads[i]
 				if e.end < e.pos {
-					return nil, fmt.Errorf("%s: %w: partition at %d ends at %d", s.t.Desc.Prefix(), ErrMismatch, e.pos, e.end)
+					return fmt.Errorf("%s: %w: partition at %d ends at %d", s.t.Desc.Prefix(), ErrMismatch, e.pos, e.end)
 				}
 				if n := int(e.end - e.pos); cap(s.buf) < n {
 					s.buf = make([]byte, n)
@@ -219,26 +217,68 @@ func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree,
 					s.buf = s.buf[:n]
 				}
 				if _, err := s.t.Data.ReadAt(s.buf, e.pos); err != nil {
-					return nil, fmt.Errorf("%s: partition at %d: %w", s.t.Desc.Prefix(), e.pos, err)
+					return fmt.Errorf("%s: partition at %d: %w", s.t.Desc.Prefix(), e.pos, err)
 				}
 				srcs = append(srcs, Source{Table: s.schema, Version: s.t.Version(), Data: s.buf})
+				p.Tables, p.Bytes = append(p.Tables, i), append(p.Bytes, e.end-e.pos)
 			}
 			sum, err := h.Hash(srcs)
 			if err != nil {
-				return nil, fmt.Errorf("%s: partition at %d: %w", scs[group[0]].t.Desc.Prefix(), heads[group[0]].pos, err)
+				return fmt.Errorf("%s: partition at %d: %w", scs[group[0]].t.Desc.Prefix(), heads[group[0]].pos, err)
 			}
-			for i, sp := range specs {
-				if sp.Range.Contains(tok) {
-					if err := builders[i].Add(tok, sum); err != nil {
-						return nil, err
-					}
+			for k := range p.Bytes {
+				// Each copy's length to its end-of-partition flag, past any dead region.
+				if h.curs[k].Done() {
+					p.Bytes[k] = int64(h.curs[k].End())
 				}
+			}
+			p.Key, p.Token, p.Hash = heads[m].key, tok, sum
+			if err := fn(&p); err != nil {
+				return err
 			}
 		}
 		for _, i := range group {
 			scs[i].i++
 			heads[i] = nil
 		}
+	}
+}
+
+// Build builds one tree per spec over the partitions the tables hold (Walk). Spec ranges must
+// be normalized (no wrapping except to the end of the ring). The tables stay open; Build only
+// reads them.
+func Build(ctx context.Context, tables []*sstable.Table, specs []Spec) ([]*Tree, error) {
+	builders := make([]*Builder, len(specs))
+	for i, sp := range specs {
+		if err := checkRange(sp.Range); err != nil {
+			return nil, err
+		}
+		b, err := NewBuilder(sp.Range, sp.Depth)
+		if err != nil {
+			return nil, err
+		}
+		builders[i] = b
+	}
+	want := func(t token.Token) bool {
+		for _, sp := range specs {
+			if sp.Range.Contains(t) {
+				return true
+			}
+		}
+		return false
+	}
+	err := Walk(ctx, tables, want, func(p *Partition) error {
+		for i, sp := range specs {
+			if sp.Range.Contains(p.Token) {
+				if err := builders[i].Add(p.Token, p.Hash); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]*Tree, len(builders))
 	for i, b := range builders {

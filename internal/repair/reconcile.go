@@ -14,8 +14,9 @@ import (
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
-// Source is one sstable's serialized copy of a partition: exactly the bytes from its index
-// position to the next partition's, with the schema and version to decode them.
+// Source is one sstable's serialized copy of a partition: the bytes from its index position to
+// the next partition's (in a multi-run sstable a dead region may follow the partition's end),
+// with the schema and version to decode them.
 type Source struct {
 	Table   *schema.Table
 	Version version.Version
@@ -87,7 +88,9 @@ func (h *Hasher) Hash(srcs []Source) (uint64, error) {
 	}
 	partDel := rows.Live
 	for i, s := range srcs {
-		if err := h.curs[i].Reset(s.Table, s.Version, s.Data); err != nil {
+		// A multi-run sstable may hold a dead region between a partition's end and the next
+		// partition's index position: read to the end-of-partition flag, not to the slice's end.
+		if err := h.curs[i].ResetTrailing(s.Table, s.Version, s.Data); err != nil {
 			return 0, err
 		}
 		if i > 0 && !bytes.Equal(h.curs[i].Key(), h.curs[0].Key()) {

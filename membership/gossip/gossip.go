@@ -436,7 +436,12 @@ func (g *Gossip) notifyLocked(kind EventKind, name string) {
 func (g *Gossip) Ring() (ring.Ring, error) {
 	var ms []ring.Member
 	var pending, unproven, refused []string
-	for _, m := range g.Members() {
+	members := g.Members()
+	replaced := Replaced(members)
+	for _, m := range members {
+		if replaced[m.Name] != "" {
+			continue
+		}
 		switch m.Meta.State {
 		case ring.Joining, ring.Normal, ring.Leaving, ring.Moving:
 		default:
@@ -473,6 +478,25 @@ func (g *Gossip) Ring() (ring.Ring, error) {
 		g.logRefused("token conflict: no stream plan until it is resolved", []string{err.Error()})
 	}
 	return r, err
+}
+
+// Replaced maps each member another member has replaced to its replacement: a proven member
+// that announces Replaces and owns tokens (NORMAL, LEAVING or MOVING) has taken them over, so
+// the replaced one is no longer part of the ring, even if it comes back.
+func Replaced(members []Member) map[string]string {
+	out := map[string]string{}
+	for _, m := range members {
+		if ok, _, _ := admit(m); !ok {
+			continue
+		}
+		switch m.Meta.State {
+		case ring.Normal, ring.Leaving, ring.Moving:
+			if m.Meta.Replaces != "" && m.Meta.Replaces != m.Name {
+				out[m.Meta.Replaces] = m.Name
+			}
+		}
+	}
+	return out
 }
 
 // AddKey installs a further decryption key (16, 24 or 32 bytes) for rotation.

@@ -22,6 +22,9 @@ type NodeMeta struct {
 	// TokensVersion is the version of the node's token set. Gossip owns it for the local node:
 	// SetTokens bumps it, and SetMeta ignores the value passed in.
 	TokensVersion uint64
+	// Replaces names the dead member whose tokens this node took over (Cassandra's
+	// replace_address); once this node owns them, Ring leaves the replaced member out.
+	Replaces string
 }
 
 // metaFormat is the first byte of an encoded NodeMeta. Fields are only ever appended to the
@@ -32,7 +35,10 @@ const metaFormat = 1
 // appendMeta appends the encoding of m to b:
 //
 //	format:u8 state:u8 tokensVersion:uvarint
-//	streamAddr adminAddr dc rack, each uvarint length + bytes
+//	streamAddr adminAddr dc rack replaces, each uvarint length + bytes
+//
+// replaces came later and is written only when set: metadata ending after rack has it "", and
+// older decoders ignore it.
 //
 // It fails when a field is invalid or the result would exceed memberlist.MetaMaxSize; the
 // metadata is never truncated.
@@ -43,7 +49,11 @@ func appendMeta(b []byte, m NodeMeta) ([]byte, error) {
 	start := len(b)
 	b = append(b, metaFormat, byte(m.State))
 	b = binary.AppendUvarint(b, m.TokensVersion)
-	for _, s := range [...]string{m.StreamAddr, m.AdminAddr, m.DC, m.Rack} {
+	fields := []string{m.StreamAddr, m.AdminAddr, m.DC, m.Rack}
+	if m.Replaces != "" {
+		fields = append(fields, m.Replaces)
+	}
+	for _, s := range fields {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -70,6 +80,13 @@ func decodeMeta(b []byte) (NodeMeta, error) {
 	m.AdminAddr = d.str()
 	m.DC = d.str()
 	m.Rack = d.str()
+	if d.err == nil && d.remaining() > 0 {
+		// Read on a copy: bytes a newer node appends in another layout stay ignored.
+		rd := d
+		if r := rd.str(); rd.err == nil {
+			m.Replaces = r
+		}
+	}
 	if d.err != nil {
 		return NodeMeta{}, fmt.Errorf("node metadata: %w", d.err)
 	}

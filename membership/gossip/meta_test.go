@@ -137,3 +137,41 @@ func FuzzDecodeMeta(f *testing.F) {
 		}
 	})
 }
+
+// A replacement's Replaces survives the round trip; metadata without it (older nodes) still
+// decodes, as "".
+func TestMetaReplacesRoundTripsAndIsOptional(t *testing.T) {
+	m := NodeMeta{StreamAddr: "10.0.0.1:7400", AdminAddr: "127.0.0.1:7401", DC: "dc1", Rack: "r1", State: ring.Normal, Replaces: "n3"}
+	b, err := appendMeta(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeMeta(b)
+	if err != nil || got != m {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, m)
+	}
+	m.Replaces = ""
+	short, err := appendMeta(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeMeta(short); err != nil || got.Replaces != "" || len(short) >= len(b) {
+		t.Fatalf("without replaces: %+v, %v (%d bytes, with: %d)", got, err, len(short), len(b))
+	}
+}
+
+// A member is replaced once its proven replacement owns tokens; a replacement still streaming
+// (no state announced), one that left, or one whose identity is not proven replaces nothing.
+func TestReplacedOnlyByAnOwningReplacement(t *testing.T) {
+	ms := []Member{
+		{Name: "n3", Meta: NodeMeta{State: ring.Normal}, Liveness: StateDead, Identity: IdentityProven},
+		{Name: "n4", Meta: NodeMeta{State: ring.Normal, Replaces: "n3"}, Liveness: StateAlive, Identity: IdentityProven},
+		{Name: "n5", Meta: NodeMeta{Replaces: "n1"}, Liveness: StateAlive, Identity: IdentityProven},
+		{Name: "n6", Meta: NodeMeta{State: ring.Left, Replaces: "n2"}, Liveness: StateLeft, Identity: IdentityProven},
+		{Name: "n7", Meta: NodeMeta{State: ring.Normal, Replaces: "n1"}, Liveness: StateAlive, Identity: IdentityPending},
+	}
+	got := Replaced(ms)
+	if len(got) != 1 || got["n3"] != "n4" {
+		t.Fatalf("Replaced = %v, want n3 by n4 only", got)
+	}
+}
