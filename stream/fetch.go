@@ -412,12 +412,27 @@ func (t *transfer) install() *stop {
 	if err := in.Complete(); err != nil {
 		return stopped(err, false)
 	}
+	// The record names the install before its commit: loadState keeps an entry only while
+	// its TOC.txt exists, so a crash before the commit fetches the sstable again and a crash
+	// after it does not (recorded after the commit, it would be installed twice).
+	job.beforePublish = func(final descriptor.Descriptor) error {
+		rs.state.Installed[in.ID] = final.Filename(descriptor.TOC)
+		return rs.state.save()
+	}
 	partitions, err := job.finish(t.ctx)
 	if err != nil {
+		if _, recorded := rs.state.Installed[in.ID]; recorded {
+			// Not published: drop the entry before its generation can be reused by another
+			// install (best effort; the TOC check on load covers a crash here).
+			delete(rs.state.Installed, in.ID)
+			_ = rs.state.save()
+		}
 		// Every byte arrived and was written: a cancelled rebuild or rewrite may keep them.
 		return stopped(err, true)
 	}
-	rs.state.Installed[in.ID] = job.final.Filename(descriptor.TOC)
+	if crashAfterPublish != nil && crashAfterPublish() {
+		return &stop{err: sessionErr{errCrashAfterPublish}}
+	}
 	rs.state.Partial = nil
 	if err := rs.state.save(); err != nil {
 		return &stop{err: sessionErr{err}}
@@ -439,6 +454,12 @@ func (t *transfer) install() *stop {
 	}
 	return nil
 }
+
+// crashAfterPublish, set only by tests, ends the session right after an sstable became
+// visible, as a process killed at that instant would, before anything else is recorded.
+var crashAfterPublish func() bool
+
+var errCrashAfterPublish = errors.New("stream: test crash after publishing an sstable")
 
 // sessionErr marks an error that ends the session whatever else holds (the control stream
 // failed after the sstable was installed).

@@ -248,3 +248,33 @@ func checkDirHolds(t *testing.T, dir string, parents []string, ranges token.Rang
 	}
 	checkFetchedPartitions(t, parents, ranges, res)
 }
+
+func TestFetchCrashRightAfterPublishResumesWithoutDuplicates(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1, 2, 3}})
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-5000000000000000000,5000000000000000000]")
+	dir := t.TempDir()
+	req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir, Resume: true}
+	// The process "dies" the instant the first sstable is visible, before anything after the
+	// commit is written.
+	crashAfterPublish = func() bool { return true }
+	_, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	crashAfterPublish = nil
+	if !errors.Is(err, errCrashAfterPublish) {
+		t.Fatalf("crashed fetch: err = %v", err)
+	}
+	visible, err := descriptor.List(dir)
+	if err != nil || len(visible) != 1 {
+		t.Fatalf("after the crash %d sstables are visible (%v), want 1", len(visible), err)
+	}
+	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 1 {
+		t.Errorf("resume skipped %v, want the sstable published before the crash", res.Skipped)
+	}
+	checkDirHolds(t, dir, parents, ranges)
+}

@@ -46,6 +46,19 @@ type installJob struct {
 	crcw    *compress.CRCWriter
 	scratch string // rows only
 	pub     *fsx.Install
+	// beforePublish, if set, is called with the final descriptor just before the commit that
+	// makes the sstable visible in the target directory, so the caller can record the install
+	// first: a crash between that commit and a record written after it would fetch the
+	// sstable again on resume and install it twice.
+	beforePublish func(final descriptor.Descriptor) error
+}
+
+// published runs beforePublish for final.
+func (j *installJob) published(final descriptor.Descriptor) error {
+	if j.beforePublish == nil {
+		return nil
+	}
+	return j.beforePublish(final)
 }
 
 // newInstallJob prepares the files of in. scratchPrefix names the private directory of a
@@ -249,6 +262,11 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 		}
 	}
+	if in.Kind != wire.KindRows {
+		if err := j.published(j.desc); err != nil {
+			return 0, err
+		}
+	}
 	if err := j.inst.Commit(); err != nil {
 		return 0, err
 	}
@@ -308,6 +326,9 @@ func (j *installJob) rewriteRows(ctx context.Context, partitions int64) error {
 		if err := copyFile(dst, src.Path(c)); err != nil {
 			return err
 		}
+	}
+	if err := j.published(j.final); err != nil {
+		return err
 	}
 	if err := j.pub.Commit(); err != nil {
 		return err
