@@ -19,10 +19,16 @@ import (
 
 var tcpConfig = Config{Transport: TransportTCP}
 
-// Partial and entire fetches over the TCP data plane verify and hold exactly the parents'
-// partitions, for compressed and uncompressed BIG and BTI; the bulk bytes do not cross
-// the QUIC connection.
-func TestFetchOverTCP(t *testing.T) {
+// Partial and entire fetches over each TCP data plane (plaintext and TLS) verify and hold
+// exactly the parents' partitions, for compressed and uncompressed BIG and BTI; the bulk
+// bytes do not cross the QUIC connection.
+func TestFetchOverTCPDataPlanes(t *testing.T) {
+	for _, cfg := range []Config{tcpConfig, tlsConfig} {
+		t.Run(string(cfg.Transport), func(t *testing.T) { testFetchOverDataPlane(t, cfg) })
+	}
+}
+
+func testFetchOverDataPlane(t *testing.T, cfg Config) {
 	ca := newTestCA(t)
 	root := t.TempDir()
 	tables := map[string]genSpec{
@@ -30,14 +36,14 @@ func TestFetchOverTCP(t *testing.T) {
 		"bti_none": {version: "da", compression: "none", seeds: []uint64{5}},
 		"big_none": {version: "nb", compression: "none", seeds: []uint64{6}},
 	}
-	n := startNode(t, tcpConfig, dirCatalog{root}, ca.server(t), "127.0.0.1:0")
+	n := startNode(t, cfg, dirCatalog{root}, ca.server(t), "127.0.0.1:0")
 	for name, spec := range tables {
 		parents := genTable(t, root, name, spec)
 		for _, rs := range []string{"(-5000000000000000000,6000000000000000000]", "(0,0]"} {
 			t.Run(name+rs, func(t *testing.T) {
 				ranges, _ := token.ParseRanges(token.Murmur3, rs)
 				before := n.sent.Load()
-				res, err := Fetch(context.Background(), tcpConfig, ca.client(t, ca),
+				res, err := Fetch(context.Background(), cfg, ca.client(t, ca),
 					FetchRequest{Peer: n.addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -47,7 +53,7 @@ func TestFetchOverTCP(t *testing.T) {
 				if udp > res.BytesReceived/4 {
 					t.Errorf("%d bytes received, but the sender sent %d UDP bytes: the data went over QUIC", res.BytesReceived, udp)
 				}
-				t.Logf("%d sstables, %d bytes over TCP, %d UDP bytes sent", len(res.SSTables), res.BytesReceived, udp)
+				t.Logf("%d sstables, %d bytes over %s, %d UDP bytes sent", len(res.SSTables), res.BytesReceived, cfg.Transport, udp)
 			})
 		}
 	}

@@ -20,38 +20,6 @@ import (
 
 var tlsConfig = Config{Transport: TransportTLS}
 
-// Partial and entire fetches over the TLS data plane verify and hold exactly the parents'
-// partitions, for compressed and uncompressed BIG and BTI; the bulk bytes do not cross the
-// QUIC connection.
-func TestFetchOverTLS(t *testing.T) {
-	ca := newTestCA(t)
-	root := t.TempDir()
-	tables := map[string]genSpec{
-		"big_lz4":  {version: "oa", compression: "lz4", seeds: []uint64{1, 2}},
-		"bti_none": {version: "da", compression: "none", seeds: []uint64{5}},
-		"big_none": {version: "nb", compression: "none", seeds: []uint64{6}},
-	}
-	n := startNode(t, tlsConfig, dirCatalog{root}, ca.server(t), "127.0.0.1:0")
-	for name, spec := range tables {
-		parents := genTable(t, root, name, spec)
-		for _, rs := range []string{"(-5000000000000000000,6000000000000000000]", "(0,0]"} {
-			t.Run(name+rs, func(t *testing.T) {
-				ranges, _ := token.ParseRanges(token.Murmur3, rs)
-				before := n.sent.Load()
-				res, err := Fetch(context.Background(), tlsConfig, ca.client(t, ca),
-					FetchRequest{Peer: n.addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkFetched(t, parents, ranges, res)
-				if udp := n.sent.Load() - before; udp > res.BytesReceived/4 {
-					t.Errorf("%d bytes received, but the sender sent %d UDP bytes: the data went over QUIC", res.BytesReceived, udp)
-				}
-			})
-		}
-	}
-}
-
 // A TLS data plane needs both ends to ask for it: tls against tcp (either way round) and
 // against quic stream over QUIC; a receiver that asked for TLS never gets plaintext.
 func TestFetchTLSNeedsBothEnds(t *testing.T) {
