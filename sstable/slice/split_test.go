@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
@@ -207,38 +206,10 @@ func TestSplitGeneratedRandomRanges(t *testing.T) {
 	}
 }
 
-// randomRanges picks up to 5 disjoint ranges whose bounds are partition tokens (so that they
-// fall exactly on partition, and often chunk, boundaries) or random tokens. Half the time the
-// pairing is rotated by one bound, so that the last range wraps around the ring.
+// randomRanges picks 1 to 5 disjoint ranges as manyRanges does (bounds on partition tokens
+// or random, the last range wrapping half the time).
 func randomRanges(rng *rand.Rand, parts []partition) token.RangeSet {
-	seen := map[int64]bool{}
-	var bounds []int64
-	for len(bounds) < 2+2*rng.IntN(5) {
-		var v int64
-		if rng.IntN(2) == 0 {
-			v = parts[rng.IntN(len(parts))].Token.Long
-		} else {
-			v = int64(rng.Uint64())
-		}
-		if !seen[v] {
-			seen[v] = true
-			bounds = append(bounds, v)
-		}
-	}
-	sort.Slice(bounds, func(a, b int) bool { return bounds[a] < bounds[b] })
-	tok := func(v int64) token.Token { return token.Token{Kind: token.KindMurmur3, Long: v} }
-	var rs token.RangeSet
-	if rng.IntN(2) == 0 {
-		for i := 0; i+1 < len(bounds); i += 2 {
-			rs = append(rs, token.Range{Left: tok(bounds[i]), Right: tok(bounds[i+1])})
-		}
-		return rs
-	}
-	for i := 1; i+1 < len(bounds); i += 2 {
-		rs = append(rs, token.Range{Left: tok(bounds[i]), Right: tok(bounds[i+1])})
-	}
-	// (last, first] wraps.
-	return append(rs, token.Range{Left: tok(bounds[len(bounds)-1]), Right: tok(bounds[0])})
+	return manyRanges(rng, parts, 1+rng.IntN(5))
 }
 
 // A hash summary (count, XOR and sum of a 64-bit hash per key) of a large split, as a second
