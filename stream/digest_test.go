@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/sstable"
-	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
@@ -47,24 +46,9 @@ func TestReceiverRefusesChunkWithRecomputedCRC(t *testing.T) {
 // does; hostile corrupts the first chunk in flight, keeping its inline CRC consistent.
 func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) (error, string) {
 	t.Helper()
-	root := t.TempDir()
-	p := genTable(t, root, "h", genSpec{version: "oa", compression: comp, seeds: []uint64{5}, partitions: 60})[0]
-	tb, err := sstable.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	st, err := os.ReadFile(tb.Path(descriptor.Statistics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges, _ := token.ParseRanges(token.Murmur3, "(-3000000000000000000,4000000000000000000]")
-	ps, _, err := slice.Partials(tb, ranges, slice.PartialOptions{OnePerParent: true})
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("partials: %v, %d", err, len(ps))
-	}
-	o := &outgoing{planned: wire.PlannedSSTable{ID: filepath.Base(p) + "@1", Kind: kind, Partitions: uint64(ps[0].Plan.Partitions)},
-		parent: tb, stats: st, partial: &ps[0]}
+	p, tb, st, pa := outgoingPartial(t, comp, 5, 60)
+	o := &outgoing{planned: wire.PlannedSSTable{ID: filepath.Base(p) + "@1", Kind: kind, Partitions: uint64(pa.Plan.Partitions)},
+		parent: tb, stats: st, partial: pa}
 	m, srcs, err := manifestFor(o)
 	if err != nil {
 		t.Fatal(err)

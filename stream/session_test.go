@@ -17,17 +17,18 @@ import (
 	"github.com/sluicedb/sluice/wire"
 )
 
-// manifests builds, from a generated sstable, the partial and entire Manifests a sender
-// would send.
-func manifests(t testing.TB, compression string) (partial, entire *wire.Manifest) {
+// outgoingPartial generates one sstable and plans its one-per-parent partial child of a fixed
+// range with the real sender's planner: the parent (closed at cleanup), its Statistics.db and
+// the partial.
+func outgoingPartial(t testing.TB, compression string, seed uint64, partitions int64) (string, *sstable.Table, []byte, *slice.Partial) {
 	t.Helper()
 	root := t.TempDir()
-	p := genTable(t, root, "m", genSpec{version: "oa", compression: compression, seeds: []uint64{3}, partitions: 40})[0]
+	p := genTable(t, root, "m", genSpec{version: "oa", compression: compression, seeds: []uint64{seed}, partitions: partitions})[0]
 	tb, err := sstable.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tb.Close()
+	t.Cleanup(func() { tb.Close() })
 	st, err := os.ReadFile(tb.Path(descriptor.Statistics))
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +38,16 @@ func manifests(t testing.TB, compression string) (partial, entire *wire.Manifest
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("partials: %v, %d", err, len(ps))
 	}
+	return p, tb, st, &ps[0]
+}
+
+// manifests builds, from a generated sstable, the partial and entire Manifests a sender
+// would send.
+func manifests(t testing.TB, compression string) (partial, entire *wire.Manifest) {
+	t.Helper()
+	p, tb, st, pa := outgoingPartial(t, compression, 3, 40)
 	id := filepath.Base(p)
-	o := &outgoing{planned: wire.PlannedSSTable{ID: id + "@1", Kind: wire.KindPartial, Partitions: uint64(ps[0].Plan.Partitions)}, parent: tb, stats: st, partial: &ps[0]}
+	o := &outgoing{planned: wire.PlannedSSTable{ID: id + "@1", Kind: wire.KindPartial, Partitions: uint64(pa.Plan.Partitions)}, parent: tb, stats: st, partial: pa}
 	partial, srcs, err := manifestFor(o)
 	if err != nil {
 		t.Fatal(err)
