@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/fsx"
-	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
@@ -49,7 +49,7 @@ func (r *CheckReport) problem(format string, args ...any) {
 
 // RingOf builds the ring a node reports in GET /v1/ring; every member must be NORMAL (a ring
 // with an operation in flight has no single placement to check against).
-func RingOf(v node.RingView) (ring.Ring, error) {
+func RingOf(v adminapi.RingView) (ring.Ring, error) {
 	tokens := map[string][]token.Token{}
 	for _, t := range v.Tokens {
 		tokens[t.Node] = append(tokens[t.Node], token.Token{Kind: token.KindMurmur3, Long: t.Token})

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -404,7 +405,7 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 		InitialTokens: spec.InitialTokens, Bootstrap: spec.Bootstrap,
 		DC: spec.DC, Rack: spec.Rack, ReplaceAddress: spec.Replace,
 		Keyspaces:  map[string]node.Replication{c.opts.Keyspace: c.replication()},
-		Throughput: node.Throughput{InboundBytesPerSecond: spec.InboundBytesPerSecond},
+		Throughput: adminapi.Throughput{InboundBytesPerSecond: spec.InboundBytesPerSecond},
 		// Short timeouts so that a killed or cut-off peer fails a session within seconds.
 		Timeouts: node.Timeouts{Idle: 10 * time.Second, Keepalive: 2 * time.Second, Handshake: 5 * time.Second},
 	}
@@ -500,7 +501,7 @@ func (c *Cluster) WaitNormal(ctx context.Context, d time.Duration, names ...stri
 	return nil
 }
 
-func seesExactly(v node.RingView, want map[string]bool) bool {
+func seesExactly(v adminapi.RingView, want map[string]bool) bool {
 	if v.Error != "" {
 		// A member's token set is still in flight: operations would fail on this ring.
 		return false

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/stream"
 )
@@ -75,7 +76,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		return err
 	}
 	counts[newName] = &SSTableCounts{}
-	op, err := waitWithProgress(ctx, w, c, n, node.OpBootstrap, []*Node{n})
+	op, err := waitWithProgress(ctx, w, c, n, adminapi.OpBootstrap, []*Node{n})
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		if err != nil {
 			return err
 		}
-		s, err := m.StartOp(ctx, node.OpCleanup, node.CleanupRequest{})
+		s, err := m.StartOp(ctx, adminapi.OpCleanup, adminapi.CleanupRequest{})
 		if err != nil {
 			return err
 		}
@@ -119,10 +120,10 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		}
 	}
 	say("\n== decommission %s: its ranges stream to the nodes that take them over", leaving.Name)
-	if _, err := leaving.StartOp(ctx, node.OpDecommission, nil); err != nil {
+	if _, err := leaving.StartOp(ctx, adminapi.OpDecommission, nil); err != nil {
 		return err
 	}
-	op, err = waitWithProgress(ctx, w, c, leaving, node.OpDecommission, receivers)
+	op, err = waitWithProgress(ctx, w, c, leaving, adminapi.OpDecommission, receivers)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ type summaryRow struct {
 	bytes int64
 }
 
-func received(op node.OpStatus) int64 {
+func received(op adminapi.OpStatus) int64 {
 	var b int64
 	for _, t := range op.Transfers {
 		b += t.BytesReceived
@@ -215,7 +216,7 @@ func received(op node.OpStatus) int64 {
 
 // waitWithProgress waits for n's newest operation of kind, printing once a second a
 // netstats-style line per receiving session of the watched nodes.
-func waitWithProgress(ctx context.Context, w io.Writer, c *Cluster, n *Node, kind string, watch []*Node) (node.OpStatus, error) {
+func waitWithProgress(ctx context.Context, w io.Writer, c *Cluster, n *Node, kind string, watch []*Node) (adminapi.OpStatus, error) {
 	names := map[string]string{}
 	for _, name := range c.Names() {
 		names[c.MustNode(name).StreamAddr()] = name
@@ -227,8 +228,8 @@ func waitWithProgress(ctx context.Context, w io.Writer, c *Cluster, n *Node, kin
 	start := time.Now()
 	for {
 		op, ok, err := n.LastOp(ctx, kind)
-		if err == nil && ok && op.State != node.OpRunning {
-			if op.State != node.OpComplete {
+		if err == nil && ok && op.State != adminapi.OpRunning {
+			if op.State != adminapi.OpComplete {
 				return op, fmt.Errorf("%w: %s on %s: %s", ErrOpFailed, kind, n.Name, op.Error)
 			}
 			fmt.Fprintf(w, "   %s complete in %.2fs: %d transfers, %.1f MiB\n", kind, op.Finished.Sub(op.Started).Seconds(), len(op.Transfers), float64(received(op))/(1<<20))
@@ -265,7 +266,7 @@ func bytesByKind(ctx context.Context, n *Node, kinds map[string]float64) error {
 	if err != nil {
 		return err
 	}
-	tok, err := node.AdminToken(n.AdminAddr(), "")
+	tok, err := adminapi.Token(n.AdminAddr(), "")
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/loopfs"
-	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
 )
@@ -366,7 +366,7 @@ func (d *drill) bootstrap(ctx context.Context, mount *diskMount) error {
 	if err != nil {
 		return err
 	}
-	first, err := d.waitOpStarted(ctx, n, node.OpBootstrap)
+	first, err := d.waitOpStarted(ctx, n, adminapi.OpBootstrap)
 	if err != nil {
 		return err
 	}
@@ -390,7 +390,7 @@ func (d *drill) bootstrap(ctx context.Context, mount *diskMount) error {
 			return err
 		}
 	}
-	if err := d.finish(ctx, n, node.OpBootstrap, nil); err != nil {
+	if err := d.finish(ctx, n, adminapi.OpBootstrap, nil); err != nil {
 		return err
 	}
 	if err := c.WaitNormal(ctx, time.Minute, append(old, name)...); err != nil {
@@ -406,12 +406,12 @@ func (d *drill) decommission(ctx context.Context) error {
 	rest := names[:len(names)-1]
 	if t := d.throttle(); t > 0 {
 		for _, name := range rest {
-			if err := c.MustNode(name).call(ctx, "POST", "/v1/throughput", node.ThroughputRequest{InboundBytesPerSecond: &t}, nil); err != nil {
+			if err := c.MustNode(name).call(ctx, "POST", "/v1/throughput", adminapi.ThroughputRequest{InboundBytesPerSecond: &t}, nil); err != nil {
 				return err
 			}
 		}
 	}
-	dec, err := leaving.StartOp(ctx, node.OpDecommission, nil)
+	dec, err := leaving.StartOp(ctx, adminapi.OpDecommission, nil)
 	if err != nil {
 		return err
 	}
@@ -446,7 +446,7 @@ func (d *drill) decommission(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := d.finish(ctx, leaving, node.OpDecommission, nil); err != nil {
+	if err := d.finish(ctx, leaving, adminapi.OpDecommission, nil); err != nil {
 		return err
 	}
 	return c.WaitNormal(ctx, time.Minute, rest...)
@@ -472,11 +472,11 @@ func (d *drill) move(ctx context.Context) error {
 		}
 	}
 	target := t2/2 + t3/2
-	body := node.MoveRequest{Token: fmt.Sprint(target)}
-	if _, err := mover.StartOp(ctx, node.OpMove, body); err != nil {
+	body := adminapi.MoveRequest{Token: fmt.Sprint(target)}
+	if _, err := mover.StartOp(ctx, adminapi.OpMove, body); err != nil {
 		return err
 	}
-	if err := d.finish(ctx, mover, node.OpMove, body); err != nil {
+	if err := d.finish(ctx, mover, adminapi.OpMove, body); err != nil {
 		return err
 	}
 	err = waitFor(ctx, time.Minute, "every node to see the new token", func() (bool, error) {
@@ -512,11 +512,11 @@ func (d *drill) repair(ctx context.Context) error {
 	} else if rep.Misplaced+rep.Diverged == 0 {
 		return fmt.Errorf("n1 was seeded damaged, yet nothing is missing or stale")
 	}
-	body := node.RepairRequest{Keyspace: d.c.opts.Keyspace, Table: d.c.opts.Table}
-	if _, err := n.StartOp(ctx, node.OpRepair, body); err != nil {
+	body := adminapi.RepairRequest{Keyspace: d.c.opts.Keyspace, Table: d.c.opts.Table}
+	if _, err := n.StartOp(ctx, adminapi.OpRepair, body); err != nil {
 		return err
 	}
-	s, err := d.waitOpStarted(ctx, n, node.OpRepair)
+	s, err := d.waitOpStarted(ctx, n, adminapi.OpRepair)
 	if err != nil {
 		return err
 	}
@@ -539,7 +539,7 @@ func (d *drill) cleanup(ctx context.Context, names ...string) error {
 		if err != nil {
 			return err
 		}
-		s, err := n.StartOp(ctx, node.OpCleanup, node.CleanupRequest{Keyspace: d.c.opts.Keyspace})
+		s, err := n.StartOp(ctx, adminapi.OpCleanup, adminapi.CleanupRequest{Keyspace: d.c.opts.Keyspace})
 		if err != nil {
 			return err
 		}
@@ -550,7 +550,7 @@ func (d *drill) cleanup(ctx context.Context, names ...string) error {
 			if err := d.c.WaitNormal(ctx, time.Minute, d.c.Names()...); err != nil {
 				return err
 			}
-			if s, err = n.StartOp(ctx, node.OpCleanup, node.CleanupRequest{Keyspace: d.c.opts.Keyspace}); err != nil {
+			if s, err = n.StartOp(ctx, adminapi.OpCleanup, adminapi.CleanupRequest{Keyspace: d.c.opts.Keyspace}); err != nil {
 				return err
 			}
 			d.res.Retries++
@@ -576,8 +576,8 @@ func (c *Cluster) countSSTables(n *Node) (int, error) {
 }
 
 // waitOpStarted waits until n reports an operation of kind.
-func (d *drill) waitOpStarted(ctx context.Context, n *Node, kind string) (node.OpStatus, error) {
-	var s node.OpStatus
+func (d *drill) waitOpStarted(ctx context.Context, n *Node, kind string) (adminapi.OpStatus, error) {
+	var s adminapi.OpStatus
 	err := waitFor(ctx, time.Minute, kind+" to start on "+n.Name, func() (bool, error) {
 		o, ok, err := n.LastOp(ctx, kind)
 		s = o
@@ -637,7 +637,7 @@ func opDone(ctx context.Context, n *Node, id int) func() bool {
 		}
 		for _, o := range ops {
 			if o.ID == id {
-				return o.State != node.OpRunning
+				return o.State != adminapi.OpRunning
 			}
 		}
 		return false

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 )
 
 // rebuild adds a second DC as an operator does: the keyspace already replicates to dc2
@@ -29,7 +29,7 @@ func (d *drill) rebuild(ctx context.Context) error {
 		return err
 	}
 	for _, n := range added {
-		s, err := n.StartOp(ctx, node.OpRebuild, node.RebuildRequest{SourceDC: "dc1", Keyspace: c.opts.Keyspace})
+		s, err := n.StartOp(ctx, adminapi.OpRebuild, adminapi.RebuildRequest{SourceDC: "dc1", Keyspace: c.opts.Keyspace})
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func (d *drill) replace(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := d.finish(ctx, n, node.OpReplace, nil); err != nil {
+	if err := d.finish(ctx, n, adminapi.OpReplace, nil); err != nil {
 		return err
 	}
 	return c.WaitNormal(ctx, time.Minute, append(rest, name)...)

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/stream"
@@ -167,7 +168,7 @@ func (n *Node) Restart(ctx context.Context) error {
 	if n.Running() {
 		return fmt.Errorf("testcluster: %s is running", n.Name)
 	}
-	n.cfg.Throughput = node.Throughput{}
+	n.cfg.Throughput = adminapi.Throughput{}
 	return n.start(ctx)
 }
 
@@ -303,8 +304,8 @@ func (n *Node) call(ctx context.Context, method, path string, body, out any) err
 }
 
 func adminCall(ctx context.Context, addr, method, path string, body, out any) error {
-	err := node.CallAdmin(ctx, adminClient, "http://"+addr, method, path, body, out)
-	var ae *node.AdminError
+	err := adminapi.Call(ctx, adminClient, "http://"+addr, method, path, body, out)
+	var ae *adminapi.StatusError
 	if err != nil && !errors.As(err, &ae) {
 		err = fmt.Errorf("admin API of %s: %w", addr, err)
 	}
@@ -312,36 +313,36 @@ func adminCall(ctx context.Context, addr, method, path string, body, out any) er
 }
 
 // AdminError is a non-200 answer of a node's admin API.
-type AdminError = node.AdminError
+type AdminError = adminapi.StatusError
 
 // Status is GET /v1/status.
-func (n *Node) Status(ctx context.Context) (node.Status, error) {
-	var s node.Status
+func (n *Node) Status(ctx context.Context) (adminapi.Status, error) {
+	var s adminapi.Status
 	return s, n.call(ctx, http.MethodGet, "/v1/status", nil, &s)
 }
 
 // Ring is GET /v1/ring?load=false.
-func (n *Node) Ring(ctx context.Context) (node.RingView, error) {
-	var v node.RingView
+func (n *Node) Ring(ctx context.Context) (adminapi.RingView, error) {
+	var v adminapi.RingView
 	return v, n.call(ctx, http.MethodGet, "/v1/ring?load=false", nil, &v)
 }
 
 // Ops is GET /v1/ops.
-func (n *Node) Ops(ctx context.Context) ([]node.OpStatus, error) {
-	var r node.OpsResponse
+func (n *Node) Ops(ctx context.Context) ([]adminapi.OpStatus, error) {
+	var r adminapi.OpsResponse
 	return r.Ops, n.call(ctx, http.MethodGet, "/v1/ops", nil, &r)
 }
 
 // Streams is GET /v1/streams.
 func (n *Node) Streams(ctx context.Context) ([]stream.SessionStatus, error) {
-	var r node.StreamsResponse
+	var r adminapi.StreamsResponse
 	return r.Sessions, n.call(ctx, http.MethodGet, "/v1/streams", nil, &r)
 }
 
 // StartOp is POST /v1/ops/KIND with body (nil for none).
-func (n *Node) StartOp(ctx context.Context, kind string, body any) (node.OpStatus, error) {
-	var s node.OpStatus
-	if body == nil && kind != node.OpBootstrap && kind != node.OpDecommission {
+func (n *Node) StartOp(ctx context.Context, kind string, body any) (adminapi.OpStatus, error) {
+	var s adminapi.OpStatus
+	if body == nil && kind != adminapi.OpBootstrap && kind != adminapi.OpDecommission {
 		body = struct{}{}
 	}
 	return s, n.call(ctx, http.MethodPost, "/v1/ops/"+kind, body, &s)
@@ -349,8 +350,8 @@ func (n *Node) StartOp(ctx context.Context, kind string, body any) (node.OpStatu
 
 // WaitOp waits until operation id is no longer running and returns its last status; an
 // operation that failed is also an error wrapping ErrOpFailed.
-func (n *Node) WaitOp(ctx context.Context, id int, d time.Duration) (node.OpStatus, error) {
-	var last node.OpStatus
+func (n *Node) WaitOp(ctx context.Context, id int, d time.Duration) (adminapi.OpStatus, error) {
+	var last adminapi.OpStatus
 	err := waitFor(ctx, d, fmt.Sprintf("operation %d on %s", id, n.Name), func() (bool, error) {
 		ops, err := n.Ops(ctx)
 		if err != nil {
@@ -359,7 +360,7 @@ func (n *Node) WaitOp(ctx context.Context, id int, d time.Duration) (node.OpStat
 		for _, o := range ops {
 			if o.ID == id {
 				last = o
-				return o.State != node.OpRunning, nil
+				return o.State != adminapi.OpRunning, nil
 			}
 		}
 		return false, nil
@@ -367,22 +368,22 @@ func (n *Node) WaitOp(ctx context.Context, id int, d time.Duration) (node.OpStat
 	if err != nil {
 		return last, err
 	}
-	if last.State != node.OpComplete {
+	if last.State != adminapi.OpComplete {
 		return last, fmt.Errorf("%w: %s on %s: %s", ErrOpFailed, last.Kind, n.Name, last.Error)
 	}
 	return last, nil
 }
 
 // LastOp returns the newest operation of kind, ok false when there is none.
-func (n *Node) LastOp(ctx context.Context, kind string) (node.OpStatus, bool, error) {
+func (n *Node) LastOp(ctx context.Context, kind string) (adminapi.OpStatus, bool, error) {
 	ops, err := n.Ops(ctx)
 	if err != nil {
-		return node.OpStatus{}, false, err
+		return adminapi.OpStatus{}, false, err
 	}
 	for i := len(ops) - 1; i >= 0; i-- {
 		if ops[i].Kind == kind {
 			return ops[i], true, nil
 		}
 	}
-	return node.OpStatus{}, false, nil
+	return adminapi.OpStatus{}, false, nil
 }

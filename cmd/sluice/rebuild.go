@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 )
 
 func newRebuildCmd() *cobra.Command {
@@ -20,11 +20,11 @@ node already holds is not looked at. A failed rebuild resumes when run again (co
 transfers are skipped).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := node.RebuildRequest{Keyspace: keyspace}
+			req := adminapi.RebuildRequest{Keyspace: keyspace}
 			if len(args) == 1 {
 				req.SourceDC = args[0]
 			}
-			return runOp(cmd, admin, node.OpRebuild, req, asJSON)
+			return runOp(cmd, admin, adminapi.OpRebuild, req, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&keyspace, "keyspace", "", "rebuild only this keyspace")

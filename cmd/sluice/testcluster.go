@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/testcluster"
 )
 
@@ -173,7 +173,7 @@ func printState(cmd *cobra.Command, st testcluster.State) error {
 		if testcluster.Alive(n.PID) {
 			proc = "running"
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
-			var s node.Status
+			var s adminapi.Status
 			if err := adminGet(ctx, n.AdminAddr, "/v1/status", &s); err == nil {
 				var b int64
 				for _, t := range s.Tables {

@@ -19,7 +19,6 @@ type (
 	LoadResponse    = adminapi.LoadResponse
 	OpStatus        = adminapi.OpStatus
 	TransferStatus  = adminapi.TransferStatus
-	OpsResponse     = adminapi.OpsResponse
 	CleanupRequest  = adminapi.CleanupRequest
 	CleanupResult   = adminapi.CleanupResult
 	ImportRequest   = adminapi.ImportRequest
@@ -29,15 +28,9 @@ type (
 	RingView        = adminapi.RingView
 	RingMember      = adminapi.RingMember
 	RingToken       = adminapi.RingToken
-	MoveRequest     = adminapi.MoveRequest
 	RebuildRequest  = adminapi.RebuildRequest
-
-	// For the test cluster, which still names them here.
-	StreamsResponse   = adminapi.StreamsResponse
-	ThroughputRequest = adminapi.ThroughputRequest
-	ErrorResponse     = adminapi.ErrorResponse
-	AdminError        = adminapi.StatusError
-	AdminClient       = adminapi.Client
+	StreamsResponse = adminapi.StreamsResponse
+	ErrorResponse   = adminapi.ErrorResponse
 )
 
 // Operation kinds and states, and cleanup actions (adminapi's).
@@ -58,9 +51,8 @@ const (
 	CleanupSplit   = adminapi.CleanupSplit
 )
 
-// The admin client, for callers that know it by the node's names.
+// The admin client, as the node's own code and tests name it.
 var (
-	CallAdmin             = adminapi.Call
 	NewAdminClient        = adminapi.NewClient
 	AdminToken            = adminapi.Token
 	DefaultAdminTokenFile = adminapi.DefaultTokenFile
