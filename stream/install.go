@@ -220,49 +220,15 @@ func (j *installJob) replay(path string, n int64) error {
 	return nil
 }
 
-// finish rebuilds (partial, rows) or completes and verifies (entire) the sstable, then
-// commits; a rows sstable is then rewritten and published. It returns the partition count.
+// finish seals the sstable (seal), then commits it on its own (a rows sstable is then
+// rewritten and published). It returns the partition count. Partial and entire sstables of a
+// fetch go through seal and a shared commit instead (commitBatch).
 func (j *installJob) finish(ctx context.Context) (int64, error) {
-	in, m := j.in, j.in.Manifest
-	var partitions int64
-	if in.Kind == wire.KindEntire {
-		if err := j.finishEntire(); err != nil {
-			return 0, err
-		}
-		partitions = int64(m.Partitions)
-	} else {
-		spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, j.rows)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
-		}
-		if j.rebuild != nil {
-			partitions = j.rebuild.Records()
-		} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
-		}
-		if uint64(partitions) != m.Partitions {
-			return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
-		}
-		// The bytes must be the parent's: the digest the sender derived from the parent's
-		// stored checksums, sent on the control stream, against what arrived.
-		if in.Digest() != m.Digest {
-			return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
-		}
-		data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
-			Digest: in.Digest(), HasDigest: true}
-		if j.crcw != nil {
-			data.CRC, data.Digest = j.crcw.Result()
-		}
-		if j.rebuild != nil {
-			_, err = j.rebuild.Finish(data)
-		} else {
-			_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
-		}
+	partitions, err := j.seal()
+	if err != nil {
+		return 0, err
 	}
-	if in.Kind != wire.KindRows {
+	if j.in.Kind != wire.KindRows {
 		if err := j.published(j.desc); err != nil {
 			return 0, err
 		}
@@ -271,9 +237,57 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	j.final = j.desc
-	if in.Kind == wire.KindRows {
+	if j.in.Kind == wire.KindRows {
 		return partitions, j.rewriteRows(ctx, partitions)
 	}
+	return partitions, nil
+}
+
+// seal rebuilds (partial, rows) or completes and verifies (entire) the sstable: every file
+// of its install is written, nothing is synced or published yet. It returns the partition
+// count.
+func (j *installJob) seal() (int64, error) {
+	in, m := j.in, j.in.Manifest
+	if in.Kind == wire.KindEntire {
+		if err := j.finishEntire(); err != nil {
+			return 0, err
+		}
+		return int64(m.Partitions), nil
+	}
+	spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, j.rows)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	var partitions int64
+	if j.rebuild != nil {
+		partitions = j.rebuild.Records()
+	} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	if uint64(partitions) != m.Partitions {
+		return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
+	}
+	// The bytes must be the parent's: the digest the sender derived from the parent's
+	// stored checksums, sent on the control stream, against what arrived.
+	if in.Digest() != m.Digest {
+		return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
+	}
+	data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
+		Digest: in.Digest(), HasDigest: true}
+	if j.crcw != nil {
+		data.CRC, data.Digest = j.crcw.Result()
+	}
+	if j.rebuild != nil {
+		_, err = j.rebuild.Finish(data)
+	} else {
+		_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+	}
+	// The slices are in the rebuilt files now; a job waiting for a shared commit holds no
+	// more than its open files.
+	j.index, j.rows, j.rebuild = nil, nil, nil
 	return partitions, nil
 }
 
