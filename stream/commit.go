@@ -12,11 +12,12 @@ import (
 
 // Shared commits. A fetch of many small sstables spent most of its time in syncs: each
 // install fsynced every file, its directory three times and the resume record twice, and
-// the next sstable's bytes waited for all of it. Now an sstable that arrived whole is sealed
-// (rebuilt or verified, every file written) and waits, unsynced and invisible, in a batch;
-// the batch is committed by fsx.CommitAll (one syncfs, or one fsync per file for a few
-// files, and three directory syncs for the whole batch) on a goroutine of its own while
-// the next sstables' bytes flow, after one save of the resume record naming all of them.
+// the next sstable's bytes waited for all of it and for its rebuild. Now an sstable that
+// arrived whole waits, unsynced and invisible, in a batch;
+// a batch is sealed (rebuilt or verified: every file written) and committed by
+// fsx.CommitAll (one syncfs, or one fsync per file for a few files, and three directory
+// syncs for the whole batch) on a goroutine of its own while the next sstables' bytes flow,
+// after one save of the resume record naming all of them.
 //
 // Crash argument: nothing of a batch is visible before CommitAll has made its files durable
 // (each install keeps its own intent record and renames its TOC last); the resume record
@@ -46,7 +47,7 @@ func commitDue(count, limit int, bytes, next int64, allReceived bool) bool {
 	return false
 }
 
-// sealed is an sstable received whole and rebuilt, waiting for its commit.
+// sealed is an sstable received whole, waiting for its seal and commit.
 type sealed struct {
 	in         *Incoming
 	job        *installJob
@@ -55,10 +56,12 @@ type sealed struct {
 	partitions int64
 }
 
-// commitRun is a batch being committed on its own goroutine.
+// commitRun is a batch being sealed and committed on its own goroutine.
 type commitRun struct {
 	batch []*sealed
-	done  chan error
+	// sealErrs[i] is why batch[i] could not be sealed (it is left out of the commit).
+	sealErrs []error
+	done     chan error // the commit's error, after sealErrs are set
 }
 
 // beforeSharedCommit, set only by tests, runs on the committing goroutine before a batch's
@@ -66,9 +69,9 @@ type commitRun struct {
 // and the shared sync would.
 var beforeSharedCommit func() error
 
-// seal queues t's sstable, sealed with partitions partitions, for a shared commit.
-func (rs *recvSession) seal(t *transfer, partitions int64) error {
-	rs.sealed = append(rs.sealed, &sealed{in: t.in, job: t.job, part: t.part, replayed: t.replayed, partitions: partitions})
+// seal queues t's sstable, received whole, to be sealed and committed with a batch.
+func (rs *recvSession) seal(t *transfer) error {
+	rs.sealed = append(rs.sealed, &sealed{in: t.in, job: t.job, part: t.part, replayed: t.replayed})
 	rs.sealedBytes += int64(t.in.Received())
 	t.job = nil // the batch owns it now
 	rs.sm.Received(t.in.ID)
@@ -99,22 +102,31 @@ func (rs *recvSession) startCommit() error {
 		rs.sealed = batch // aborted with the session
 		return err
 	}
-	run := &commitRun{batch: batch, done: make(chan error, 1)}
+	run := &commitRun{batch: batch, sealErrs: make([]error, len(batch)), done: make(chan error, 1)}
 	rs.committing = run
-	go func() {
-		if beforeSharedCommit != nil {
-			if err := beforeSharedCommit(); err != nil {
-				run.done <- sessionErr{err}
-				return
-			}
-		}
-		ins := make([]*fsx.Install, len(batch))
-		for i, s := range batch {
-			ins[i] = s.job.inst
-		}
-		run.done <- fsx.CommitAll(ins...)
-	}()
+	go run.run()
 	return nil
+}
+
+// run seals every sstable of the batch, then commits those that sealed.
+func (run *commitRun) run() {
+	var ins []*fsx.Install
+	for i, s := range run.batch {
+		if s.partitions, run.sealErrs[i] = s.job.seal(); run.sealErrs[i] == nil {
+			ins = append(ins, s.job.inst)
+		}
+	}
+	if beforeSharedCommit != nil {
+		if err := beforeSharedCommit(); err != nil {
+			run.done <- sessionErr{err}
+			return
+		}
+	}
+	if len(ins) == 0 {
+		run.done <- nil
+		return
+	}
+	run.done <- fsx.CommitAll(ins...)
 }
 
 // settle collects the batch being committed, waiting for it when block: its sstables are
@@ -144,16 +156,24 @@ func (rs *recvSession) settle(block bool) error {
 		}
 		return se.error
 	}
-	if err != nil {
-		return rs.commitFailed(run.batch, err)
-	}
 	var errs []error
-	for _, s := range run.batch {
-		s.job.final = s.job.desc
-		if crashAfterPublish != nil && crashAfterPublish() {
-			return errCrashAfterPublish
+	var failed []*sealed
+	for i, s := range run.batch {
+		switch {
+		case run.sealErrs[i] != nil:
+			errs = append(errs, rs.commitFailed([]*sealed{s}, run.sealErrs[i]))
+		case err != nil:
+			failed = append(failed, s)
+		default:
+			s.job.final = s.job.desc
+			if crashAfterPublish != nil && crashAfterPublish() {
+				return errCrashAfterPublish
+			}
+			errs = append(errs, rs.installed(s))
 		}
-		errs = append(errs, rs.installed(s))
+	}
+	if len(failed) > 0 {
+		errs = append(errs, rs.commitFailed(failed, err))
 	}
 	return errors.Join(errs...)
 }
@@ -183,8 +203,9 @@ func (rs *recvSession) installed(s *sealed) error {
 	return rs.send(rs.sm.Installed(in.ID, uint64(s.partitions)).Send...)
 }
 
-// commitFailed fails every sstable of a batch whose commit failed and was rolled back: none
-// of them is visible, the record stops naming them, and the sender is told.
+// commitFailed fails sstables that could not be sealed, or whose shared commit failed and
+// was rolled back: none of them is visible, the record stops naming them, and the sender
+// is told.
 func (rs *recvSession) commitFailed(batch []*sealed, err error) error {
 	for _, s := range batch {
 		delete(rs.state.Installed, s.in.ID)

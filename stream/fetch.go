@@ -431,7 +431,8 @@ func (t *transfer) account(n int64) *stop {
 	return nil
 }
 
-// install completes and seals the sstable and queues it for a shared commit (commit.go);
+// install completes the sstable and queues it to be sealed and committed with a batch
+// (commit.go);
 // a rows sstable, which is rewritten after its commit, is committed and acknowledged here.
 func (t *transfer) install() *stop {
 	rs, in, job := t.rs, t.in, t.job
@@ -439,12 +440,7 @@ func (t *transfer) install() *stop {
 		return stopped(err, false)
 	}
 	if in.Kind != wire.KindRows {
-		partitions, err := job.seal()
-		if err != nil {
-			// Every byte arrived and was written: the prefix may be kept.
-			return stopped(err, true)
-		}
-		if err := rs.seal(t, partitions); err != nil {
+		if err := rs.seal(t); err != nil {
 			return &stop{err: sessionErr{err}}
 		}
 		return nil
