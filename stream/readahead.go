@@ -77,6 +77,13 @@ func (ra *readAhead) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// ready says whether n bytes can be read without waiting for the source: they are in the
+// piece being read, or a next piece is ready (pieces are full but for the last, so n bytes
+// of them are there unless the source ends short of them, which fails the read at once).
+func (ra *readAhead) ready(n int64) bool {
+	return int64(len(ra.cur)) >= n || len(ra.pieces) > 0
+}
+
 // Close stops the reading goroutine and waits until it closed the source.
 func (ra *readAhead) Close() error {
 	select {
