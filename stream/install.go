@@ -42,6 +42,7 @@ type installJob struct {
 	files   map[descriptor.Component]*os.File
 	index   []byte
 	rebuild *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
+	feed    *rebuildFeed          // hands rebuild the slice on a goroutine of its own
 	rows    []byte
 	crcw    *compress.CRCWriter
 	scratch string // rows only
@@ -157,8 +158,9 @@ func (j *installJob) write(d *wire.Data) error {
 				if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, int64(m.Partitions)); err != nil {
 					return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 				}
+				j.feed = newRebuildFeed(j.rebuild, rebuildFeedDepth)
 			}
-			if err := j.rebuild.Write(d.Payload); err != nil {
+			if err := j.feed.Write(d.Payload); err != nil {
 				return fmt.Errorf("%w: %w", ErrManifest, err)
 			}
 			return nil
@@ -220,6 +222,10 @@ func (j *installJob) replay(path string, n int64) error {
 	return nil
 }
 
+// rebuildFeedDepth is how many index-slice frames (Config.FrameSize each) may wait for a
+// BIG child's rebuild.
+const rebuildFeedDepth = 4
+
 // finish seals the sstable (seal), then commits it on its own (a rows sstable is then
 // rewritten and published). It returns the partition count. Partial and entire sstables of a
 // fetch go through seal and a shared commit instead (commitBatch).
@@ -259,6 +265,11 @@ func (j *installJob) seal() (int64, error) {
 		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 	}
 	var partitions int64
+	if j.feed != nil {
+		if err := j.feed.wait(); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+		}
+	}
 	if j.rebuild != nil {
 		partitions = j.rebuild.Records()
 	} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
@@ -445,6 +456,9 @@ func (j *installJob) verify() error {
 // abort removes every temporary and, for rows, the scratch directory. It is a no-op for
 // what already committed into the target directory.
 func (j *installJob) abort() {
+	if j.feed != nil {
+		_ = j.feed.wait() // the rebuild writes into the install's files
+	}
 	if j.inst != nil {
 		j.inst.Abort()
 	}
