@@ -192,6 +192,9 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if transport != "quic" && transport != "tcp" && transport != "tls" {
 				return usagef("bench stream: --transport %q: want quic, tls or tcp", transport)
 			}
+			if sstables < 0 || sstables == 1 {
+				return usagef("bench stream: --sstables %d: want at least 2 (0: no many-sstables row)", sstables)
+			}
 			var ps int64
 			if partSize != "" {
 				if ps, err = parseSize(partSize); err != nil || ps <= 0 || ps > 1<<30 {
