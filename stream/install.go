@@ -38,7 +38,8 @@ type installJob struct {
 	final   descriptor.Descriptor // the sstable finish published
 	inst    *fsx.Install
 	data    *os.File   // Data.db, all kinds
-	comps   []*os.File // entire: one per Manifest component
+	comps   []*os.File // entire: one per Manifest component (nil while kept in mem)
+	mem     [][]byte   // entire: the small components, kept as they arrive
 	files   map[descriptor.Component]*os.File
 	index   []byte
 	rebuild *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
@@ -79,8 +80,14 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 	switch in.Kind {
 	case wire.KindEntire:
 		j.inst, j.desc, err = generation.Install(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
-			j.files, j.comps = map[descriptor.Component]*os.File{}, nil
-			for _, c := range in.Manifest.Components {
+			j.files, j.comps, j.mem = map[descriptor.Component]*os.File{}, nil, make([][]byte, len(in.Manifest.Components))
+			for i, c := range in.Manifest.Components {
+				if i != in.DataComponent && c.Length <= smallComponent {
+					// Kept as it arrives; seal creates and writes the file (spillSmall).
+					j.mem[i] = make([]byte, 0, c.Length)
+					j.comps = append(j.comps, nil)
+					continue
+				}
 				f, err := inst.Create(d.Filename(descriptor.Component(c.Name)))
 				if err != nil {
 					return err
@@ -174,8 +181,13 @@ func (j *installJob) write(d *wire.Data) error {
 		return nil
 	case wire.StreamComponent:
 		if j.in.Kind == wire.KindEntire {
-			_, err := j.comps[d.Component].WriteAt(d.Payload, int64(d.Offset))
-			return err
+			if f := j.comps[d.Component]; f != nil {
+				_, err := f.WriteAt(d.Payload, int64(d.Offset))
+				return err
+			}
+			// Incoming.Accept admitted the frame at the next offset, within the length.
+			j.mem[d.Component] = append(j.mem[d.Component], d.Payload...)
+			return nil
 		}
 		j.rows = append(j.rows, d.Payload...)
 		return nil
@@ -184,7 +196,7 @@ func (j *installJob) write(d *wire.Data) error {
 }
 
 // file is the file a Data frame's payload goes to at its offset, or nil for the index
-// and rows slices, which are kept in memory.
+// and rows slices and an entire sstable's small components, which are kept in memory.
 func (j *installJob) file(d *wire.Data) *os.File {
 	switch {
 	case d.Stream == wire.StreamRuns:
@@ -381,6 +393,9 @@ func copyFile(dst *os.File, path string) error {
 
 func (j *installJob) finishEntire() error {
 	in, m := j.in, j.in.Manifest
+	if err := j.spillSmall(); err != nil {
+		return err
+	}
 	if f := j.files[descriptor.Digest]; f != nil {
 		b := make([]byte, 16)
 		n, _ := f.ReadAt(b, 0)
@@ -422,6 +437,31 @@ func (j *installJob) finishEntire() error {
 		return err
 	}
 	return j.verify()
+}
+
+// smallComponent is the largest component of an entire sstable (Data.db aside) kept in
+// memory as it arrives and written by seal, which runs beside the receive loop: for a small
+// sstable, creating its files is most of that loop's own per-sstable work. A batch's bytes
+// bound what its sstables hold (batchBytes).
+const smallComponent = 256 << 10
+
+// spillSmall creates and writes the components kept in memory.
+func (j *installJob) spillSmall() error {
+	for i, b := range j.mem {
+		if j.comps[i] != nil {
+			continue
+		}
+		f, err := j.create(descriptor.Component(j.in.Manifest.Components[i].Name))
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
+		j.comps[i] = f
+	}
+	j.mem = nil
+	return nil
 }
 
 // verify runs sstable.Verify on the uncommitted files through a scratch directory of
