@@ -521,11 +521,11 @@ func (d *drill) repair(ctx context.Context) error {
 		return err
 	}
 	s, err = n.WaitOp(ctx, s.ID, opTimeout)
-	for _, r := range s.Repair {
-		d.res.BytesStreamed += r.BytesFetched + r.BytesSent
-		// Mismatched leaves stream both ways.
-		d.ship(r.Peer, r.Mismatched)
-		d.ship(n.Name, r.Mismatched)
+	// Each direction of each peer's repair is a transfer of the runs of the sender's
+	// partitions that had to move.
+	for _, t := range s.Transfers {
+		d.res.BytesStreamed += t.BytesReceived
+		d.ship(t.From, t.Ranges)
 	}
 	return err
 }

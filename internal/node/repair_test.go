@@ -99,7 +99,7 @@ func checkTreesAgree(t *testing.T, r ring.Ring, nodes ...*Node) {
 
 // Three nodes at RF 2 hold data by ownership; one loses a range it shares with a second, a
 // third loses everything. Repair run on the two damaged nodes (through the admin API) brings
-// every key back to every replica, after which every pair of replicas has equal trees, and a
+// every key back to every replica, streaming only towards the damaged side, after which every pair of replicas has equal trees, and a
 // second repair finds nothing to stream.
 func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	tc := newTestCluster(t, "r1", "r2", "r3")
@@ -164,6 +164,11 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 			want := wantMismatch[n.cfg.Name][rr.Peer]
 			if rr.State != OpComplete || (rr.Mismatched != "") != want || (rr.BytesFetched+rr.BytesSent > 0) != want {
 				t.Errorf("%s: %+v: want mismatches streamed: %v", n.cfg.Name, rr, want)
+			}
+			// Only the damaged side lacked anything: nothing goes the other way.
+			if want && (rr.PartitionsFetched == 0 || rr.PartitionsSent != 0 || rr.BytesSent != 0) {
+				t.Errorf("%s with %s: fetched %d partitions, sent %d (%d bytes); want some fetched, none sent",
+					n.cfg.Name, rr.Peer, rr.PartitionsFetched, rr.PartitionsSent, rr.BytesSent)
 			}
 		}
 	}
