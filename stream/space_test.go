@@ -1,11 +1,14 @@
 package stream
 
 import (
+	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -62,5 +65,51 @@ func TestSessionSpaceCountsEveryPlannedSSTable(t *testing.T) {
 		{Kind: wire.KindEntire, Bytes: 10}})
 	if want := int64(100 + 50 + 10 + 2*50 + 1<<20); got != want {
 		t.Fatalf("%d, want %d", got, want)
+	}
+}
+
+// End to end: a Fetch into a directory whose free space other sessions hold is refused on
+// Prepare with no_space, receives no byte and leaves nothing in the directory.
+func TestFetchIsRefusedBeforeStreamingWhenTheSessionDoesNotFit(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	genTable(t, root, "big_lz4", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1}})
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	dir := t.TempDir()
+	if _, err := fsx.FreeBytes(dir); errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("free space unknown here")
+	}
+	// Another session into dir has announced more than any file system has free.
+	other := &spaceHold{need: 1 << 62, received: func() int64 { return 0 }}
+	receiving.mu.Lock()
+	receiving.held[dir] = map[*spaceHold]struct{}{other: {}}
+	receiving.mu.Unlock()
+	release := func() {
+		receiving.mu.Lock()
+		delete(receiving.held, dir)
+		receiving.mu.Unlock()
+	}
+	defer release()
+	all, _ := token.ParseRanges(token.Murmur3, "(0,0]")
+	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+		FetchRequest{Peer: addr, Keyspace: "ks", Table: "big_lz4", Ranges: all, Dir: dir}, nil)
+	var se *SpaceError
+	if !errors.As(err, &se) || codeOf(err) != wire.CodeNoSpace || se.Reserved == 0 {
+		t.Fatalf("fetch into a full directory: %v", err)
+	}
+	if res == nil || res.BytesReceived != 0 || len(res.SSTables) != 0 {
+		t.Fatalf("received %+v before refusing", res)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "-Data.db") || strings.HasPrefix(e.Name(), fsx.TempPrefix) {
+			t.Errorf("%s left in the directory", e.Name())
+		}
+	}
+	// Once the other session ends, the same fetch fits.
+	release()
+	if _, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+		FetchRequest{Peer: addr, Keyspace: "ks", Table: "big_lz4", Ranges: all, Dir: dir}, nil); err != nil {
+		t.Fatalf("fetch after the space was released: %v", err)
 	}
 }
