@@ -125,7 +125,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			} else {
 				w := cmd.OutOrStdout()
 				for _, f := range rep.SSTables {
-					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes  %d runs (%d dead bytes)\n", f.Path, f.Kind, f.Partitions, f.Bytes, f.Runs, f.DeadBytes)
+					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes  %d runs (%d dead bytes)%s\n", f.Path, f.Kind, f.Partitions, f.Bytes, f.Runs, f.DeadBytes, scanNote(f.Unscannable))
 				}
 				for _, f := range rep.Failed {
 					fmt.Fprintf(w, "failed: %s\n", f)
