@@ -73,6 +73,25 @@ func TestFilterRoundTripsInItsOwnLayout(t *testing.T) {
 		if !bytes.Equal(got, raw) || f.Size() != len(raw) {
 			t.Fatalf("%s (old format %v): re-encoded filter differs", s.Name, old[i])
 		}
+		var w bytes.Buffer
+		if err := f.Encode(&w, old[i]); err != nil || !bytes.Equal(w.Bytes(), raw) {
+			t.Fatalf("%s (old format %v): written filter differs (%v)", s.Name, old[i], err)
+		}
+	}
+	// A filter of more words than one write holds is written whole, in order.
+	big := NewSized(3, 20000)
+	for i := range big.Words {
+		big.Words[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	for _, o := range []bool{false, true} {
+		var w bytes.Buffer
+		want := big.Append(nil)
+		if o {
+			want = big.AppendOld(nil)
+		}
+		if err := big.Encode(&w, o); err != nil || !bytes.Equal(w.Bytes(), want) {
+			t.Fatalf("20000-word filter (old format %v): written filter differs from Append (%v)", o, err)
+		}
 	}
 	if !sawOld || !sawNew {
 		t.Fatal("fixtures must cover both layouts")

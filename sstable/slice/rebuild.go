@@ -3,6 +3,7 @@ package slice
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -261,7 +262,8 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.index.Flush(); err != nil {
 			return nil, err
 		}
-		if err := b.write(descriptor.Summary, b.summary.Build(b.first, b.last).Append(nil)); err != nil {
+		sum := b.summary.Build(b.first, b.last)
+		if err := b.write(descriptor.Summary, sum.Append(make([]byte, 0, sum.Size()))); err != nil {
 			return nil, err
 		}
 		written = append(written, descriptor.Index, descriptor.Summary)
@@ -282,13 +284,12 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 				f.AddHash(h[0], h[1])
 			}
 		}
-		raw := f.Append(nil)
-		if v.HasOldBfFormat() {
-			raw = f.AppendOld(nil)
-		}
-		if err := b.write(descriptor.Filter, raw); err != nil {
+		// Written through a small buffer: the filter is most of a big child's rebuild
+		// memory, and a serialised copy of it would double that.
+		if err := b.writeWith(descriptor.Filter, func(w io.Writer) error { return f.Encode(w, v.HasOldBfFormat()) }); err != nil {
 			return nil, err
 		}
+		b.filter, f = nil, nil
 		written = append(written, descriptor.Filter)
 	}
 
@@ -326,6 +327,19 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		return nil, err
 	}
 	return written, nil
+}
+
+// writeWith creates component c and hands fn a buffered writer on it.
+func (b *Builder) writeWith(c descriptor.Component, fn func(io.Writer) error) error {
+	f, err := b.inst.Create(b.desc.Filename(c))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := fn(w); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 func (b *Builder) write(c descriptor.Component, data []byte) error {

@@ -90,7 +90,7 @@ type Result struct {
 // parent is never modified. Each child is installed atomically; on error, children already
 // installed stay, nothing partial is visible, and the next Split in dir removes leftovers.
 func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options) (*Result, error) {
-	return execute(ctx, parent, ranges, dir, opts, false)
+	return execute(ctx, parent, ranges, nil, dir, opts, false)
 }
 
 // Slice writes at most one child sstable into dir holding exactly parent's partitions in
@@ -99,10 +99,12 @@ func Split(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 // child would break opts.Bounds (zero-copy modes only: rechunk and rewrite leave no dead bytes)
 // it falls back to one child per run and Result.Reason says why.
 func Slice(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options) (*Result, error) {
-	return execute(ctx, parent, ranges, dir, opts, true)
+	return execute(ctx, parent, ranges, nil, dir, opts, true)
 }
 
-func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, dir string, opts Options, one bool) (*Result, error) {
+// execute splits (one child per piece) or slices (one is set). plans, when not nil, are the
+// children planned already (SplitEqual); otherwise an index pass plans them.
+func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, plans []ChildPlan, dir string, opts Options, one bool) (*Result, error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
 	}
@@ -126,9 +128,10 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	if _, err := fsx.CleanLeftovers(dir); err != nil {
 		return nil, fmt.Errorf("removing leftovers of an interrupted split in %s: %w", dir, err)
 	}
-	plans, err := PlanTable(parent, ps, ranges)
-	if err != nil {
-		return nil, err
+	if plans == nil {
+		if plans, err = PlanTable(parent, ps, ranges); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Mode: opts.Mode}
 	if reason := Refusal(parent); reason != "" {
@@ -227,7 +230,7 @@ func Refusal(parent *sstable.Table) string {
 func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, error) {
 	pl := NewPlanner(ps)
 	err := parent.ScanPartitions(func(p *sstable.Partition) error {
-		pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
+		pl.Add(p.Ordinal, p.Token, p.Position)
 		return nil
 	})
 	if err != nil {
@@ -279,6 +282,10 @@ type splitter struct {
 	pending []*openChild // built, waiting to be installed together
 	lastEnd int64        // end of the last Rows.db entry seen (BTI)
 	cloned  int64
+	// prevTok is the token of the partition before (its bytes copied into prevBuf): plans
+	// derived from samples (SplitEqual) hold only if the index is in token order.
+	prevTok token.Token
+	prevBuf []byte
 	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
 }
@@ -344,6 +351,9 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 				return err
 			}
 		}
+		if err := sp.inOrder(p); err != nil {
+			return err
+		}
 		if sp.cur != nil && p.Ordinal > sp.cur.plan.LastOrdinal() {
 			if err := sp.finish(); err != nil {
 				return err
@@ -383,6 +393,21 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 		err = sp.install()
 	}
 	return err
+}
+
+// inOrder fails on a partition whose token sorts before the one ahead of it: the planner and
+// the children's ranges rely on the index being in token order.
+func (sp *splitter) inOrder(p *sstable.Partition) error {
+	if p.Ordinal > 0 && p.Token.Compare(sp.prevTok) < 0 {
+		return fmt.Errorf("%w: %s: partition %d (token %s) sorts before partition %d (token %s): the index is out of token order",
+			sstable.ErrCorrupt, sp.parent.Desc, p.Ordinal, p.Token, p.Ordinal-1, sp.prevTok)
+	}
+	sp.prevTok = p.Token
+	if p.Token.Bytes != nil {
+		sp.prevBuf = append(sp.prevBuf[:0], p.Token.Bytes...)
+		sp.prevTok.Bytes = sp.prevBuf
+	}
+	return nil
 }
 
 // geometry is the parent's shape for NewLayout.

@@ -1,6 +1,7 @@
 package slice
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/sluicedb/sluice/sstable"
@@ -22,8 +23,38 @@ var maxCutSamples = 1 << 16 // a variable for the tests of the sampled cuts
 // partition count (an index pass for the count
 // and another for the cuts cost twice the time on a many-partition parent).
 func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
+	rs, _, err := equalCuts(parent, n)
+	return rs, err
+}
+
+// SplitEqual is Split into the ranges EqualRanges(parent, n) cuts, with the children's plans
+// taken from the same index pass: each sample also keeps the position and token of the
+// partition after it, which is where a child cut there ends and the next begins, so no
+// planning pass is needed. When the plans cannot be derived exactly (two partitions share the
+// token a cut falls on) it plans with a pass of its own, as Split does.
+func SplitEqual(ctx context.Context, parent *sstable.Table, n int, dir string, opts Options) (*Result, error) {
+	ranges, plans, err := equalCuts(parent, n)
+	if err != nil {
+		return nil, err
+	}
+	return execute(ctx, parent, ranges, plans, dir, opts, false)
+}
+
+// cutSample is the partition at ordinal, and the one after it (where a child cut at this
+// sample ends and the next child begins).
+type cutSample struct {
+	ordinal int64
+	token   token.Token
+	hasNext bool
+	nextPos int64
+	nextTok token.Token
+}
+
+// equalCuts is EqualRanges and the plan of one child per range, or nil plans when they cannot
+// be derived from the samples exactly.
+func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("--ways %d: want at least 1", n)
+		return nil, nil, fmt.Errorf("--ways %d: want at least 1", n)
 	}
 	var (
 		samples []cutSample
@@ -31,9 +62,29 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 		count   int64
 		// At least two samples per range, so that every cut interval holds one.
 		limit = max(maxCutSamples, 2*n)
+		// The first partition (where the first child begins) and the last key (the last
+		// child's last token, taken once the scan is over).
+		firstPos int64
+		firstTok token.Token
+		lastKey  []byte
 	)
+	tokenOf := func(p *sstable.Partition) token.Token {
+		t := p.Token
+		if t.Kind == 0 { // ScanKeys left it to us
+			t = parent.Partitioner.Token(p.Key)
+		}
+		return cloneToken(t)
+	}
 	err := parent.ScanKeys(func(p *sstable.Partition) error {
 		count++
+		if p.Ordinal == 0 {
+			firstPos, firstTok = p.Position, tokenOf(p)
+		}
+		if k := len(samples) - 1; k >= 0 && !samples[k].hasNext && samples[k].ordinal == p.Ordinal-1 {
+			s := &samples[k]
+			s.hasNext, s.nextPos, s.nextTok = true, p.Position, tokenOf(p)
+		}
+		lastKey = append(lastKey[:0], p.Key...)
 		if p.Ordinal%stride != 0 {
 			return nil
 		}
@@ -51,24 +102,18 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 				return nil
 			}
 		}
-		t := p.Token
-		if t.Kind == 0 { // ScanKeys left it to us
-			t = parent.Partitioner.Token(p.Key)
-		}
-		if t.Bytes != nil {
-			t.Bytes = append([]byte(nil), t.Bytes...)
-		}
-		samples = append(samples, cutSample{p.Ordinal, t})
+		samples = append(samples, cutSample{ordinal: p.Ordinal, token: tokenOf(p)})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	lastTok := cloneToken(parent.Partitioner.Token(lastKey))
 	// More ranges than partitions cannot hold more partitions: bound n by the count, so
 	// that a huge n neither allocates nor loops (and k*count cannot overflow).
 	n = int(min(int64(n), max(count, 1)))
 	min := parent.Partitioner.MinToken()
-	bounds := make([]token.Token, 0, n-1)
+	cuts := make([]cutSample, 0, n-1)
 	i := 0
 	for k := 1; k < n; k++ {
 		c := int64(k)*count/int64(n) - 1
@@ -78,21 +123,53 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 		for i+1 < len(samples) && samples[i+1].ordinal <= c {
 			i++
 		}
-		if t := samples[i].token; len(bounds) == 0 || t.Compare(bounds[len(bounds)-1]) > 0 {
-			bounds = append(bounds, t)
+		if s := samples[i]; len(cuts) == 0 || s.token.Compare(cuts[len(cuts)-1].token) > 0 {
+			cuts = append(cuts, s)
 		}
 	}
-	out := make(token.RangeSet, 0, len(bounds)+1)
+	out := make(token.RangeSet, 0, len(cuts)+1)
 	left := min
-	for _, b := range bounds {
-		out = append(out, token.Range{Left: left, Right: b})
-		left = b
+	for _, c := range cuts {
+		out = append(out, token.Range{Left: left, Right: c.token})
+		left = c.token
 	}
-	return append(out, token.Range{Left: left, Right: min}), nil
+	out = append(out, token.Range{Left: left, Right: min})
+	if count == 0 {
+		return out, nil, nil
+	}
+	return out, cutPlans(out, cuts, count, firstPos, firstTok, lastTok, parent.DataLength()), nil
 }
 
-// cutSample is the token of the partition at ordinal.
-type cutSample struct {
-	ordinal int64
-	token   token.Token
+// cutPlans is the child of each range that cuts delimit: child k holds the partitions after
+// cut k-1 up to cut k (the last child those after the last cut), which is what a planning
+// pass finds as long as the index is in token order (the rebuild pass checks that) and no
+// partition after a cut shares its token; otherwise nil.
+func cutPlans(ranges token.RangeSet, cuts []cutSample, count, firstPos int64, firstTok, lastTok token.Token, dataLength int64) []ChildPlan {
+	if firstTok.Compare(ranges[0].Left) <= 0 {
+		return nil // a partition at the minimum token is in no range
+	}
+	plans := make([]ChildPlan, 0, len(ranges))
+	c := ChildPlan{FirstOrdinal: 0, Lo: firstPos, FirstTok: firstTok}
+	for k, r := range ranges {
+		last, hi, lastT := count-1, dataLength, lastTok
+		if k < len(cuts) {
+			s := cuts[k]
+			if !s.hasNext || s.nextTok.Compare(s.token) <= 0 {
+				return nil
+			}
+			last, hi, lastT = s.ordinal, s.nextPos, s.token
+		}
+		c.Piece, c.Range, c.RangeIndex = k, r, k
+		c.Partitions, c.Hi, c.LastTok = last-c.FirstOrdinal+1, hi, lastT
+		if c.Partitions <= 0 {
+			return nil
+		}
+		c.Runs = []RunPlan{{FirstOrdinal: c.FirstOrdinal, Partitions: c.Partitions, Lo: c.Lo, Hi: c.Hi}}
+		plans = append(plans, c)
+		if k < len(cuts) {
+			s := cuts[k]
+			c = ChildPlan{FirstOrdinal: s.ordinal + 1, Lo: s.nextPos, FirstTok: s.nextTok}
+		}
+	}
+	return plans
 }

@@ -1,10 +1,14 @@
 package slice
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"reflect"
 	"testing"
 
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -60,6 +64,100 @@ func TestEqualRangesOnePass(t *testing.T) {
 		for i, c := range counts(rs)[:3] { // the last range takes what the others leave
 			if d := c - 250; d > tc.slack || -d > tc.slack {
 				t.Errorf("%d samples: range %d holds %d partitions, want 250 ± %d", tc.samples, i, c, tc.slack)
+			}
+		}
+	}
+}
+
+// The plans the cut pass derives from its samples are the plans a planning pass finds for
+// the same ranges, for BIG and BTI parents, exact and sampled cuts, and more ways than
+// partitions.
+func TestEqualCutsPlanAsThePlanner(t *testing.T) {
+	for _, ver := range []string{"oa", "da"} {
+		v, _ := version.ParseWritable(ver)
+		res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent, err := sstable.Open(res.Desc.Prefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, samples := range []int{1 << 16, 16, 3} {
+			for _, n := range []int{1, 2, 7, 8, 1000, 5000} {
+				old := maxCutSamples
+				maxCutSamples = samples
+				ranges, plans, err := equalCuts(parent, n)
+				maxCutSamples = old
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps, err := NewPieces(parent.Partitioner, ranges)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := PlanTable(parent, ps, ranges)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if plans == nil {
+					t.Fatalf("%s, %d samples, %d ways: no plans derived", ver, samples, n)
+				}
+				if len(plans) != len(want) {
+					t.Fatalf("%s, %d samples, %d ways: %d plans, the planner finds %d", ver, samples, n, len(plans), len(want))
+				}
+				for i := range want {
+					if g, w := plans[i], want[i]; !reflect.DeepEqual(g, w) {
+						t.Fatalf("%s, %d samples, %d ways: child %d\n got %+v\nwant %+v", ver, samples, n, i, g, w)
+					}
+				}
+			}
+		}
+		parent.Close()
+	}
+}
+
+// SplitEqual's children are Split's into EqualRanges' ranges, byte for byte.
+func TestSplitEqualIsSplitOfEqualRanges(t *testing.T) {
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 600, PartitionSize: 512, RowSize: 64, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	ranges, err := EqualRanges(parent, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := t.TempDir(), t.TempDir()
+	ra, err := Split(context.Background(), parent, ranges, a, Options{Mode: ModeCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := SplitEqual(context.Background(), parent, 5, b, Options{Mode: ModeCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ra.Children) != 5 || len(rb.Children) != len(ra.Children) {
+		t.Fatalf("%d and %d children, want 5", len(ra.Children), len(rb.Children))
+	}
+	for i := range ra.Children {
+		ca, cb := ra.Children[i], rb.Children[i]
+		for _, c := range []string{"Data.db", "Index.db", "Summary.db", "Filter.db", "Statistics.db", "CompressionInfo.db", "Digest.crc32"} {
+			x, err := os.ReadFile(ca.Desc.Path(descriptor.Component(c)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := os.ReadFile(cb.Desc.Path(descriptor.Component(c)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(x, y) {
+				t.Errorf("child %d: %s differs", i, c)
 			}
 		}
 	}
