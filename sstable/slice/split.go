@@ -398,9 +398,16 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 // inOrder fails on a partition whose token sorts before the one ahead of it: the planner and
 // the children's ranges rely on the index being in token order.
 func (sp *splitter) inOrder(p *sstable.Partition) error {
+	if p.Token.Kind == token.KindMurmur3 {
+		// The common case, without copying a token (and its slice) per partition.
+		if p.Ordinal > 0 && p.Token.Long < sp.prevTok.Long {
+			return sp.outOfOrder(p)
+		}
+		sp.prevTok.Long = p.Token.Long
+		return nil
+	}
 	if p.Ordinal > 0 && p.Token.Compare(sp.prevTok) < 0 {
-		return fmt.Errorf("%w: %s: partition %d (token %s) sorts before partition %d (token %s): the index is out of token order",
-			sstable.ErrCorrupt, sp.parent.Desc, p.Ordinal, p.Token, p.Ordinal-1, sp.prevTok)
+		return sp.outOfOrder(p)
 	}
 	sp.prevTok = p.Token
 	if p.Token.Bytes != nil {
@@ -408,6 +415,13 @@ func (sp *splitter) inOrder(p *sstable.Partition) error {
 		sp.prevTok.Bytes = sp.prevBuf
 	}
 	return nil
+}
+
+func (sp *splitter) outOfOrder(p *sstable.Partition) error {
+	prev := sp.prevTok
+	prev.Kind = p.Token.Kind
+	return fmt.Errorf("%w: %s: partition %d (token %s) sorts before partition %d (token %s): the index is out of token order",
+		sstable.ErrCorrupt, sp.parent.Desc, p.Ordinal, p.Token, p.Ordinal-1, prev)
 }
 
 // geometry is the parent's shape for NewLayout.

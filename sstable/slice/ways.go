@@ -19,7 +19,7 @@ var maxCutSamples = 1 << 16 // a variable for the tests of the sampled cuts
 // It reads the index once: the partition count is known only at the end, so it keeps the
 // token of every stride-th partition, doubling the stride (and dropping every other sample)
 // whenever maxCutSamples are held, and cuts at the last sample at or before each cut's
-// ordinal. Memory stays bounded by the larger of maxCutSamples and 2n tokens whatever the
+// ordinal. The stride starts from the partition count Statistics.db records (a hint only). Memory stays bounded by the larger of maxCutSamples and 2n tokens whatever the
 // partition count (an index pass for the count
 // and another for the cuts cost twice the time on a many-partition parent).
 func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
@@ -68,6 +68,19 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 		firstTok token.Token
 		lastKey  []byte
 	)
+	// The samples' slice is sized once from the partition count Statistics.db records (a
+	// hint: a wrong one costs only growth), so that appending 64K samples neither copies them
+	// nor leaves garbage for the collector.
+	// The stride starts where the doubling would end for that count, so the first partitions
+	// are not all sampled (and hashed) only to be dropped.
+	if st := parent.Statistics; st != nil && st.Stats != nil {
+		if hint := st.Stats.EstimatedPartitionSize.Total(); hint > 0 {
+			for hint/stride > int64(limit) {
+				stride *= 2
+			}
+			samples = make([]cutSample, 0, min(int64(limit), hint/stride+1))
+		}
+	}
 	tokenOf := func(p *sstable.Partition) token.Token {
 		t := p.Token
 		if t.Kind == 0 { // ScanKeys left it to us
@@ -77,15 +90,20 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 	}
 	err := parent.ScanKeys(func(p *sstable.Partition) error {
 		count++
+		var tok token.Token // taken at most once per partition, and only when needed
 		if p.Ordinal == 0 {
-			firstPos, firstTok = p.Position, tokenOf(p)
+			tok = tokenOf(p)
+			firstPos, firstTok = p.Position, tok
 		}
 		if k := len(samples) - 1; k >= 0 && !samples[k].hasNext && samples[k].ordinal == p.Ordinal-1 {
+			if tok.Kind == 0 {
+				tok = tokenOf(p)
+			}
 			s := &samples[k]
-			s.hasNext, s.nextPos, s.nextTok = true, p.Position, tokenOf(p)
+			s.hasNext, s.nextPos, s.nextTok = true, p.Position, tok
 		}
 		lastKey = append(lastKey[:0], p.Key...)
-		if p.Ordinal%stride != 0 {
+		if p.Ordinal&(stride-1) != 0 { // stride is a power of two
 			return nil
 		}
 		if len(samples) >= limit {
@@ -98,11 +116,14 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 				}
 			}
 			samples, stride = samples[:k], 2*stride
-			if p.Ordinal%stride != 0 {
+			if p.Ordinal&(stride-1) != 0 {
 				return nil
 			}
 		}
-		samples = append(samples, cutSample{ordinal: p.Ordinal, token: tokenOf(p)})
+		if tok.Kind == 0 {
+			tok = tokenOf(p)
+		}
+		samples = append(samples, cutSample{ordinal: p.Ordinal, token: tok})
 		return nil
 	})
 	if err != nil {

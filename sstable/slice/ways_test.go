@@ -3,8 +3,10 @@ package slice
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/sstable"
@@ -160,5 +162,56 @@ func TestSplitEqualIsSplitOfEqualRanges(t *testing.T) {
 				t.Errorf("child %d: %s differs", i, c)
 			}
 		}
+	}
+}
+
+// A parent whose index is out of token order (two keys swapped, positions untouched) fails
+// the split with ErrCorrupt naming the partition, and installs nothing: the plans cut from
+// samples hold only for an index in token order.
+func TestSplitEqualRefusesAnIndexOutOfTokenOrder(t *testing.T) {
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 300, PartitionSize: 256, RowSize: 64, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	var keyLen int
+	if err := parent.ScanPartitions(func(p *sstable.Partition) error {
+		offs = append(offs, p.IndexPos)
+		keyLen = len(p.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	parent.Close()
+	// gen's keys are all one length: swap the keys of partitions 100 and 101 in place.
+	path := res.Desc.Path(descriptor.Index)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := raw[offs[100]+2:offs[100]+2+int64(keyLen)], raw[offs[101]+2:offs[101]+2+int64(keyLen)]
+	tmp := append([]byte(nil), a...)
+	copy(a, b)
+	copy(b, tmp)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent, err = sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	out := t.TempDir()
+	_, err = SplitEqual(context.Background(), parent, 4, out, Options{Mode: ModeCopy})
+	if !errors.Is(err, sstable.ErrCorrupt) || !strings.Contains(err.Error(), "partition 101") {
+		t.Fatalf("split of an index out of token order: %v, want ErrCorrupt naming partition 101", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("failed split left %d entries in %s", len(ents), out)
 	}
 }
