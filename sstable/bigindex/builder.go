@@ -18,6 +18,26 @@ type SummaryBuilder struct {
 	positions []int64 // Index.db position of each sampled entry
 	written   int64   // partitions seen
 	next      int64   // ordinal of the next sample; -1 once sampling has stopped
+	expect    int64   // samples Expect announced, to size the key arena from the first key
+}
+
+// maxExpectedSamples bounds what Expect reserves, whatever count it is told (a count may come
+// from a peer's manifest): past it the arrays grow as they fill.
+const (
+	maxExpectedSamples  = 1 << 20
+	maxExpectedKeyBytes = 64 << 20
+)
+
+// Expect sizes the builder for about n partitions, so that sampling a large index neither
+// grows (copying) its arrays nor leaves the grown-out copies as garbage; the key arena is sized
+// from the first key. A wrong n costs only growth or spare capacity.
+func (sb *SummaryBuilder) Expect(n int64) {
+	if n <= 0 || sb.written > 0 {
+		return
+	}
+	sb.expect = min(n/sb.interval+1, maxExpectedSamples)
+	sb.keyEnds = make([]int, 0, sb.expect)
+	sb.positions = make([]int64, 0, sb.expect)
 }
 
 // NewSummaryBuilder returns a builder for the table parameter min_index_interval (<= 0 means
@@ -37,6 +57,9 @@ func (sb *SummaryBuilder) Add(key []byte, indexPosition int64) {
 		// that summary covers only a prefix of the sstable; reproduce that rather than fail.
 		entry := int64(len(key)) + 8
 		if sb.entriesLen()+entry <= math.MaxInt32 {
+			if sb.keys == nil && sb.expect > 0 {
+				sb.keys = make([]byte, 0, min(sb.expect*int64(len(key)), maxExpectedKeyBytes))
+			}
 			sb.keys = append(sb.keys, key...)
 			sb.keyEnds = append(sb.keyEnds, len(sb.keys))
 			sb.positions = append(sb.positions, indexPosition)

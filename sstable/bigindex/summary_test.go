@@ -65,20 +65,25 @@ func TestSummaryRebuiltFromIndexIsByteIdentical(t *testing.T) {
 	}
 }
 
+// Sampled keys are copies, every interval-th partition is sampled, and an announced count
+// (right, too small, absurdly large) changes nothing in the result.
 func TestSummaryBuilderSamplesEveryIntervalAndCopiesKeys(t *testing.T) {
-	sb := NewSummaryBuilder(4)
-	key := make([]byte, 1)
-	for i := range 10 {
-		key[0] = byte('a' + i)
-		sb.Add(key, int64(100*i)) // the caller reuses key: sampled keys must be copies
-	}
-	s := sb.Build([]byte("a"), []byte("j"))
-	var got []string
-	for _, e := range s.Entries {
-		got = append(got, string(e.Key)+":"+string(rune('0'+e.IndexPosition/100)))
-	}
-	if strings.Join(got, " ") != "a:0 e:4 i:8" || s.SizeAtFullSampling != 3 || s.MinIndexInterval != 4 || sb.Count() != 10 {
-		t.Fatalf("samples %v, size at full sampling %d", got, s.SizeAtFullSampling)
+	for _, expect := range []int64{0, 10, 1, 1 << 40} {
+		sb := NewSummaryBuilder(4)
+		sb.Expect(expect)
+		key := make([]byte, 1)
+		for i := range 10 {
+			key[0] = byte('a' + i)
+			sb.Add(key, int64(100*i)) // the caller reuses key: sampled keys must be copies
+		}
+		s := sb.Build([]byte("a"), []byte("j"))
+		var got []string
+		for _, e := range s.Entries {
+			got = append(got, string(e.Key)+":"+string(rune('0'+e.IndexPosition/100)))
+		}
+		if strings.Join(got, " ") != "a:0 e:4 i:8" || s.SizeAtFullSampling != 3 || s.MinIndexInterval != 4 || sb.Count() != 10 {
+			t.Fatalf("expecting %d: samples %v, size at full sampling %d", expect, got, s.SizeAtFullSampling)
+		}
 	}
 }
 

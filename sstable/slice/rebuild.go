@@ -144,6 +144,9 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 // instead of keeping 16 bytes per partition until Finish. Finish then fails unless exactly
 // n partitions were added.
 func (b *Builder) Expect(n int64) error {
+	if b.summary != nil {
+		b.summary.Expect(n)
+	}
 	fp := b.spec.Statistics.Validation.BloomFilterFPChance
 	if b.count != 0 || n <= 0 || !bloom.Needed(fp) {
 		return nil

@@ -19,7 +19,8 @@ var maxCutSamples = 1 << 16 // a variable for the tests of the sampled cuts
 // It reads the index once: the partition count is known only at the end, so it keeps the
 // token of every stride-th partition, doubling the stride (and dropping every other sample)
 // whenever maxCutSamples are held, and cuts at the last sample at or before each cut's
-// ordinal. The stride starts from the partition count Statistics.db records (a hint only). Memory stays bounded by the larger of maxCutSamples and 2n tokens whatever the
+// ordinal. With the partition count Statistics.db records (checked against the scan's), it
+// keeps only the partitions at the cut ordinals, and the cuts are exact. Memory stays bounded by the larger of maxCutSamples and 2n tokens whatever the
 // partition count (an index pass for the count
 // and another for the cuts cost twice the time on a many-partition parent).
 func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
@@ -52,35 +53,83 @@ type cutSample struct {
 
 // equalCuts is EqualRanges and the plan of one child per range, or nil plans when they cannot
 // be derived from the samples exactly.
+//
+// With the partition count Statistics.db records, the cut ordinals are known before the scan:
+// it keeps exactly those partitions (n-1 keys hashed instead of up to maxCutSamples), and the
+// cuts are exact whatever the count. If the scan counts otherwise (a Statistics.db that
+// disagrees with its index), a second pass samples by stride as without a count.
 func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error) {
 	if n < 1 {
 		return nil, nil, fmt.Errorf("--ways %d: want at least 1", n)
 	}
-	var (
-		samples []cutSample
-		stride  int64 = 1
-		count   int64
-		// At least two samples per range, so that every cut interval holds one.
-		limit = max(maxCutSamples, 2*n)
-		// The first partition (where the first child begins) and the last key (the last
-		// child's last token, taken once the scan is over).
-		firstPos int64
-		firstTok token.Token
-		lastKey  []byte
-	)
-	// The samples' slice is sized once from the partition count Statistics.db records (a
-	// hint: a wrong one costs only growth), so that appending 64K samples neither copies them
-	// nor leaves garbage for the collector.
-	// The stride starts where the doubling would end for that count, so the first partitions
-	// are not all sampled (and hashed) only to be dropped.
 	if st := parent.Statistics; st != nil && st.Stats != nil {
 		if hint := st.Stats.EstimatedPartitionSize.Total(); hint > 0 {
-			for hint/stride > int64(limit) {
-				stride *= 2
+			m := min(int64(n), hint)
+			targets := make([]int64, 0, m-1)
+			for k := int64(1); k < m; k++ {
+				if c := k*hint/m - 1; c >= 0 && (len(targets) == 0 || c > targets[len(targets)-1]) {
+					targets = append(targets, c)
+				}
 			}
-			samples = make([]cutSample, 0, min(int64(limit), hint/stride+1))
+			j := 0
+			sc, err := scanCuts(parent, len(targets), func(_ *cutScan, o int64) bool {
+				if j < len(targets) && o == targets[j] {
+					j++
+					return true
+				}
+				return false
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			if sc.count == hint {
+				return sc.cut(parent, n)
+			}
 		}
 	}
+	// At least two samples per range, so that every cut interval holds one.
+	limit := max(maxCutSamples, 2*n)
+	stride := int64(1)
+	sc, err := scanCuts(parent, 0, func(sc *cutScan, o int64) bool {
+		if o&(stride-1) != 0 { // stride is a power of two
+			return false
+		}
+		if len(sc.samples) >= limit {
+			// Keep the samples at multiples of the doubled stride: every other one.
+			k := 0
+			for _, s := range sc.samples {
+				if s.ordinal%(2*stride) == 0 {
+					sc.samples[k] = s
+					k++
+				}
+			}
+			sc.samples, stride = sc.samples[:k], 2*stride
+			return o&(stride-1) == 0
+		}
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc.cut(parent, n)
+}
+
+// cutScan is what a cut pass gathers: the samples it kept, the partition count, where the
+// first partition starts and the last key (the last child's last token, taken once the scan is
+// over).
+type cutScan struct {
+	samples  []cutSample
+	count    int64
+	firstPos int64
+	firstTok token.Token
+	lastKey  []byte
+}
+
+// scanCuts reads the index once, keeping the partitions keep asks for (in ordinal order) with
+// the position and token of the partition after each. Only kept partitions and those after
+// them are hashed.
+func scanCuts(parent *sstable.Table, capacity int, keep func(sc *cutScan, ordinal int64) bool) (*cutScan, error) {
+	sc := &cutScan{samples: make([]cutSample, 0, capacity)}
 	tokenOf := func(p *sstable.Partition) token.Token {
 		t := p.Token
 		if t.Kind == 0 { // ScanKeys left it to us
@@ -89,54 +138,43 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 		return cloneToken(t)
 	}
 	err := parent.ScanKeys(func(p *sstable.Partition) error {
-		count++
+		sc.count++
 		var tok token.Token // taken at most once per partition, and only when needed
 		if p.Ordinal == 0 {
 			tok = tokenOf(p)
-			firstPos, firstTok = p.Position, tok
+			sc.firstPos, sc.firstTok = p.Position, tok
 		}
-		if k := len(samples) - 1; k >= 0 && !samples[k].hasNext && samples[k].ordinal == p.Ordinal-1 {
+		if k := len(sc.samples) - 1; k >= 0 && !sc.samples[k].hasNext && sc.samples[k].ordinal == p.Ordinal-1 {
 			if tok.Kind == 0 {
 				tok = tokenOf(p)
 			}
-			s := &samples[k]
+			s := &sc.samples[k]
 			s.hasNext, s.nextPos, s.nextTok = true, p.Position, tok
 		}
-		lastKey = append(lastKey[:0], p.Key...)
-		if p.Ordinal&(stride-1) != 0 { // stride is a power of two
+		sc.lastKey = append(sc.lastKey[:0], p.Key...)
+		if !keep(sc, p.Ordinal) {
 			return nil
-		}
-		if len(samples) >= limit {
-			// Keep the samples at multiples of the doubled stride: every other one.
-			k := 0
-			for _, s := range samples {
-				if s.ordinal%(2*stride) == 0 {
-					samples[k] = s
-					k++
-				}
-			}
-			samples, stride = samples[:k], 2*stride
-			if p.Ordinal&(stride-1) != 0 {
-				return nil
-			}
 		}
 		if tok.Kind == 0 {
 			tok = tokenOf(p)
 		}
-		samples = append(samples, cutSample{ordinal: p.Ordinal, token: tok})
+		sc.samples = append(sc.samples, cutSample{ordinal: p.Ordinal, token: tok})
 		return nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	lastTok := cloneToken(parent.Partitioner.Token(lastKey))
+	return sc, err
+}
+
+// cut makes the n ranges from the samples: range k ends at the last sample at or before
+// ordinal k*count/n - 1.
+func (sc *cutScan) cut(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error) {
+	count, samples := sc.count, sc.samples
 	// More ranges than partitions cannot hold more partitions: bound n by the count, so
 	// that a huge n neither allocates nor loops (and k*count cannot overflow).
 	n = int(min(int64(n), max(count, 1)))
 	min := parent.Partitioner.MinToken()
 	cuts := make([]cutSample, 0, n-1)
 	i := 0
-	for k := 1; k < n; k++ {
+	for k := 1; k < n && len(samples) > 0; k++ {
 		c := int64(k)*count/int64(n) - 1
 		if c < 0 {
 			continue
@@ -144,7 +182,7 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 		for i+1 < len(samples) && samples[i+1].ordinal <= c {
 			i++
 		}
-		if s := samples[i]; len(cuts) == 0 || s.token.Compare(cuts[len(cuts)-1].token) > 0 {
+		if s := samples[i]; s.ordinal <= c && (len(cuts) == 0 || s.token.Compare(cuts[len(cuts)-1].token) > 0) {
 			cuts = append(cuts, s)
 		}
 	}
@@ -158,7 +196,8 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 	if count == 0 {
 		return out, nil, nil
 	}
-	return out, cutPlans(out, cuts, count, firstPos, firstTok, lastTok, parent.DataLength()), nil
+	lastTok := cloneToken(parent.Partitioner.Token(sc.lastKey))
+	return out, cutPlans(out, cuts, count, sc.firstPos, sc.firstTok, lastTok, parent.DataLength()), nil
 }
 
 // cutPlans is the child of each range that cuts delimit: child k holds the partitions after

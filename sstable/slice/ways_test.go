@@ -12,20 +12,31 @@ import (
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/stats"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
-// EqualRanges, in one index pass, cuts exactly at ordinals k*count/n-1 while it can keep a
-// token per partition, and past that within one sampling stride of them; the ranges always
-// cover the ring once.
+// EqualRanges, in one index pass, cuts exactly at ordinals k*count/n-1 when Statistics.db
+// records the partition count, and otherwise while it can keep a token per partition, and past
+// that within one sampling stride of them; the ranges always cover the ring once.
 func TestEqualRangesOnePass(t *testing.T) {
 	v, _ := version.ParseWritable("oa")
 	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent, err := sstable.Open(res.Desc.Prefix())
+	for _, recorded := range []string{"as written", "wrong"} {
+		if recorded == "wrong" {
+			misrecordPartitions(t, res.Desc, 7)
+		}
+		// A recorded count that the scan confirms makes the cuts exact whatever the samples.
+		t.Run("recorded count "+recorded, func(t *testing.T) { equalRangesOnePass(t, res.Desc, recorded == "as written") })
+	}
+}
+
+func equalRangesOnePass(t *testing.T, d descriptor.Descriptor, exact bool) {
+	parent, err := sstable.Open(d.Prefix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +74,9 @@ func TestEqualRangesOnePass(t *testing.T) {
 		if len(rs) != 4 {
 			t.Fatalf("%d samples: %d ranges %v", tc.samples, len(rs), rs)
 		}
+		if exact {
+			tc.slack = 0
+		}
 		for i, c := range counts(rs)[:3] { // the last range takes what the others leave
 			if d := c - 250; d > tc.slack || -d > tc.slack {
 				t.Errorf("%d samples: range %d holds %d partitions, want 250 ± %d", tc.samples, i, c, tc.slack)
@@ -81,10 +95,23 @@ func TestEqualCutsPlanAsThePlanner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parent, err := sstable.Open(res.Desc.Prefix())
-		if err != nil {
-			t.Fatal(err)
+		for _, recorded := range []string{"as written", "wrong"} {
+			if recorded == "wrong" {
+				misrecordPartitions(t, res.Desc, 7)
+			}
+			t.Run(ver+", recorded count "+recorded, func(t *testing.T) { equalCutsPlanAsThePlanner(t, res.Desc) })
 		}
+	}
+}
+
+func equalCutsPlanAsThePlanner(t *testing.T, d descriptor.Descriptor) {
+	ver := d.Version.String()
+	parent, err := sstable.Open(d.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	{
 		for _, samples := range []int{1 << 16, 16, 3} {
 			for _, n := range []int{1, 2, 7, 8, 1000, 5000} {
 				old := maxCutSamples
@@ -115,7 +142,24 @@ func TestEqualCutsPlanAsThePlanner(t *testing.T) {
 				}
 			}
 		}
-		parent.Close()
+	}
+}
+
+// misrecordPartitions makes d's Statistics.db record extra partitions more than its index holds.
+func misrecordPartitions(t *testing.T, d descriptor.Descriptor, extra int64) {
+	t.Helper()
+	p := d.Path(descriptor.Statistics)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stats.Parse(raw, d.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Stats.EstimatedPartitionSize.Counts[0] += extra
+	if err := os.WriteFile(p, st.Append(nil, d.Version), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
