@@ -309,7 +309,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 	}
 	written = append(written, descriptor.Statistics)
 	if d.Compression != nil {
-		if err := b.write(descriptor.CompressionInfo, d.Compression.Append(nil, v)); err != nil {
+		if err := b.write(descriptor.CompressionInfo, d.Compression.Append(make([]byte, 0, 64+8*len(d.Compression.Offsets)), v)); err != nil {
 			return nil, err
 		}
 		written = append(written, descriptor.CompressionInfo)
