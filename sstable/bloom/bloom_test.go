@@ -344,3 +344,37 @@ func BenchmarkBloomMayContain(b *testing.B) {
 		i++
 	}
 }
+
+// A filter outside the heap is New's filter: same sizes, same bits for the same keys, the same
+// bytes written; Free releases it (and is harmless on a heap filter or twice).
+func TestNewOffHeapIsNew(t *testing.T) {
+	for _, n := range []int64{100, 2_000_000} { // under and over the mapping threshold
+		a, err := New(n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewOffHeap(n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := make([]byte, 8)
+		for i := range 5000 {
+			binary.BigEndian.PutUint64(key, uint64(i)*7919)
+			a.Add(key)
+			b.Add(key)
+		}
+		if !a.Equal(b) || !bytes.Equal(a.Append(nil), b.Append(nil)) {
+			t.Fatalf("%d elements: the off-heap filter differs from New's", n)
+		}
+		if !b.MayContain(key) {
+			t.Fatalf("%d elements: the off-heap filter lost a key", n)
+		}
+		b.Free()
+		b.Free()
+		a.Free()
+		// Only a filter of a MiB or more is mapped; Free leaves one on the heap as it is.
+		if mapped := n >= 2_000_000; (b.Words == nil) != mapped || len(a.Words) == 0 {
+			t.Fatalf("%d elements: after Free, %d words of the NewOffHeap filter and %d of New's", n, len(b.Words), len(a.Words))
+		}
+	}
+}

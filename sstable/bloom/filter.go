@@ -22,6 +22,7 @@ const MaxHashCount = 64
 type Filter struct {
 	HashCount int
 	Words     []uint64
+	release   func() // unmaps Words (NewOffHeap), or nil
 }
 
 // New returns an empty filter sized as FilterFactory.getFilter(numElements, fpChance): the

@@ -151,7 +151,7 @@ func (b *Builder) Expect(n int64) error {
 	if b.count != 0 || n <= 0 || !bloom.Needed(fp) {
 		return nil
 	}
-	f, err := bloom.New(n, fp)
+	f, err := bloom.NewOffHeap(n, fp)
 	if err != nil {
 		return err
 	}
@@ -292,6 +292,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.writeWith(descriptor.Filter, func(w io.Writer) error { return f.Encode(w, v.HasOldBfFormat()) }); err != nil {
 			return nil, err
 		}
+		f.Free()
 		b.filter, f = nil, nil
 		written = append(written, descriptor.Filter)
 	}
