@@ -1,8 +1,12 @@
 package bigindex
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
 )
 
 // SummaryBuilder builds a Summary.db at the full sampling level from a pass over Index.db, as
@@ -94,6 +98,49 @@ func (sb *SummaryBuilder) Build(first, last []byte) *Summary {
 		start = end
 	}
 	return s
+}
+
+// Encode writes the Summary.db Build(first, last).Append would, straight from the builder's
+// arena through a small buffer: on a child of millions of partitions the entries and their
+// encoding would otherwise be two more copies of the samples at once.
+func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) error {
+	n := len(sb.positions)
+	buf := make([]byte, 0, 64<<10)
+	flush := func(force bool) error {
+		if len(buf) < 60<<10 && !force {
+			return nil
+		}
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	buf = encoding.AppendI32(buf, int32(sb.interval))
+	buf = encoding.AppendI32(buf, int32(n))
+	buf = encoding.AppendI64(buf, int64(12*n+len(sb.keys)))
+	buf = encoding.AppendI32(buf, BaseSamplingLevel)
+	buf = encoding.AppendI32(buf, int32((sb.written+sb.interval-1)/sb.interval))
+	off := uint32(4 * n)
+	start := 0
+	for _, end := range sb.keyEnds {
+		buf = binary.LittleEndian.AppendUint32(buf, off)
+		off += uint32(end - start + 8)
+		start = end
+		if err := flush(false); err != nil {
+			return err
+		}
+	}
+	start = 0
+	for i, end := range sb.keyEnds {
+		buf = append(buf, sb.keys[start:end]...)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(sb.positions[i]))
+		start = end
+		if err := flush(false); err != nil {
+			return err
+		}
+	}
+	buf = encoding.AppendIntBytes(buf, first)
+	buf = encoding.AppendIntBytes(buf, last)
+	return flush(true)
 }
 
 // Mismatch is one disagreement between a Summary.db and its Index.db.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,6 +62,10 @@ func TestSummaryRebuiltFromIndexIsByteIdentical(t *testing.T) {
 		got := sb.Build(first, last).Append(nil)
 		if !bytes.Equal(got, raw) {
 			t.Fatalf("%s: rebuilt summary\n%x\nwant\n%x", f.Name, got, raw)
+		}
+		var w bytes.Buffer
+		if err := sb.Encode(&w, first, last); err != nil || !bytes.Equal(w.Bytes(), raw) {
+			t.Fatalf("%s: encoded summary\n%x\nwant\n%x (%v)", f.Name, w.Bytes(), raw, err)
 		}
 	}
 }
@@ -192,5 +197,23 @@ func TestParseSummaryRejectsInconsistentLayouts(t *testing.T) {
 		if !errors.Is(err, c.is) || !errors.As(err, &oe) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: got %v, want %v saying %q", c.name, err, c.is, c.says)
 		}
+	}
+}
+
+// Encode writes what Build and Append make, also for a summary many write buffers long.
+func TestSummaryBuilderEncodeIsBuildAppend(t *testing.T) {
+	sb := NewSummaryBuilder(4)
+	key := make([]byte, 0, 32)
+	for i := range 100_000 {
+		key = fmt.Appendf(key[:0], "key-%08d-%d", i, i%7)
+		sb.Add(key, int64(30*i))
+	}
+	want := sb.Build([]byte("first"), []byte("last")).Append(nil)
+	var w bytes.Buffer
+	if err := sb.Encode(&w, []byte("first"), []byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.Bytes(), want) {
+		t.Fatalf("encoded %d bytes differ from Build+Append's %d", w.Len(), len(want))
 	}
 }

@@ -265,8 +265,8 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.index.Flush(); err != nil {
 			return nil, err
 		}
-		sum := b.summary.Build(b.first, b.last)
-		if err := b.write(descriptor.Summary, sum.Append(make([]byte, 0, sum.Size()))); err != nil {
+		// Encoded from the builder's samples: no entries or encoding held beside the filter.
+		if err := b.writeWith(descriptor.Summary, func(w io.Writer) error { return b.summary.Encode(w, b.first, b.last) }); err != nil {
 			return nil, err
 		}
 		written = append(written, descriptor.Index, descriptor.Summary)
