@@ -23,6 +23,10 @@ type splitChild struct {
 	DataFileLength int64  `json:"data_file_length"`
 	DeadBytes      int64  `json:"dead_bytes"`
 	ClonedBytes    int64  `json:"cloned_bytes"`
+	// Scannable: Cassandra 5.0's sequential readers (compaction, sstabledump) read the child
+	// exactly; ScanNote says why not.
+	Scannable bool   `json:"scannable"`
+	ScanNote  string `json:"scan_note,omitempty"`
 }
 
 type splitReport struct {
@@ -107,14 +111,15 @@ refuses (legacy counter shards).`,
 			for _, c := range res.Children {
 				rep.Children = append(rep.Children, splitChild{Path: c.Desc.Path("Data.db"), Range: c.Range.String(),
 					Partitions: c.Partitions, FirstToken: c.FirstToken.String(), LastToken: c.LastToken.String(),
-					DataFileLength: c.DataFileLength, DeadBytes: c.DeadBytes, ClonedBytes: c.Cloned})
+					DataFileLength: c.DataFileLength, DeadBytes: c.DeadBytes, ClonedBytes: c.Cloned,
+					Scannable: c.Scan.Readable, ScanNote: c.Scan.Reason})
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			for _, c := range rep.Children {
-				fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes (%d dead, %d cloned)\n", c.Path, c.Range, c.Partitions, c.DataFileLength, c.DeadBytes, c.ClonedBytes)
+				fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes (%d dead, %d cloned)%s\n", c.Path, c.Range, c.Partitions, c.DataFileLength, c.DeadBytes, c.ClonedBytes, scanNote(c.Scannable, c.ScanNote))
 			}
 			why := ""
 			if rep.Reason != "" {
@@ -133,4 +138,13 @@ refuses (legacy counter shards).`,
 	f.BoolVar(&noDigest, "no-digest", false, "write no Digest.crc32")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// scanNote flags, in human output, a written sstable Cassandra 5.0's sequential readers cannot
+// read (README "Which Cassandra readers go through the index").
+func scanNote(scannable bool, why string) string {
+	if scannable {
+		return ""
+	}
+	return "  NOT for Cassandra 5.0 compaction: " + why
 }

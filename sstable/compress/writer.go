@@ -276,22 +276,32 @@ func (w *Writer) encode(j *chunkJob, codec Codec) error {
 		chunk := j.buf[min(off, len(j.buf)):min(off+w.chunkLength, len(j.buf))]
 		start := len(out)
 		var err error
-		if out, err = codec.Compress(out, chunk); err != nil {
+		if out, err = AppendRecord(out, codec, chunk, w.rawAt); err != nil {
 			return fmt.Errorf("compress chunk at uncompressed offset %d of the batch: %w", off, err)
 		}
-		if len(out)-start >= w.rawAt {
-			// CASSANDRA-10520: store the raw buffer; a short last chunk is zero-padded to
-			// rawAt so that its length still says "raw" (FORMAT §2.2).
-			out = append(out[:start], chunk...)
-			if pad := w.rawAt - len(chunk); pad > 0 {
-				out = append(out, make([]byte, pad)...)
-			}
-		}
-		out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[start:]))
 		j.starts = append(j.starts, int64(start))
 	}
 	j.out = out
 	return nil
+}
+
+// AppendRecord appends chunk's on-disk record: its compressed form, or (CASSANDRA-10520) the
+// raw bytes when compression does not bring it under rawAt (maxCompressedLength; a short last
+// chunk is then zero-padded to rawAt so that its length still says "raw", FORMAT §2.2),
+// followed by the CRC32 of what precedes it.
+func AppendRecord(dst []byte, codec Codec, chunk []byte, rawAt int) ([]byte, error) {
+	start := len(dst)
+	out, err := codec.Compress(dst, chunk)
+	if err != nil {
+		return dst, err
+	}
+	if len(out)-start >= rawAt {
+		out = append(out[:start], chunk...)
+		if pad := rawAt - len(chunk); pad > 0 {
+			out = append(out, make([]byte, pad)...)
+		}
+	}
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[start:])), nil
 }
 
 // emit writes a batch's records (or raw bytes) and folds them into the metadata and digest.

@@ -87,7 +87,8 @@ type RunPlan struct {
 // ChildPlan is one child: one run (split: one child per piece) or every run a parent has for
 // a range set (slice, streaming, cleanup: one child per parent), in parent order. The scalar
 // fields summarise the runs: the first run's ordinal and Lo, the last run's Hi, the total
-// partition count, the first and last token.
+// partition count, the first key (a dead head's filler sorts before it), the first and last
+// token.
 type ChildPlan struct {
 	Piece        int
 	Range        token.Range // the requested range of the first run (split: the child's range)
@@ -95,6 +96,7 @@ type ChildPlan struct {
 	FirstOrdinal int64
 	Partitions   int64
 	Lo, Hi       int64
+	First        []byte
 	FirstTok     token.Token
 	LastTok      token.Token
 	Runs         []RunPlan
@@ -153,7 +155,7 @@ type Planner struct {
 func NewPlanner(ps *Pieces) *Planner { return &Planner{ps: ps, cur: -1} }
 
 // Add places one partition (in index order).
-func (pl *Planner) Add(ordinal int64, t token.Token, position int64) {
+func (pl *Planner) Add(ordinal int64, key []byte, t token.Token, position int64) {
 	// Index order is token order: most partitions fall in the piece of the one before.
 	var k int
 	if pl.cur >= 0 && pl.ps.holds(pl.children[pl.cur].Piece, t) {
@@ -169,7 +171,7 @@ func (pl *Planner) Add(ordinal int64, t token.Token, position int64) {
 		if pl.cur < 0 {
 			_, ri := pl.ps.Range(k)
 			pl.children = append(pl.children, ChildPlan{Piece: k, RangeIndex: ri, FirstOrdinal: ordinal, Lo: position,
-				FirstTok: cloneToken(t)})
+				First: append([]byte(nil), key...), FirstTok: cloneToken(t)})
 			pl.cur = len(pl.children) - 1
 		}
 		c := &pl.children[pl.cur]

@@ -70,6 +70,7 @@ func checkSlice(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 		if int64(len(parts)) != c.Partitions {
 			t.Errorf("child %s: %d partitions, reported %d", c.Desc, len(parts), c.Partitions)
 		}
+		checkScan(t, c, parts, false)
 		for _, p := range parts {
 			w, ok := want[string(p.Key)]
 			if !ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/generation"
+	"github.com/sluicedb/sluice/sstable/schema"
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
@@ -76,6 +77,18 @@ type Child struct {
 	// Runs is the number of contiguous pieces of the parent the child's Data.db concatenates
 	// (1 for a split child; rechunk and rewrite count the runs they joined).
 	Runs int
+	// Scan says whether a reader that walks Data.db from its start without the index
+	// (Cassandra 5.0's compaction, sstabledump) reads exactly the child's partitions.
+	Scan Scan
+}
+
+// Scan is what Cassandra 5.0's sequential scanners (SSTableSimpleScanner over the whole of
+// Data.db: compaction, cleanup, sstabledump) make of a child. A child with no dead bytes, or
+// with only a dead head filled with empty partitions, is Readable; dead bytes between runs are
+// parsed as partitions, so a child that has them is not, and Reason says why.
+type Scan struct {
+	Readable bool
+	Reason   string
 }
 
 // Result is what Split did.
@@ -231,7 +244,7 @@ func Refusal(parent *sstable.Table) string {
 func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, error) {
 	pl := NewPlanner(ps)
 	err := parent.ScanPartitions(func(p *sstable.Partition) error {
-		pl.Add(p.Ordinal, p.Token, p.Position)
+		pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
 		return nil
 	})
 	if err != nil {
@@ -287,6 +300,7 @@ type splitter struct {
 	// derived from samples (SplitEqual) hold only if the index is in token order.
 	prevTok token.Token
 	prevBuf []byte
+	table   *schema.Table // the parent's, compiled when a dead head is first filled
 	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
 }
@@ -525,10 +539,14 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 		return err
 	}
 	oc.data = DataResult{Compression: l.Info(info), DataLength: l.DataLength, FileLength: l.FileLength, HasDigest: !sp.opts.NoDigest}
+	fill, scan, err := sp.fillHead(oc, dst)
+	if err != nil {
+		return err
+	}
 	if !sp.opts.NoDigest {
 		if sp.digestFromCRCs {
 			// Derived from the stored CRCs, the digest vouches for nothing new.
-			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, l)
+			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, l, fill.Head)
 		} else {
 			// A digest of the bytes themselves: prove every chunk first.
 			oc.data.Digest, err = provenRecords(sp.parent, dst, oc.data.Compression, l)
@@ -537,20 +555,73 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 			return err
 		}
 	}
-	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
+	if n := int64(len(fill.Head)); n > 0 && st.Cloned > 0 {
+		// Writing the head unshared the blocks it covers (the clone starts at offset 0).
+		n = min((n+sp.align-1)/sp.align*sp.align, st.Cloned)
+		st.Cloned, st.Copied = st.Cloned-n, st.Copied+n
+		sp.cloned -= n
+	}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Scan: scan}
 	return nil
+}
+
+// fillHead makes a zero-copy child's dead head readable by Cassandra 5.0's sequential
+// scanners (scannable.go) and says what those scanners can make of the child. A head that
+// cannot be filled (shorter than an empty partition, no filler key found, a recompressed chunk
+// that does not fit) leaves the child as it was, valid for every index-driven reader, and
+// says so; a damaged parent chunk is an error.
+func (sp *splitter) fillHead(oc *openChild, dst *os.File) (headFill, Scan, error) {
+	l := &oc.layout
+	dead := oc.plan.Runs[0].Lo - l.Segments[0].Shift
+	scan := Scan{Readable: true}
+	if len(l.Segments) > 1 || l.Segments[0].Runs > 1 {
+		scan = Scan{Reason: "dead bytes between runs"}
+	}
+	if dead == 0 {
+		return headFill{}, scan, nil
+	}
+	t, err := sp.schema()
+	if err != nil {
+		return headFill{}, Scan{Reason: "dead head not filled: " + err.Error()}, nil
+	}
+	info := oc.data.Compression
+	fill, err := fillHead(dst, l.FileLength, info, dead, t, sp.parent.Version(), sp.parent.Partitioner, oc.plan.FirstTok, oc.plan.First)
+	var ce *compress.ChunkError
+	switch {
+	case errors.As(err, &ce):
+		ce.Chunk, ce.Offset = l.parentChunk(ce.Chunk, ce.Offset)
+		ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
+		return headFill{}, Scan{}, corruptParent(sp.parent, err)
+	case err != nil:
+		return headFill{}, Scan{Reason: "dead head not filled: " + err.Error()}, nil
+	}
+	info.Offsets[0] = fill.Offset
+	return fill, scan, nil
 }
 
 // chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
 // parent's inline chunk CRCs, segment by segment (compress.RunDigest: 4 bytes read per chunk,
 // and the pad), joined with CRC-32 combination. A damaged parent chunk makes the derived digest
 // disagree with the bytes, which verify then reports.
-func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layout) (uint32, error) {
+func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layout, head []byte) (uint32, error) {
 	var crc uint32
 	for k, s := range l.Segments {
 		padOff, pad := int64(0), int64(0)
 		if k == 0 {
 			padOff, pad = s.SrcOff-l.Pad, l.Pad
+		}
+		if k == 0 && head != nil {
+			// A filled head replaces the pad and the first chunk's record.
+			crc = crc32.ChecksumIEEE(head)
+			if s.FirstChunk == s.LastChunk {
+				continue
+			}
+			d, err := compress.RunDigest(src, info, fileLength, s.FirstChunk+1, s.LastChunk, 0, 0)
+			if err != nil {
+				return 0, err
+			}
+			crc = crcx.Combine(crc, d, s.Length()+l.Pad-int64(len(head)))
+			continue
 		}
 		d, err := compress.RunDigest(src, info, fileLength, s.FirstChunk, s.LastChunk, padOff, pad)
 		if err != nil {
@@ -582,9 +653,22 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 		return err
 	}
 	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
+	// Uncompressed, the head pad is part of the data, which a sequential reader parses: it
+	// becomes empty partitions sorting first (scannable.go), or stays the parent's bytes.
+	pad, scan := sp.padFiller(oc)
+	if pad != nil {
+		if _, err := dst.WriteAt(pad, 0); err != nil {
+			return err
+		}
+		cw.Write(pad)
+		if st.Cloned > 0 {
+			n := min(sp.align, st.Cloned)
+			st.Cloned, st.Copied, sp.cloned = st.Cloned-n, st.Copied+n, sp.cloned-n
+		}
+	}
 	for k, s := range l.Segments {
 		lo := s.SrcOff
-		if k == 0 {
+		if k == 0 && pad == nil {
 			lo -= l.Pad
 		}
 		if err := provenUncompressed(sp.parent, lo, s.SrcEnd, cw); err != nil {
@@ -593,8 +677,38 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 	}
 	crcs, digest := cw.Result()
 	oc.data = DataResult{CRC: crcs, DataLength: l.DataLength, FileLength: l.FileLength, Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Scan: scan}
 	return nil
+}
+
+// padFiller is the head pad of an uncompressed child as empty partitions, or nil with the
+// reason the pad stays the parent's bytes.
+func (sp *splitter) padFiller(oc *openChild) ([]byte, Scan) {
+	pad := oc.layout.Pad
+	if pad == 0 {
+		return nil, Scan{Readable: true}
+	}
+	t, err := sp.schema()
+	var b []byte
+	if err == nil {
+		b, err = headFiller(t, sp.parent.Version(), sp.parent.Partitioner, int(pad), oc.plan.FirstTok, oc.plan.First)
+	}
+	if err != nil {
+		return nil, Scan{Reason: fmt.Sprintf("head pad of %d bytes not filled: %v", pad, err)}
+	}
+	return b, Scan{Readable: true}
+}
+
+// schema is the parent's compiled header, for writing filler partitions.
+func (sp *splitter) schema() (*schema.Table, error) {
+	if sp.table == nil {
+		t, err := schema.Compile(sp.parent.Statistics.Header)
+		if err != nil {
+			return nil, err
+		}
+		sp.table = t
+	}
+	return sp.table, nil
 }
 
 // LayoutDigest is the CRC32 of the Data.db laid out by l derived from the parent's stored
@@ -605,7 +719,7 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 func LayoutDigest(parent *sstable.Table, l *Layout) (uint32, error) {
 	switch {
 	case parent.Compression != nil:
-		return chunkRunDigest(parent.DataFile(), parent.Compression, parent.DataFileLength, l)
+		return chunkRunDigest(parent.DataFile(), parent.Compression, parent.DataFileLength, l, nil)
 	case parent.CRC == nil:
 		return 0, fmt.Errorf("%w: %s has no CRC.db", ErrUnverifiable, parent.Desc)
 	}
@@ -654,7 +768,7 @@ func (sp *splitter) rechunk(oc *openChild, dst *os.File) error {
 	l.DataLength, l.FileLength = res.DataLength, res.FileLength
 	oc.layout = l
 	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{Copied: res.FileLength}
+	oc.child = Child{Copied: res.FileLength, Scan: Scan{Readable: true}}
 	return nil
 }
 
@@ -695,7 +809,7 @@ func (sp *splitter) rechunkUncompressed(oc *openChild, dst *os.File) error {
 	oc.layout = l
 	crcs, digest := cw.Result()
 	oc.data = DataResult{CRC: crcs, DataLength: off, FileLength: off, Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{Copied: off}
+	oc.child = Child{Copied: off, Scan: Scan{Readable: true}}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
@@ -58,6 +59,7 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 		if int64(len(parts)) != c.Partitions {
 			t.Errorf("child %s: %d partitions, reported %d", c.Desc, len(parts), c.Partitions)
 		}
+		checkScan(t, c, parts, true)
 		for _, p := range parts {
 			if !c.Range.Contains(p.Token) {
 				t.Errorf("child %s holds key %x (token %s) outside %s", c.Desc, p.Key, p.Token, c.Range)
@@ -98,6 +100,48 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 		t.FailNow()
 	}
 	return res
+}
+
+// checkScan holds a child to what its Scan says: readable means a scan from position 0 finds
+// empty filler partitions sorting before the first partition, then exactly the child's
+// partitions. A child that is not must say why, with one of the reasons the package gives; a
+// split child (one run) may only lack a filled head.
+func checkScan(t *testing.T, c Child, parts []partition, oneRun bool) {
+	t.Helper()
+	if !c.Scan.Readable {
+		why := c.Scan.Reason
+		switch {
+		case strings.HasPrefix(why, "dead head not filled"), strings.HasPrefix(why, "head pad"):
+		case strings.HasPrefix(why, "dead bytes between runs") && !oneRun:
+		default:
+			t.Errorf("child %s is not scannable: %q", c.Desc, why)
+		}
+		t.Logf("child %s: not scannable: %s", c.Desc, why)
+		return
+	}
+	scanned, err := sstabletest.ScanSequentially(c.Desc.Prefix())
+	if err != nil {
+		t.Errorf("child %s is said to be scannable: %v", c.Desc, err)
+		return
+	}
+	fillers := 0
+	for fillers < len(scanned) && (len(parts) == 0 || !bytes.Equal(scanned[fillers].Key, parts[0].Key)) {
+		if !scanned[fillers].Empty {
+			t.Errorf("child %s: partition %x found before its first holds data", c.Desc, scanned[fillers].Key)
+		}
+		fillers++
+	}
+	rest := scanned[fillers:]
+	if len(rest) != len(parts) {
+		t.Errorf("child %s: a sequential scan finds %d partitions after %d fillers, the index %d", c.Desc, len(rest), fillers, len(parts))
+		return
+	}
+	for i, p := range parts {
+		if !bytes.Equal(rest[i].Key, p.Key) {
+			t.Errorf("child %s: sequential partition %d is %x, the index says %x", c.Desc, i, rest[i].Key, p.Key)
+			return
+		}
+	}
 }
 
 func fixture(t *testing.T, name string) fixtures.SSTable {

@@ -49,6 +49,7 @@ type cutSample struct {
 	hasNext bool
 	nextPos int64
 	nextTok token.Token
+	nextKey []byte
 }
 
 // equalCuts is EqualRanges and the plan of one child per range, or nil plans when they cannot
@@ -122,6 +123,7 @@ type cutScan struct {
 	count    int64
 	firstPos int64
 	firstTok token.Token
+	firstKey []byte
 	lastKey  []byte
 }
 
@@ -142,14 +144,14 @@ func scanCuts(parent *sstable.Table, capacity int, keep func(sc *cutScan, ordina
 		var tok token.Token // taken at most once per partition, and only when needed
 		if p.Ordinal == 0 {
 			tok = tokenOf(p)
-			sc.firstPos, sc.firstTok = p.Position, tok
+			sc.firstPos, sc.firstTok, sc.firstKey = p.Position, tok, append([]byte(nil), p.Key...)
 		}
 		if k := len(sc.samples) - 1; k >= 0 && !sc.samples[k].hasNext && sc.samples[k].ordinal == p.Ordinal-1 {
 			if tok.Kind == 0 {
 				tok = tokenOf(p)
 			}
 			s := &sc.samples[k]
-			s.hasNext, s.nextPos, s.nextTok = true, p.Position, tok
+			s.hasNext, s.nextPos, s.nextTok, s.nextKey = true, p.Position, tok, append([]byte(nil), p.Key...)
 		}
 		sc.lastKey = append(sc.lastKey[:0], p.Key...)
 		if !keep(sc, p.Ordinal) {
@@ -197,19 +199,19 @@ func (sc *cutScan) cut(parent *sstable.Table, n int) (token.RangeSet, []ChildPla
 		return out, nil, nil
 	}
 	lastTok := cloneToken(parent.Partitioner.Token(sc.lastKey))
-	return out, cutPlans(out, cuts, count, sc.firstPos, sc.firstTok, lastTok, parent.DataLength()), nil
+	return out, cutPlans(out, cuts, count, sc, lastTok, parent.DataLength()), nil
 }
 
 // cutPlans is the child of each range that cuts delimit: child k holds the partitions after
 // cut k-1 up to cut k (the last child those after the last cut), which is what a planning
 // pass finds as long as the index is in token order (the rebuild pass checks that) and no
 // partition after a cut shares its token; otherwise nil.
-func cutPlans(ranges token.RangeSet, cuts []cutSample, count, firstPos int64, firstTok, lastTok token.Token, dataLength int64) []ChildPlan {
-	if firstTok.Compare(ranges[0].Left) <= 0 {
+func cutPlans(ranges token.RangeSet, cuts []cutSample, count int64, sc *cutScan, lastTok token.Token, dataLength int64) []ChildPlan {
+	if sc.firstTok.Compare(ranges[0].Left) <= 0 {
 		return nil // a partition at the minimum token is in no range
 	}
 	plans := make([]ChildPlan, 0, len(ranges))
-	c := ChildPlan{FirstOrdinal: 0, Lo: firstPos, FirstTok: firstTok}
+	c := ChildPlan{FirstOrdinal: 0, Lo: sc.firstPos, First: sc.firstKey, FirstTok: sc.firstTok}
 	for k, r := range ranges {
 		last, hi, lastT := count-1, dataLength, lastTok
 		if k < len(cuts) {
@@ -228,7 +230,7 @@ func cutPlans(ranges token.RangeSet, cuts []cutSample, count, firstPos int64, fi
 		plans = append(plans, c)
 		if k < len(cuts) {
 			s := cuts[k]
-			c = ChildPlan{FirstOrdinal: s.ordinal + 1, Lo: s.nextPos, FirstTok: s.nextTok}
+			c = ChildPlan{FirstOrdinal: s.ordinal + 1, Lo: s.nextPos, First: s.nextKey, FirstTok: s.nextTok}
 		}
 	}
 	return plans

@@ -25,12 +25,16 @@ func fmix64(k uint64) uint64 {
 // read with & 0xff and have no quirk. Tokens, bloom filter bits and BTI hash bytes all depend on
 // reproducing this exactly.
 func Hash3x64_128(key []byte, seed uint64) (h0, h1 uint64) {
-	h1, h2 := seed, seed
-	n := len(key)
-	nblocks := n / 16
-	for i := 0; i < nblocks; i++ {
-		k1 := binary.LittleEndian.Uint64(key[i*16:])
-		k2 := binary.LittleEndian.Uint64(key[i*16+8:])
+	nblocks := len(key) / 16
+	h1, h2 := murmurBlocks(seed, seed, key[:nblocks*16])
+	return murmurFinish(h1, h2, key[nblocks*16:], len(key))
+}
+
+// murmurBlocks mixes whole 16-byte blocks into the state (h1, h2).
+func murmurBlocks(h1, h2 uint64, blocks []byte) (uint64, uint64) {
+	for i := 0; i+16 <= len(blocks); i += 16 {
+		k1 := binary.LittleEndian.Uint64(blocks[i:])
+		k2 := binary.LittleEndian.Uint64(blocks[i+8:])
 
 		k1 *= c1
 		k1 = bits.RotateLeft64(k1, 31)
@@ -48,8 +52,12 @@ func Hash3x64_128(key []byte, seed uint64) (h0, h1 uint64) {
 		h2 += h1
 		h2 = h2*5 + 0x38495ab5
 	}
+	return h1, h2
+}
 
-	tail := key[nblocks*16:]
+// murmurFinish mixes the tail (fewer than 16 bytes) and the total length n into the state
+// and finalises it.
+func murmurFinish(h1, h2 uint64, tail []byte, n int) (uint64, uint64) {
 	var k1, k2 uint64
 	// sx is the quirk: (long) of a signed Java byte.
 	sx := func(b byte) uint64 { return uint64(int64(int8(b))) }

@@ -1,0 +1,68 @@
+package sstabletest
+
+import (
+	"fmt"
+
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/rows"
+	"github.com/sluicedb/sluice/sstable/schema"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// Scanned is one partition as a sequential reader finds it: its key, token, position and
+// whether it holds anything (a static row, a row, a marker or a partition deletion).
+type Scanned struct {
+	Key      []byte
+	Token    token.Token
+	Position int64
+	Empty    bool
+}
+
+// ScanSequentially reads Data.db of the sstable at prefix as Cassandra 5.0's
+// SSTableSimpleScanner reads a whole sstable for compaction or sstabledump: from position 0 to
+// the data length, partition after partition, without the index, failing (as it does) on
+// bytes that do not parse or on a key that does not sort after the one before.
+func ScanSequentially(prefix string) ([]Scanned, error) {
+	tb, err := sstable.Open(prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Close()
+	table, err := schema.Compile(tb.Statistics.Header)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, tb.DataLength())
+	if _, err := tb.Data.ReadAt(data, 0); err != nil {
+		return nil, err
+	}
+	var out []Scanned
+	var cur rows.Cursor
+	for pos := int64(0); pos < int64(len(data)); {
+		err := cur.ResetTrailing(table, tb.Version(), data[pos:])
+		n := 0
+		for err == nil && cur.Next() {
+			n++
+		}
+		if err == nil {
+			err = cur.Err()
+		}
+		if err != nil || !cur.Done() {
+			return out, fmt.Errorf("%s: the partition at %d does not parse: %v", prefix, pos, err)
+		}
+		s := Scanned{Key: append([]byte(nil), cur.Key()...), Position: pos,
+			Empty: n == 0 && cur.Deletion().IsLive() && emptyRow(cur.Static())}
+		s.Token = tb.Partitioner.Token(s.Key)
+		if k := len(out); k > 0 && token.CompareKeys(out[k-1].Token, out[k-1].Key, s.Token, s.Key) >= 0 {
+			return out, fmt.Errorf("%s: invalid key order at %d: %x (token %s) after %x (token %s)",
+				prefix, pos, s.Key, s.Token, out[k-1].Key, out[k-1].Token)
+		}
+		out = append(out, s)
+		pos += int64(cur.End())
+	}
+	return out, nil
+}
+
+func emptyRow(r *rows.Row) bool {
+	return r == nil || (r.Liveness.IsEmpty() && r.Deletion.IsLive() && len(r.Columns) == 0)
+}
