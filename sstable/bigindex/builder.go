@@ -114,11 +114,8 @@ func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) error {
 		buf = buf[:0]
 		return err
 	}
-	buf = encoding.AppendI32(buf, int32(sb.interval))
-	buf = encoding.AppendI32(buf, int32(n))
-	buf = encoding.AppendI64(buf, int64(12*n+len(sb.keys)))
-	buf = encoding.AppendI32(buf, BaseSamplingLevel)
-	buf = encoding.AppendI32(buf, int32((sb.written+sb.interval-1)/sb.interval))
+	buf = appendSummaryHeader(buf, int32(sb.interval), n, int64(12*n+len(sb.keys)), BaseSamplingLevel,
+		int32((sb.written+sb.interval-1)/sb.interval))
 	off := uint32(4 * n)
 	start := 0
 	for _, end := range sb.keyEnds {

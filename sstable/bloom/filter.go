@@ -140,50 +140,49 @@ func (f *Filter) Size() int { return 8 + 8*len(f.Words) }
 
 // Append appends f in the new Filter.db format, the only one Cassandra 4.0+ writes.
 func (f *Filter) Append(b []byte) []byte {
-	b = encoding.AppendI32(b, int32(f.HashCount))
-	b = encoding.AppendI32(b, int32(len(f.Words)))
-	for _, w := range f.Words {
-		b = binary.LittleEndian.AppendUint64(b, w)
-	}
-	return b
+	return appendWords(f.appendHeader(b), f.Words, false)
 }
 
 // AppendOld appends f in the old (pre-na) format, each word byte-reversed. sluice writes only
 // na+ versions; this exists so md/me filters can be shown to round-trip.
 func (f *Filter) AppendOld(b []byte) []byte {
-	b = encoding.AppendI32(b, int32(f.HashCount))
-	b = encoding.AppendI32(b, int32(len(f.Words)))
-	for _, w := range f.Words {
-		b = binary.BigEndian.AppendUint64(b, w)
-	}
-	return b
+	return appendWords(f.appendHeader(b), f.Words, true)
 }
 
 // Encode writes f as Append (oldFormat: AppendOld) would, through a small buffer: a filter
 // is ~1.2 bytes per partition, and a second copy of it for the write would double that.
 func (f *Filter) Encode(w io.Writer, oldFormat bool) error {
 	const batch = 8 << 10 // words per write
-	buf := make([]byte, 0, 8*min(batch, len(f.Words))+8)
-	buf = encoding.AppendI32(buf, int32(f.HashCount))
-	buf = encoding.AppendI32(buf, int32(len(f.Words)))
-	for i, x := range f.Words {
+	buf := f.appendHeader(make([]byte, 0, 8*min(batch, len(f.Words))+8))
+	words := f.Words
+	for {
+		n := min(batch, len(words))
+		buf = appendWords(buf, words[:n], oldFormat)
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		if words = words[n:]; len(words) == 0 {
+			return nil
+		}
+		buf = buf[:0]
+	}
+}
+
+func (f *Filter) appendHeader(b []byte) []byte {
+	b = encoding.AppendI32(b, int32(f.HashCount))
+	return encoding.AppendI32(b, int32(len(f.Words)))
+}
+
+// appendWords appends words little-endian (the new format) or byte-reversed (oldFormat).
+func appendWords(b []byte, words []uint64, oldFormat bool) []byte {
+	for _, w := range words {
 		if oldFormat {
-			buf = binary.BigEndian.AppendUint64(buf, x)
+			b = binary.BigEndian.AppendUint64(b, w)
 		} else {
-			buf = binary.LittleEndian.AppendUint64(buf, x)
-		}
-		if (i+1)%batch == 0 || i == len(f.Words)-1 {
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
+			b = binary.LittleEndian.AppendUint64(b, w)
 		}
 	}
-	if len(f.Words) == 0 {
-		_, err := w.Write(buf)
-		return err
-	}
-	return nil
+	return b
 }
 
 // Equal reports whether two filters have the same hash count and bits. A verifier rebuilds the
