@@ -39,6 +39,9 @@
 //     sends Prepare with every planned sstable (ID, kind, reason, bytes, partitions), less
 //     those the receiver already installed. IDs are "<parent>" (entire) or
 //     "<parent>@<firstOrdinal>+<partitions>" (a child): stable for one parent and range set.
+//     On Prepare the receiver admits the session against its directory's free space (the
+//     announced bytes, less what concurrent sessions into the directory still have to
+//     receive; space.go) and otherwise ends it with no_space before any byte flows.
 //  4. For each planned sstable, in order, the sender sends its Manifest on the control
 //     stream, opens one unidirectional stream and writes its bytes as Data frames (payload
 //     Config.FrameSize, read straight into the buffer behind the frame header), then closes

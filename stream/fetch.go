@@ -103,9 +103,10 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeShuttingDown), "fetch cancelled")
 	})
 	defer stop()
-	rs := &recvSession{closeData: func() {}, cfg: cfg, tls: tlsConf, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
+	rs := &recvSession{closeData: func() {}, releaseSpace: func() {}, cfg: cfg, tls: tlsConf, conn: conn, peer: req.Peer, dir: req.Dir, state: state, res: res, onProgress: onProgress,
 		resumed: resumed, tr: newTracker(sr.SessionID.String(), req.Peer, Receiving, req.Keyspace, req.Table)}
 	err = rs.run(ctx, sr)
+	rs.releaseSpace()
 	res.Wall = time.Since(start)
 	if err == nil && len(res.Failed) > 0 {
 		cfg.observeSession(Receiving, errors.Join(res.Failed...))
@@ -151,7 +152,9 @@ type recvSession struct {
 	tcp        *tcpIn       // the TCP data plane, when the sender offered it
 	tls        *tls.Config  // the QUIC connection's, for a TLS data plane
 	closeData  func()       // closes the TCP data connection
-	failedIDs  map[string]bool
+	// releaseSpace ends the session's hold on its directory's free space (space.go).
+	releaseSpace func()
+	failedIDs    map[string]bool
 	// resumed holds the ResumePoints with verified chunks this session sent: the sender
 	// restarts those sstables' Data.db after them.
 	resumed map[string]uint64
@@ -239,6 +242,9 @@ func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
 			total += int64(s.Bytes)
 		}
 		rs.progress(func(s *SessionStatus) { s.State, s.FilesTotal, s.BytesTotal = "streaming", len(m.SSTables), total })
+		if err := rs.reserveSpace(m.SSTables); err != nil {
+			return err
+		}
 	case *wire.Failure:
 		why := ErrRefused
 		if m.Code == wire.CodeChecksum {

@@ -156,7 +156,8 @@ type Cluster struct {
 	mu    sync.Mutex
 	nodes map[string]*Node
 	order []string
-	seed  string // gossip address of the first node
+	seed  string  // gossip address of the first node
+	loss  float64 // SetLoss's fraction, applied to nodes added later
 
 	// Data is what Seed generated, nil before.
 	Data *SeedData
@@ -428,7 +429,13 @@ func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 	if c.seed == "" {
 		c.seed = cfg.GossipAddr
 	}
+	loss := c.loss
 	c.mu.Unlock()
+	if loss > 0 {
+		if err := c.applyLoss(n, loss); err != nil {
+			return n, err
+		}
+	}
 	if err := n.start(ctx); err != nil {
 		return n, err
 	}
@@ -543,6 +550,37 @@ func (c *Cluster) Cut(name string) error { return c.setLink(name, false) }
 
 // Heal undoes Cut.
 func (c *Cluster) Heal(name string) error { return c.setLink(name, true) }
+
+// LossByNft reports whether SetLoss drops packets in the nodes' network namespaces (netns
+// with nft(8) installed) rather than in stream proxies: Options.Proxies is not needed then.
+func LossByNft(net string) bool { return net == NetNamespaces && nftAvailable() }
+
+// SetLoss drops the fraction (0 to 1) of the datagrams between every pair of nodes, those
+// added later included: real packet loss in each node's network namespace (nft's numgen
+// random on what it receives from other nodes, gossip and streams alike) when LossByNft, else
+// in the stream proxies (both directions, streams only).
+func (c *Cluster) SetLoss(fraction float64) error {
+	c.mu.Lock()
+	c.loss = fraction
+	c.mu.Unlock()
+	for _, name := range c.Names() {
+		if err := c.applyLoss(c.MustNode(name), fraction); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) applyLoss(n *Node, fraction float64) error {
+	if c.net != nil && nftAvailable() {
+		return c.net.setLoss(n.Name, fraction)
+	}
+	if n.proxy == nil {
+		return fmt.Errorf("testcluster: %s has no proxy to drop datagrams in", n.Name)
+	}
+	n.proxy.SetLoss(fraction)
+	return nil
+}
 
 func (c *Cluster) setLink(name string, up bool) error {
 	n, err := c.Node(name)

@@ -84,14 +84,17 @@ type DrillResult struct {
 	// BoundsFailed says which operator expectation failed: cleanup raised a node's sstable
 	// count; a node ended with more than nodes x S sstables; more than 1.1 x (bytes_ideal +
 	// dead_bytes) streamed.
-	BoundsFailed    []string     `json:"bounds_failed,omitempty"`
-	DurationSeconds float64      `json:"duration_seconds"`
-	Fault           string       `json:"fault"`
-	Net             string       `json:"net"`
-	Retries         int          `json:"retries"`
-	Error           string       `json:"error,omitempty"`
-	Skipped         string       `json:"skipped,omitempty"`
-	Check           *CheckReport `json:"check,omitempty"`
+	BoundsFailed    []string `json:"bounds_failed,omitempty"`
+	DurationSeconds float64  `json:"duration_seconds"`
+	Fault           string   `json:"fault"`
+	Net             string   `json:"net"`
+	Retries         int      `json:"retries"`
+	// LossBy says how the loss fault dropped datagrams: "nft" (packet loss in every node's
+	// network namespace, --net netns) or "proxy" (UDP proxies in front of the stream ports).
+	LossBy  string       `json:"loss_by,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	Skipped string       `json:"skipped,omitempty"`
+	Check   *CheckReport `json:"check,omitempty"`
 }
 
 // SSTableCounts is a node's sstables of the table before and after the drill's operation
@@ -212,8 +215,9 @@ func (d *drill) run(ctx context.Context) error {
 	opts := Options{Nodes: d.o.Nodes, RF: d.o.RF, Processes: d.o.Processes, DataPerNode: d.o.DataPerNode,
 		NumTokens: d.o.NumTokens, DCs: d.o.DCs, Racks: d.o.Racks, SSTables: d.o.SSTables, Net: d.o.Net,
 		Dir: dir, Exec: d.o.Exec, Logf: d.o.Logf,
-		// Under netns a partition takes the node's link down; proxies are for datagram loss.
-		Proxies:        d.fault == FaultLoss || (d.fault == FaultPartition && d.o.Net != NetNamespaces),
+		// Under netns a partition takes the node's link down and datagram loss is dropped by
+		// nft in the namespaces (when installed); proxies do both otherwise.
+		Proxies:        (d.fault == FaultLoss && !LossByNft(d.o.Net)) || (d.fault == FaultPartition && d.o.Net != NetNamespaces),
 		SeedEverywhere: d.op == "cleanup"}
 	switch d.op {
 	case "repair":
@@ -243,8 +247,14 @@ func (d *drill) run(ctx context.Context) error {
 		return err
 	}
 	if d.fault == FaultLoss {
-		for _, name := range c.Names() {
-			c.MustNode(name).Proxy().SetLoss(0.05)
+		d.res.LossBy = "proxy"
+		if LossByNft(d.o.Net) {
+			d.res.LossBy = "nft"
+		} else if d.o.Net == NetNamespaces {
+			d.o.Logf("%s: nft(8) not installed (apt install nftables): datagrams dropped in UDP proxies instead", d.name)
+		}
+		if err := c.SetLoss(0.05); err != nil {
+			return err
 		}
 	}
 	switch d.op {
@@ -521,11 +531,11 @@ func (d *drill) repair(ctx context.Context) error {
 		return err
 	}
 	s, err = n.WaitOp(ctx, s.ID, opTimeout)
-	for _, r := range s.Repair {
-		d.res.BytesStreamed += r.BytesFetched + r.BytesSent
-		// Mismatched leaves stream both ways.
-		d.ship(r.Peer, r.Mismatched)
-		d.ship(n.Name, r.Mismatched)
+	// Each direction of each peer's repair is a transfer of the runs of the sender's
+	// partitions that had to move.
+	for _, t := range s.Transfers {
+		d.res.BytesStreamed += t.BytesReceived
+		d.ship(t.From, t.Ranges)
 	}
 	return err
 }

@@ -210,6 +210,41 @@ func (n *netns) setLink(name string, up bool) error {
 	return run("link", "set", nd.veth, state)
 }
 
+// nftAvailable reports whether nft(8) (nftables) is installed: datagram loss in the namespaces
+// needs it.
+func nftAvailable() bool {
+	_, err := exec.LookPath("nft")
+	return err == nil
+}
+
+// lossTable is the nft table holding a namespace's loss rule.
+const lossTable = "sltc_loss"
+
+// setLoss drops the fraction of UDP packets (QUIC streams, gossip probes) that reach name's
+// namespace from another node, with nft's numgen random: real packet loss on the node's own
+// network stack. The harness's own traffic (from the bridge's address) is spared.
+func (n *netns) setLoss(name string, fraction float64) error {
+	n.mu.Lock()
+	nd, ok := n.nodes[name]
+	n.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s has no namespace", ErrUnknownNode, name)
+	}
+	ppm := int64(fraction * 1e6)
+	script := fmt.Sprintf("table inet %s {}\nflush table inet %s\n", lossTable, lossTable)
+	if ppm > 0 {
+		script += fmt.Sprintf("table inet %s {\n chain input {\n  type filter hook input priority 0; policy accept;\n"+
+			"  iifname \"eth0\" meta l4proto udp ip saddr != %s numgen random mod 1000000 < %d drop\n }\n}\n",
+			lossTable, n.hostIP(), ppm)
+	}
+	cmd := exec.Command("ip", "netns", "exec", nd.ns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("datagram loss in %s's namespace: nft: %v: %s", name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 // hostIP is the bridge's address: where proxies listen for nodes in namespaces.
 func (n *netns) hostIP() string { return n.prefix + "1" }
 

@@ -19,12 +19,14 @@ func newRepairCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "repair KEYSPACE.TABLE [--ranges SPEC] [--admin HOST:PORT]",
-		Short: "Compare a table with its other replicas by Merkle trees and stream the differences both ways",
+		Short: "Compare a table with its other replicas by Merkle trees and stream the partitions that differ where they are needed",
 		Long: `Repair KEYSPACE.TABLE on the node, like nodetool repair: for every other replica of the ranges
 (default: every range the node replicates; --ranges "(l,r],(l,r]" narrows them), both nodes
-build Merkle trees over the reconciled content of their partitions, and the ranges of the leaves
-that differ are streamed in both directions (partial sstables, copied without re-serialising
-rows). Afterwards both replicas hold the union; duplicates reconcile on read and compaction.`,
+build Merkle trees over the reconciled content of their partitions; for the leaves that differ
+they compare per-partition digests, and each partition that differs is streamed only to the
+replica whose copies do not already include the other's (a replica that missed a write receives
+it; the one that had it receives nothing), as partial sstables copied without re-serialising
+rows. Afterwards both replicas hold the union; duplicates reconcile on read and compaction.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ks, table, ok := strings.Cut(args[0], ".")
@@ -66,14 +68,14 @@ func printRepair(w io.Writer, st adminapi.OpStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tTABLE\tSTATE\tTREES\tPARTITIONS\tFETCHED\tSENT\tMISMATCHED")
+	fmt.Fprintln(tw, "PEER\tTABLE\tSTATE\tTREES\tPARTITIONS\tFETCHED\tSENT\tMISMATCHED LEAVES")
 	for _, r := range st.Repair {
 		mis := r.Mismatched
 		if mis == "" {
 			mis = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s.%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.Peer, r.Keyspace, r.Table, r.State, r.Trees, r.Partitions,
-			formatBytes(r.BytesFetched), formatBytes(r.BytesSent), mis)
+		fmt.Fprintf(tw, "%s\t%s.%s\t%s\t%d\t%d\t%s (%d partitions)\t%s (%d partitions)\t%s\n", r.Peer, r.Keyspace, r.Table,
+			r.State, r.Trees, r.Partitions, formatBytes(r.BytesFetched), r.PartitionsFetched, formatBytes(r.BytesSent), r.PartitionsSent, mis)
 	}
 	tw.Flush()
 }

@@ -24,7 +24,7 @@ type sliceReport struct {
 	DeadBytes      int64   `json:"dead_bytes"`
 	DataFileLength int64   `json:"data_file_length"`
 	Scannable      bool    `json:"scannable"`
-	ScanNote       string  `json:"scan_note,omitempty"`
+	ScanNote       string  `json:"scan_note"`
 	Mode           string  `json:"mode"`
 	Reason         string  `json:"reason"`
 	BytesWritten   int64   `json:"bytes_written"`

@@ -26,7 +26,7 @@ type splitChild struct {
 	// Scannable: Cassandra 5.0's sequential readers (compaction, sstabledump) read the child
 	// exactly; ScanNote says why not.
 	Scannable bool   `json:"scannable"`
-	ScanNote  string `json:"scan_note,omitempty"`
+	ScanNote  string `json:"scan_note"`
 }
 
 type splitReport struct {

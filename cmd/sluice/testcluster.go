@@ -82,9 +82,9 @@ func newTestclusterCmd() *cobra.Command {
 		Short: "Start local test clusters and run topology drills with fault injection",
 		Long: `Start a cluster of sluice node processes on loopback (up, status, down), or run drills: a
 fresh cluster per drill, seeded by ownership, an operation (bootstrap, decommission, move,
-cleanup) optionally under a fault (kill, loss, partition, diskfull), then the invariant check:
-every partition on exactly its replicas with identical bytes, no temporary files, every
-sstable verifies.`,
+cleanup, repair, rebuild, replace) optionally under a fault (kill, loss, partition, diskfull),
+then the invariant check: every partition on exactly its replicas with the reference's
+reconciled content, no temporary files, every sstable verifies.`,
 	}
 	cmd.AddCommand(newTCUpCmd(), newTCDownCmd(), newTCStatusCmd(), newTCDrillCmd(), newTCDemoCmd(), newTCNodeCmd())
 	return cmd
@@ -205,9 +205,11 @@ check compares each partition's reconciled content (last write wins, deletions a
 every replica with a compacted reference: lost, misplaced and diverged must be 0. A drill is
 ok when that holds and the bounds do: cleanup never raises a node's sstable count; no node
 ends with more than nodes x sstables; bytes streamed at most 1.1 x (ideal + dead), where
-ideal is a compacted copy of what had to move and dead the overwritten or deleted rows that
-moved with it. --json prints one object per drill. The exit status is 0 only if every drill
-is ok.`,
+ideal is the on-disk bytes (all their sstables' copies) of the partitions some replica had to
+receive, and dead the parts of the whole compressed chunks at each streamed run's edges that
+hold other partitions. Under --net netns the loss fault drops 5% of the datagrams between
+nodes with nft in their namespaces (UDP proxies without nft, and on loopback). --json prints
+one object per drill. The exit status is 0 only if every drill is ok.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.parse(false); err != nil {

@@ -187,8 +187,14 @@ type RepairResult struct {
 	Trees  int    `json:"trees"`
 	// Partitions is how many partitions this node's trees covered.
 	Partitions uint64 `json:"partitions"`
-	// Mismatched are the leaf ranges whose hashes differed, streamed both ways.
+	// Mismatched are the leaf ranges whose hashes differed: their partitions' digests were
+	// compared one by one.
 	Mismatched string `json:"mismatched,omitempty"`
+	// PartitionsFetched and PartitionsSent count the partitions of the mismatched leaves that
+	// differed and were streamed from the peer and to it: a partition goes only to a replica
+	// whose copies do not already include the other's.
+	PartitionsFetched int `json:"partitions_fetched"`
+	PartitionsSent    int `json:"partitions_sent"`
 	// BytesFetched came from the peer; BytesSent is what the peer fetched from this node.
 	BytesFetched int64  `json:"bytes_fetched"`
 	BytesSent    int64  `json:"bytes_sent"`

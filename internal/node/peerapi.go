@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,8 @@ const (
 	peerRing       = "ring"        // → RingView without loads
 	peerFetch      = "fetch"       // FetchOpRequest → FetchOpResponse, when the fetch is done
 	peerRepairTree = "repair_tree" // TreeRequest → TreeResponse
+	// DigestRequest → DigestResponse
+	peerRepairDigests = "repair_digests"
 )
 
 // maxPeerFetches bounds the fetches other members' operations run on this node at once; more
@@ -105,6 +108,12 @@ func (n *Node) peerCall(ctx context.Context, caller tlsx.PeerIdentity, method st
 			return nil, err
 		}
 		return n.repairTree(ctx, req)
+	case peerRepairDigests:
+		var req DigestRequest
+		if err := decode(&req); err != nil {
+			return nil, err
+		}
+		return n.repairDigests(ctx, req)
 	}
 	return nil, peerrpc.Errorf(peerrpc.CodeUnknown, "no peer operation %q", method)
 }
@@ -186,6 +195,34 @@ func (n *Node) repairTree(ctx context.Context, req TreeRequest) (TreeResponse, e
 		return TreeResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
 	}
 	return TreeResponse{Trees: trees}, err
+}
+
+// repairDigests lists one page of this node's partition digests for a peer's repair.
+func (n *Node) repairDigests(ctx context.Context, req DigestRequest) (DigestResponse, error) {
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return DigestResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "digest request: %v", err)
+	}
+	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
+	if err != nil {
+		return DigestResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "digest request: %v", err)
+	}
+	limit := req.Limit
+	if limit <= 0 || limit > repair.MaxDigestsPerPage {
+		limit = repair.MaxDigestsPerPage
+	}
+	tables, release, err := n.openTable(req.Keyspace, req.Table)
+	if err != nil {
+		return DigestResponse{}, err
+	}
+	defer release()
+	ds, more, err := repair.Digests(ctx, tables, rs, req.After, limit)
+	if errors.Is(err, repair.ErrBadTree) {
+		return DigestResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
+	}
+	if err != nil {
+		return DigestResponse{}, err
+	}
+	return DigestResponse{Digests: base64.StdEncoding.EncodeToString(repair.AppendDigests(nil, ds)), More: more}, nil
 }
 
 // call asks member m to run a peer operation, proving on the way that it is m.

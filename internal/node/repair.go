@@ -2,12 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -29,11 +31,32 @@ type TreeResponse struct {
 	Trees []*repair.Tree `json:"trees"`
 }
 
+// DigestRequest is the body of the peer call repair_digests: the digests of the partitions of
+// keyspace.table in Ranges (normalized) with tokens after After (from the start when absent),
+// one page of at most Limit (repair.MaxDigestsPerPage when larger or not positive).
+type DigestRequest struct {
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+	Ranges   string `json:"ranges"`
+	After    *int64 `json:"after,omitempty"`
+	Limit    int    `json:"limit"`
+}
+
+// DigestResponse is one page: the digests (repair.AppendDigests, base64) and whether more
+// follow the last token.
+type DigestResponse struct {
+	Digests string `json:"digests"`
+	More    bool   `json:"more"`
+}
+
 // StartRepair starts a repair of one table with every other replica of the requested ranges.
 // For each peer and each range both replicate, this node builds a Merkle tree of its own data
-// and asks the peer for the same tree (POST /v1/repair/tree); the ranges of the leaves that
-// differ are then fetched from the peer by this node and from this node by the peer (POST
-// /v1/ops/fetch), so both hold the union. Partitions fetched in duplicate reconcile on read.
+// and asks the peer for the same tree (peer call repair_tree); for the leaves that differ both
+// list per-partition digests (repair_digests), and only the partitions that differ move,
+// towards the side that lacks something (a fetch by this node, or one the peer runs), so both
+// hold the union. The peers are repaired one after the other: once this node holds what the
+// first peer had, a second peer that holds the same finds nothing to send it. Partitions
+// fetched whole next to copies already held reconcile on read.
 func (n *Node) StartRepair(req RepairRequest) (OpStatus, error) {
 	c, err := n.requireCluster()
 	if err != nil {
@@ -98,6 +121,7 @@ func (c *cluster) repair(ctx context.Context, o *op, req RepairRequest, want tok
 			rr := &st.Repair[idx]
 			rr.Trees, rr.Partitions, rr.Mismatched = res.Trees, res.Partitions, res.Mismatched
 			rr.BytesFetched, rr.BytesSent = res.BytesFetched, res.BytesSent
+			rr.PartitionsFetched, rr.PartitionsSent = res.PartitionsFetched, res.PartitionsSent
 			rr.State = OpComplete
 			if err != nil {
 				rr.State, rr.Error = OpFailed, err.Error()
@@ -110,7 +134,12 @@ func (c *cluster) repair(ctx context.Context, o *op, req RepairRequest, want tok
 	return errors.Join(errs...)
 }
 
-// repairPeer compares the common ranges with one peer and streams the differences both ways.
+// repairPeer compares the common ranges with one peer and streams what differs, where it is
+// needed. The trees find the leaves that differ; for those, both sides list their partitions'
+// digests (repair.Digest: the peer's over peerrpc, in bounded pages), and repair.PlanSync picks
+// the partitions that must move and their direction. Each direction is one fetch of the runs
+// of the sender's partitions that must move (more than one only when the runs do not fit one
+// request).
 func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m gossip.Member, common token.RangeSet) (RepairResult, error) {
 	var res RepairResult
 	peer := m.Name
@@ -126,8 +155,7 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m go
 		return res, err
 	}
 	res.Trees = len(mine)
-	// A differing leaf is fetched from a side only when that side holds partitions in it.
-	var mismatched, fromPeer, toPeer token.RangeSet
+	var mismatched token.RangeSet
 	// One request per depth: the trees of a request share theirs.
 	for _, depth := range depths(specs) {
 		var rs token.RangeSet
@@ -146,49 +174,125 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m go
 			return res, fmt.Errorf("%s sent %d trees for %d ranges", peer, len(tr.Trees), len(local))
 		}
 		for i, t := range local {
-			theirs := tr.Trees[i]
 			res.Partitions += t.Partitions()
-			leaves, err := repair.DiffLeaves(t, theirs)
+			leaves, err := repair.DiffLeaves(t, tr.Trees[i])
 			if err != nil {
 				return res, fmt.Errorf("%s's tree of %v: %w", peer, t.Range, err)
 			}
-			var in, out []int
-			for _, l := range leaves {
-				if theirs.Leaves[l].Partitions > 0 {
-					in = append(in, l)
-				}
-				if t.Leaves[l].Partitions > 0 {
-					out = append(out, l)
-				}
-			}
 			mismatched = append(mismatched, t.Ranges(leaves)...)
-			fromPeer, toPeer = append(fromPeer, t.Ranges(in)...), append(toPeer, t.Ranges(out)...)
 		}
 	}
 	if len(mismatched) == 0 {
 		return res, nil
 	}
-	res.Mismatched = ring.Normalize(mismatched).String()
+	mismatched = ring.Normalize(mismatched)
+	res.Mismatched = mismatched.String()
+	plan, err := c.syncPlan(ctx, req, m, mismatched)
+	if err != nil {
+		return res, err
+	}
+	res.PartitionsFetched, res.PartitionsSent = plan.Fetched, plan.Sent
+	if len(plan.Fetch) == 0 && len(plan.Send) == 0 {
+		return res, nil
+	}
 	id, err := c.tableID(ctx, req.Keyspace, req.Table, peer)
 	if err != nil {
 		return res, err
 	}
-	in := FetchOpRequest{Source: peer, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(fromPeer).String()}
-	out := FetchOpRequest{Source: c.n.cfg.Name, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: ring.Normalize(toPeer).String()}
-	var got, sent FetchOpResponse
-	var errIn, errOut error
-	if len(fromPeer) > 0 {
-		got, errIn = c.n.repairTransfer(ctx, o, peer, c.n.cfg.Name, in, func() (FetchOpResponse, error) {
+	var errs []error
+	// This node's own fetches take any number of ranges up to the stream request's bound; a
+	// fetch the peer runs is asked for in a peer call, whose request is bounded in bytes.
+	for _, rs := range batchRanges(plan.Fetch, maxFetchRanges, 0) {
+		in := FetchOpRequest{Source: peer, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: rs.String()}
+		got, err := c.n.repairTransfer(ctx, o, peer, c.n.cfg.Name, in, func() (FetchOpResponse, error) {
 			return c.peers.fetch(ctx, c.n.cfg.Name, in)
 		})
+		res.BytesFetched += got.BytesReceived
+		errs = append(errs, err)
 	}
-	if len(toPeer) > 0 {
-		sent, errOut = c.n.repairTransfer(ctx, o, c.n.cfg.Name, peer, out, func() (FetchOpResponse, error) {
+	for _, rs := range batchRanges(plan.Send, maxFetchRanges, rangesBudget) {
+		out := FetchOpRequest{Source: c.n.cfg.Name, Keyspace: req.Keyspace, Table: req.Table, TableID: id, Ranges: rs.String()}
+		sent, err := c.n.repairTransfer(ctx, o, c.n.cfg.Name, peer, out, func() (FetchOpResponse, error) {
 			return c.peers.fetch(ctx, peer, out)
 		})
+		res.BytesSent += sent.BytesReceived
+		errs = append(errs, err)
 	}
-	res.BytesFetched, res.BytesSent = got.BytesReceived, sent.BytesReceived
-	return res, errors.Join(errIn, errOut)
+	return res, errors.Join(errs...)
+}
+
+// Bounds of the requests a repair sends: the ranges of one fetch, and the bytes of range text
+// in one peer call (peerrpc.MaxRequest less room for the rest of the request).
+const (
+	maxFetchRanges = 1 << 15
+	rangesBudget   = peerrpc.MaxRequest - 4<<10
+)
+
+// batchRanges cuts rs into consecutive batches of at most maxRanges ranges and, when budget
+// is positive, at most budget bytes of text each.
+func batchRanges(rs token.RangeSet, maxRanges, budget int) []token.RangeSet {
+	var out []token.RangeSet
+	var cur token.RangeSet
+	size := 0
+	for _, r := range rs {
+		n := len(r.String()) + 1
+		if len(cur) > 0 && (len(cur) == maxRanges || (budget > 0 && size+n > budget)) {
+			out, cur, size = append(out, cur), nil, 0
+		}
+		cur, size = append(cur, r), size+n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// syncPlan lists this node's and the peer's digests of the mismatched ranges and plans which
+// partitions go which way.
+func (c *cluster) syncPlan(ctx context.Context, req RepairRequest, m gossip.Member, mismatched token.RangeSet) (repair.SyncPlan, error) {
+	tables, release, err := c.n.openTable(req.Keyspace, req.Table)
+	if err != nil {
+		return repair.SyncPlan{}, err
+	}
+	mine, _, err := repair.Digests(ctx, tables, mismatched, nil, 0)
+	release()
+	if err != nil {
+		return repair.SyncPlan{}, err
+	}
+	var theirs []repair.Digest
+	for _, rs := range batchRanges(mismatched, maxFetchRanges, rangesBudget) {
+		var after *int64
+		for {
+			var dr DigestResponse
+			err := c.call(ctx, m, peerRepairDigests, DigestRequest{Keyspace: req.Keyspace, Table: req.Table,
+				Ranges: rs.String(), After: after, Limit: repair.MaxDigestsPerPage}, &dr)
+			if err != nil {
+				return repair.SyncPlan{}, err
+			}
+			raw, err := base64.StdEncoding.DecodeString(dr.Digests)
+			if err != nil {
+				return repair.SyncPlan{}, fmt.Errorf("%s's digests: %w: %v", m.Name, repair.ErrBadDigests, err)
+			}
+			page, err := repair.ParseDigests(raw, rs, after, repair.MaxDigestsPerPage)
+			if err != nil {
+				return repair.SyncPlan{}, fmt.Errorf("%s's digests of %v: %w", m.Name, rs, err)
+			}
+			theirs = append(theirs, page...)
+			if !dr.More {
+				break
+			}
+			if len(page) == 0 {
+				return repair.SyncPlan{}, fmt.Errorf("%s's digests: %w: an empty page with more to come", m.Name, repair.ErrBadDigests)
+			}
+			last := page[len(page)-1].Token
+			after = &last // ParseDigests made it greater than the previous page's
+		}
+	}
+	plan, err := repair.PlanSync(mismatched, mine, theirs)
+	if err != nil {
+		return plan, fmt.Errorf("repair with %s: %w", m.Name, err)
+	}
+	return plan, nil
 }
 
 // repairTransfer runs one direction of a repair's streaming, recorded as a transfer.

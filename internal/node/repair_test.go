@@ -2,11 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -99,7 +102,7 @@ func checkTreesAgree(t *testing.T, r ring.Ring, nodes ...*Node) {
 
 // Three nodes at RF 2 hold data by ownership; one loses a range it shares with a second, a
 // third loses everything. Repair run on the two damaged nodes (through the admin API) brings
-// every key back to every replica, after which every pair of replicas has equal trees, and a
+// every key back to every replica, streaming only towards the damaged side, after which every pair of replicas has equal trees, and a
 // second repair finds nothing to stream.
 func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	tc := newTestCluster(t, "r1", "r2", "r3")
@@ -165,6 +168,11 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 			if rr.State != OpComplete || (rr.Mismatched != "") != want || (rr.BytesFetched+rr.BytesSent > 0) != want {
 				t.Errorf("%s: %+v: want mismatches streamed: %v", n.cfg.Name, rr, want)
 			}
+			// Only the damaged side lacked anything: nothing goes the other way.
+			if want && (rr.PartitionsFetched == 0 || rr.PartitionsSent != 0 || rr.BytesSent != 0) {
+				t.Errorf("%s with %s: fetched %d partitions, sent %d (%d bytes); want some fetched, none sent",
+					n.cfg.Name, rr.Peer, rr.PartitionsFetched, rr.PartitionsSent, rr.BytesSent)
+			}
 		}
 	}
 	checkReplicasHoldEveryKey(t, r, keys, nodes...)
@@ -182,6 +190,27 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	for _, rr := range st.Repair {
 		if rr.Mismatched != "" || rr.Partitions == 0 {
 			t.Errorf("after repair: %+v", rr)
+		}
+	}
+
+	// The digest peer call pages within its bounds and refuses requests it cannot answer.
+	all := token.Range{Left: token.Murmur3.MinToken(), Right: token.Murmur3.MinToken()}
+	page, err := r3.repairDigests(context.Background(), DigestRequest{Keyspace: testKS, Table: testTable, Ranges: all.String(), Limit: 5})
+	if err != nil || !page.More {
+		t.Fatalf("a page of 5: more %v, %v", page.More, err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(page.Digests)
+	if ds, err := repair.ParseDigests(raw, token.RangeSet{all}, nil, 5); err != nil || len(ds) != 5 {
+		t.Fatalf("a page of 5 holds %d digests: %v", len(ds), err)
+	}
+	for name, req := range map[string]DigestRequest{
+		"bad ranges":     {Keyspace: testKS, Table: testTable, Ranges: "(1,"},
+		"wrapping range": {Keyspace: testKS, Table: testTable, Ranges: "(10,-10]"},
+		"bad table":      {Keyspace: testKS, Table: "../x", Ranges: all.String()},
+	} {
+		var pe *peerrpc.Error
+		if _, err := r3.repairDigests(context.Background(), req); !errors.As(err, &pe) || pe.Code != peerrpc.CodeBadRequest {
+			t.Errorf("%s: %v, want a bad request", name, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sluicedb/sluice/sstable"
@@ -136,6 +137,9 @@ type Partition struct {
 	Hash   uint64
 	Tables []int
 	Bytes  []int64
+	// Copies are the reconciled hashes of each table's copy on its own, sorted and without
+	// repeats; filled only by walks that ask for them (Digests).
+	Copies []uint64
 }
 
 // Walk merges the tables in token order and calls fn once per distinct partition for which
@@ -143,6 +147,11 @@ type Partition struct {
 // partition's bytes are read once. The Partition and its slices are reused after fn returns.
 // The tables stay open; Walk only reads them.
 func Walk(ctx context.Context, tables []*sstable.Table, want func(token.Token) bool, fn func(p *Partition) error) error {
+	return walk(ctx, tables, want, false, fn)
+}
+
+// walk is Walk, also hashing each copy on its own into Partition.Copies when copies is set.
+func walk(ctx context.Context, tables []*sstable.Table, want func(token.Token) bool, copies bool, fn func(p *Partition) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scs := make([]*scanner, len(tables))
@@ -231,6 +240,20 @@ func Walk(ctx context.Context, tables []*sstable.Table, want func(token.Token) b
 				if h.curs[k].Done() {
 					p.Bytes[k] = int64(h.curs[k].End())
 				}
+			}
+			if p.Copies = p.Copies[:0]; copies {
+				// After the lengths above: hashing a copy alone resets the cursors.
+				for k := range srcs {
+					c := sum // one copy is its own reconciliation
+					if len(srcs) > 1 {
+						if c, err = h.Hash(srcs[k : k+1]); err != nil {
+							return fmt.Errorf("%s: partition at %d: %w", scs[group[k]].t.Desc.Prefix(), heads[group[k]].pos, err)
+						}
+					}
+					p.Copies = append(p.Copies, c)
+				}
+				slices.Sort(p.Copies)
+				p.Copies = slices.Compact(p.Copies)
 			}
 			p.Key, p.Token, p.Hash = heads[m].key, tok, sum
 			if err := fn(&p); err != nil {
