@@ -28,6 +28,16 @@ type Partition struct {
 // keep a scan's memory independent of the index size.
 const indexBufferSize = 1 << 20
 
+// indexBuffer is the read buffer for the index file f: indexBufferSize, or the file's size
+// when smaller (a small sstable's scans, many per fetch of small sstables, would otherwise
+// each clear a mostly unused MiB). The scanner grows it for an entry that does not fit.
+func indexBuffer(f *os.File) int {
+	if fi, err := f.Stat(); err == nil && fi.Size() < indexBufferSize {
+		return int(max(fi.Size(), 4<<10))
+	}
+	return indexBufferSize
+}
+
 // ScanPartitions calls fn for every partition in index order. It reads only the index
 // components (and, for BTI partitions without a row index, the key at their Data.db position);
 // it never reads rows. The Partition passed to fn is reused between calls.
@@ -55,7 +65,7 @@ func (t *Table) scanBig(fn func(p *Partition) error, tokens bool) error {
 		return fmt.Errorf("%w: %v", ErrMissingComponent, err)
 	}
 	defer f.Close()
-	sc := bigindex.NewScanner(f, indexBufferSize)
+	sc := bigindex.NewScanner(f, indexBuffer(f))
 	var p Partition
 	for sc.Next() {
 		e := sc.Entry()

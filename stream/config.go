@@ -67,6 +67,11 @@ type Config struct {
 	// child, dead-bytes ratio); past them it sends one child per run and says why in the
 	// plan. The zero value means the defaults (slice.DefaultMaxRuns, DefaultMaxDeadRatio).
 	SliceBounds slice.Bounds
+	// CommitBatch bounds how many sstables a Fetch, having received each whole, commits
+	// together with one shared sync (fsx.CommitAll) while the next ones stream; a batch also
+	// goes at 64 MiB received, before an sstable of 64 MiB or more, and when nothing more is
+	// to arrive. Default 64; 1 commits each sstable alone (still while the next streams).
+	CommitBatch int
 }
 
 // The data planes of Config.Transport.
@@ -142,6 +147,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 1 << 20
+	}
+	if c.CommitBatch <= 0 {
+		c.CommitBatch = defaultCommitBatch
 	}
 	if c.MaxIndexSlice == 0 {
 		c.MaxIndexSlice = 256 << 20

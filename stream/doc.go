@@ -48,7 +48,8 @@
 //     that stream (FIN). Partial and rows: the Data.db segments in order (StreamRuns, each
 //     announced as a wire.Run with its parent chunks and child offset), the index slice
 //     (StreamIndex; made while it is sent by one more pass over the parent's index,
-//     slice.IndexReader, in 256 KiB pieces) and, BTI, the Rows.db slice as component 0, with the child's rebased
+//     slice.IndexReader, on a goroutine of its own from the Manifest on, so that the pass
+//     runs while the runs are sent, at most 4 MiB ahead: readAhead) and, BTI, the Rows.db slice as component 0, with the child's rebased
 //     CompressionInfo in the Manifest. Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
 //     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the
@@ -64,7 +65,13 @@
 //     rebuilds the other components (BIG: as the index slice arrives, slice.PartialRebuild;
 //     BTI: once the rows slice is in, slice.RebuildPartial) or, entire, writes the
 //     manifest's components and TOC and runs sstable.Verify on the uncommitted files
-//     (through a scratch directory of symbolic links) before Commit. A rows sstable is
+//     (through a scratch directory of symbolic links) before its commit. Partial and
+//     entire sstables received whole wait in a batch (up to Config.CommitBatch, default 64,
+//     or 64 MiB; a batch also goes before an sstable of 64 MiB or more and when nothing more
+//     is to arrive), which one goroutine seals (rebuilds or verifies, as above) and
+//     commits with fsx.CommitAll (one syncfs for many files, three directory syncs) while
+//     the next sstables' bytes flow (commit.go); the resume record names a batch's
+//     sstables once, before its commit. A rows sstable is
 //     received and rebuilt like a partial one but in a private scratch directory inside
 //     the target directory (".sluice-rows-<request key>-*"), then rewritten row by row
 //     over the whole ring (slice.Split, ModeRewrite) inside the scratch, published into
@@ -184,7 +191,7 @@
 // table, ranges): the sender IDs installed so far with their local TOC names, and the
 // sstable being received as a partial record {sender ID, kept file, verified chunks,
 // bytes, manifest hash}. It is rewritten atomically (temporary under fsx.TempPrefix,
-// fsync, rename, directory fsync) after each Commit and each checkpoint, and removed with
+// fsync, rename, directory fsync) before each batch's commit and at each checkpoint, and removed with
 // the kept file when a session completes with nothing failed. Fetch with Resume sends the
 // installed entries whose TOC still exists as ResumeInstalled points, which the sender
 // leaves out, and the partial one as a ResumePoint with its verified chunk count.
@@ -215,8 +222,10 @@
 // directories carrying its key, other than the recorded one) before it creates any file,
 // and never touches another request's files or anything under fsx.TempPrefix, which
 // belongs to installs and is fsx.CleanLeftovers' to remove at start-up. (3) Installs are
-// fsx.Install commits, crash-atomic on their own; a crash between a Commit and the record
-// update re-fetches that one sstable (a duplicate, harmless to Cassandra). Two Fetches of
+// fsx.Install commits, crash-atomic on their own, also inside a batch's fsx.CommitAll; the
+// record names a batch's sstables before the commit and loadState keeps only names whose
+// TOC exists, so a crash before or during the shared sync re-fetches those sstables and
+// one after it does not; nothing of a batch is visible before its files are durable. Two Fetches of
 // the same request into one directory at once are not supported (they share the record).
 //
 // # Limits

@@ -155,6 +155,11 @@ type recvSession struct {
 	// releaseSpace ends the session's hold on its directory's free space (space.go).
 	releaseSpace func()
 	failedIDs    map[string]bool
+	// sealed are the sstables received whole and waiting for a shared commit (commit.go),
+	// sealedBytes their bytes; committing is the batch being committed.
+	sealed      []*sealed
+	sealedBytes int64
+	committing  *commitRun
 	// resumed holds the ResumePoints with verified chunks this session sent: the sender
 	// restarts those sstables' Data.db after them.
 	resumed map[string]uint64
@@ -184,8 +189,22 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 		return err
 	}
 	defer func() { rs.closeData() }() // closeData is set once the TCP data plane is dialled
+	defer rs.drain()
 	fr := newFrameReader(ctrl, rs.cfg.Limits)
-	for !rs.sm.Done() {
+	for {
+		// Before blocking on the control stream: once nothing more is to arrive, the sender
+		// waits for the outcomes of the sealed sstables, so their commit must finish first.
+		if err := rs.commitIfDue(0); err != nil {
+			return err
+		}
+		if rs.sm.AllReceived() {
+			if err := rs.settle(true); err != nil {
+				return err
+			}
+		}
+		if rs.sm.Done() {
+			break
+		}
 		m, err := fr.message()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -291,11 +310,17 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the data of %s: %w", in.ID, err)
 	}
+	// A big sstable next: the sealed small ones are committed while it streams.
+	if err := rs.commitIfDue(int64(in.Total())); err != nil {
+		return err
+	}
 	t := &transfer{rs: rs, ctx: ctx, in: in, plane: plane}
 	st := t.begin()
-	if t.job != nil {
-		defer t.job.abort()
-	}
+	defer func() {
+		if t.job != nil { // nil once sealed: the batch owns it
+			t.job.abort()
+		}
+	}()
 	if st != nil {
 		return t.fail(st)
 	}
@@ -412,11 +437,19 @@ func (t *transfer) account(n int64) *stop {
 	return nil
 }
 
-// install completes, rebuilds and commits the sstable, records it and tells the sender.
+// install completes the sstable and queues it to be sealed and committed with a batch
+// (commit.go);
+// a rows sstable, which is rewritten after its commit, is committed and acknowledged here.
 func (t *transfer) install() *stop {
 	rs, in, job := t.rs, t.in, t.job
 	if err := in.Complete(); err != nil {
 		return stopped(err, false)
+	}
+	if in.Kind != wire.KindRows {
+		if err := rs.seal(t); err != nil {
+			return &stop{err: sessionErr{err}}
+		}
+		return nil
 	}
 	// The record names the install before its commit: loadState keeps an entry only while
 	// its TOC.txt exists, so a crash before the commit fetches the sstable again and a crash
@@ -439,23 +472,9 @@ func (t *transfer) install() *stop {
 	if crashAfterPublish != nil && crashAfterPublish() {
 		return &stop{err: sessionErr{errCrashAfterPublish}}
 	}
-	rs.state.Partial = nil
-	if err := rs.state.save(); err != nil {
-		return &stop{err: sessionErr{err}}
-	}
-	if t.part != "" {
-		// Unrecorded now; if this removal is lost, the next Fetch's sweep removes it.
-		os.Remove(filepath.Join(rs.dir, t.part))
-	}
-	got := int64(in.Received()) - t.replayed
-	f := Fetched{Path: job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: partitions, Bytes: got, Runs: 1}
-	if in.Kind == wire.KindPartial {
-		f.Runs, f.DeadBytes = len(in.Layout.Segments), int64(in.Manifest.DeadBytes)
-	}
-	rs.res.SSTables = append(rs.res.SSTables, f)
-	rs.progress(func(s *SessionStatus) { s.FilesDone++; s.BytesDone = rs.res.BytesReceived })
-	rs.cfg.observeSSTable(Receiving, in.Kind.String(), got, nil)
-	if err := rs.send(rs.sm.Installed(in.ID, uint64(partitions)).Send...); err != nil {
+	s := &sealed{in: in, job: job, part: t.part, replayed: t.replayed, partitions: partitions}
+	rs.sm.Received(in.ID)
+	if err := rs.installed(s); err != nil {
 		return &stop{err: sessionErr{err}}
 	}
 	return nil

@@ -184,10 +184,11 @@ func TestFetchCancelThenResumeSkipsInstalled(t *testing.T) {
 	ranges, _ := token.ParseRanges(token.Murmur3, "(-5000000000000000000,5000000000000000000]")
 	dir := t.TempDir()
 	req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
-	// Cancel once the first sstable is installed, while the rest stream (slowly).
+	// Cancel once the first sstable is installed, while the rest stream (slowly); each
+	// sstable commits alone (CommitBatch 1), so some are installed and some not.
 	srv.SetThroughput(2<<20, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	res1, err := Fetch(ctx, Config{}, ca.client(t, ca), req, func(st SessionStatus) {
+	res1, err := Fetch(ctx, Config{CommitBatch: 1}, ca.client(t, ca), req, func(st SessionStatus) {
 		if st.FilesDone >= 1 {
 			cancel()
 		}
@@ -257,8 +258,8 @@ func TestFetchCrashRightAfterPublishResumesWithoutDuplicates(t *testing.T) {
 	ranges, _ := token.ParseRanges(token.Murmur3, "(-5000000000000000000,5000000000000000000]")
 	dir := t.TempDir()
 	req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir, Resume: true}
-	// The process "dies" the instant the first sstable is visible, before anything after the
-	// commit is written.
+	// The process "dies" the instant the first batch is visible (one shared commit of all
+	// three small sstables), before anything after the commit is written.
 	crashAfterPublish = func() bool { return true }
 	_, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
 	crashAfterPublish = nil
@@ -266,15 +267,73 @@ func TestFetchCrashRightAfterPublishResumesWithoutDuplicates(t *testing.T) {
 		t.Fatalf("crashed fetch: err = %v", err)
 	}
 	visible, err := descriptor.List(dir)
-	if err != nil || len(visible) != 1 {
-		t.Fatalf("after the crash %d sstables are visible (%v), want 1", len(visible), err)
+	if err != nil || len(visible) != len(parents) {
+		t.Fatalf("after the crash %d sstables are visible (%v), want the batch of %d", len(visible), err, len(parents))
 	}
 	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Skipped) != 1 {
-		t.Errorf("resume skipped %v, want the sstable published before the crash", res.Skipped)
+	if len(res.Skipped) != len(visible) || len(res.SSTables) != 0 {
+		t.Errorf("resume skipped %v and fetched %d, want the %d sstables published before the crash and nothing else", res.Skipped, len(res.SSTables), len(visible))
 	}
 	checkDirHolds(t, dir, parents, ranges)
+}
+
+// A crash after every byte of a batch was received and written but before its shared sync
+// publishes nothing, and leaves no file a reader would see; the resume record names the
+// batch, but a resume fetches it again (no TOC, no install) and holds each partition once.
+func TestFetchCrashBeforeSharedSyncPublishesNothing(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1, 2, 3, 4, 5}})
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-5000000000000000000,5000000000000000000]")
+	dir := t.TempDir()
+	req := FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir, Resume: true}
+	crash := errors.New("test crash before the shared sync")
+	var commits int
+	beforeSharedCommit = func() error { commits++; return crash }
+	_, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	beforeSharedCommit = nil
+	if !errors.Is(err, crash) || commits != 1 {
+		t.Fatalf("crashed fetch: err = %v after %d commits, want the crash at the first", err, commits)
+	}
+	if st := readState(t, req); len(st.Installed) != len(parents) {
+		t.Errorf("the record names %d sstables before the commit, want the batch of %d", len(st.Installed), len(parents))
+	}
+	checkNothingHalfInstalled(t, dir, nil)
+	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 || len(res.SSTables) != len(parents) {
+		t.Errorf("resume skipped %v and fetched %d, want nothing skipped and all %d fetched", res.Skipped, len(res.SSTables), len(parents))
+	}
+	checkDirHolds(t, dir, parents, ranges)
+	checkNothingHalfInstalled(t, dir, res.SSTables)
+}
+
+// Batches of two: several shared commits in one session, each while the next sstables
+// stream, install every sstable once.
+func TestFetchCommitsInBatches(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1, 2, 3, 4, 5}})
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-5000000000000000000,5000000000000000000]")
+	dir := t.TempDir()
+	var commits int
+	beforeSharedCommit = func() error { commits++; return nil }
+	defer func() { beforeSharedCommit = nil }()
+	res, err := Fetch(context.Background(), Config{CommitBatch: 2}, ca.client(t, ca), FetchRequest{Peer: addr, Keyspace: "ks", Table: "t",
+		Ranges: ranges, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.SSTables) != len(parents) || commits != 3 {
+		t.Errorf("installed %d of %d sstables in %d commits, want 3 (2+2+1)", len(res.SSTables), len(parents), commits)
+	}
+	checkFetched(t, parents, ranges, res)
+	checkNothingHalfInstalled(t, dir, res.SSTables)
 }

@@ -38,10 +38,12 @@ type installJob struct {
 	final   descriptor.Descriptor // the sstable finish published
 	inst    *fsx.Install
 	data    *os.File   // Data.db, all kinds
-	comps   []*os.File // entire: one per Manifest component
+	comps   []*os.File // entire: one per Manifest component (nil while kept in mem)
+	mem     [][]byte   // entire: the small components, kept as they arrive
 	files   map[descriptor.Component]*os.File
 	index   []byte
 	rebuild *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
+	feed    *rebuildFeed          // hands rebuild the slice on a goroutine of its own
 	rows    []byte
 	crcw    *compress.CRCWriter
 	scratch string // rows only
@@ -78,8 +80,14 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 	switch in.Kind {
 	case wire.KindEntire:
 		j.inst, j.desc, err = generation.Install(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
-			j.files, j.comps = map[descriptor.Component]*os.File{}, nil
-			for _, c := range in.Manifest.Components {
+			j.files, j.comps, j.mem = map[descriptor.Component]*os.File{}, nil, make([][]byte, len(in.Manifest.Components))
+			for i, c := range in.Manifest.Components {
+				if i != in.DataComponent && c.Length <= smallComponent {
+					// Kept as it arrives; seal creates and writes the file (spillSmall).
+					j.mem[i] = make([]byte, 0, c.Length)
+					j.comps = append(j.comps, nil)
+					continue
+				}
 				f, err := inst.Create(d.Filename(descriptor.Component(c.Name)))
 				if err != nil {
 					return err
@@ -157,8 +165,9 @@ func (j *installJob) write(d *wire.Data) error {
 				if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, int64(m.Partitions)); err != nil {
 					return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 				}
+				j.feed = newRebuildFeed(j.rebuild, rebuildFeedDepth)
 			}
-			if err := j.rebuild.Write(d.Payload); err != nil {
+			if err := j.feed.Write(d.Payload); err != nil {
 				return fmt.Errorf("%w: %w", ErrManifest, err)
 			}
 			return nil
@@ -172,8 +181,13 @@ func (j *installJob) write(d *wire.Data) error {
 		return nil
 	case wire.StreamComponent:
 		if j.in.Kind == wire.KindEntire {
-			_, err := j.comps[d.Component].WriteAt(d.Payload, int64(d.Offset))
-			return err
+			if f := j.comps[d.Component]; f != nil {
+				_, err := f.WriteAt(d.Payload, int64(d.Offset))
+				return err
+			}
+			// Incoming.Accept admitted the frame at the next offset, within the length.
+			j.mem[d.Component] = append(j.mem[d.Component], d.Payload...)
+			return nil
 		}
 		j.rows = append(j.rows, d.Payload...)
 		return nil
@@ -182,7 +196,7 @@ func (j *installJob) write(d *wire.Data) error {
 }
 
 // file is the file a Data frame's payload goes to at its offset, or nil for the index
-// and rows slices, which are kept in memory.
+// and rows slices and an entire sstable's small components, which are kept in memory.
 func (j *installJob) file(d *wire.Data) *os.File {
 	switch {
 	case d.Stream == wire.StreamRuns:
@@ -220,49 +234,19 @@ func (j *installJob) replay(path string, n int64) error {
 	return nil
 }
 
-// finish rebuilds (partial, rows) or completes and verifies (entire) the sstable, then
-// commits; a rows sstable is then rewritten and published. It returns the partition count.
+// rebuildFeedDepth is how many index-slice frames (Config.FrameSize each) may wait for a
+// BIG child's rebuild.
+const rebuildFeedDepth = 4
+
+// finish seals the sstable (seal), then commits it on its own (a rows sstable is then
+// rewritten and published). It returns the partition count. Partial and entire sstables of a
+// fetch go through seal and a shared commit instead (commitBatch).
 func (j *installJob) finish(ctx context.Context) (int64, error) {
-	in, m := j.in, j.in.Manifest
-	var partitions int64
-	if in.Kind == wire.KindEntire {
-		if err := j.finishEntire(); err != nil {
-			return 0, err
-		}
-		partitions = int64(m.Partitions)
-	} else {
-		spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, j.rows)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
-		}
-		if j.rebuild != nil {
-			partitions = j.rebuild.Records()
-		} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
-		}
-		if uint64(partitions) != m.Partitions {
-			return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
-		}
-		// The bytes must be the parent's: the digest the sender derived from the parent's
-		// stored checksums, sent on the control stream, against what arrived.
-		if in.Digest() != m.Digest {
-			return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
-		}
-		data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
-			Digest: in.Digest(), HasDigest: true}
-		if j.crcw != nil {
-			data.CRC, data.Digest = j.crcw.Result()
-		}
-		if j.rebuild != nil {
-			_, err = j.rebuild.Finish(data)
-		} else {
-			_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
-		}
+	partitions, err := j.seal()
+	if err != nil {
+		return 0, err
 	}
-	if in.Kind != wire.KindRows {
+	if j.in.Kind != wire.KindRows {
 		if err := j.published(j.desc); err != nil {
 			return 0, err
 		}
@@ -271,9 +255,62 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	j.final = j.desc
-	if in.Kind == wire.KindRows {
+	if j.in.Kind == wire.KindRows {
 		return partitions, j.rewriteRows(ctx, partitions)
 	}
+	return partitions, nil
+}
+
+// seal rebuilds (partial, rows) or completes and verifies (entire) the sstable: every file
+// of its install is written, nothing is synced or published yet. It returns the partition
+// count.
+func (j *installJob) seal() (int64, error) {
+	in, m := j.in, j.in.Manifest
+	if in.Kind == wire.KindEntire {
+		if err := j.finishEntire(); err != nil {
+			return 0, err
+		}
+		return int64(m.Partitions), nil
+	}
+	spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, j.rows)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	var partitions int64
+	if j.feed != nil {
+		if err := j.feed.wait(); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+		}
+	}
+	if j.rebuild != nil {
+		partitions = j.rebuild.Records()
+	} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	if uint64(partitions) != m.Partitions {
+		return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
+	}
+	// The bytes must be the parent's: the digest the sender derived from the parent's
+	// stored checksums, sent on the control stream, against what arrived.
+	if in.Digest() != m.Digest {
+		return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
+	}
+	data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
+		Digest: in.Digest(), HasDigest: true}
+	if j.crcw != nil {
+		data.CRC, data.Digest = j.crcw.Result()
+	}
+	if j.rebuild != nil {
+		_, err = j.rebuild.Finish(data)
+	} else {
+		_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+	}
+	// The slices are in the rebuilt files now; a job waiting for a shared commit holds no
+	// more than its open files.
+	j.index, j.rows, j.rebuild = nil, nil, nil
 	return partitions, nil
 }
 
@@ -356,6 +393,9 @@ func copyFile(dst *os.File, path string) error {
 
 func (j *installJob) finishEntire() error {
 	in, m := j.in, j.in.Manifest
+	if err := j.spillSmall(); err != nil {
+		return err
+	}
 	if f := j.files[descriptor.Digest]; f != nil {
 		b := make([]byte, 16)
 		n, _ := f.ReadAt(b, 0)
@@ -399,6 +439,31 @@ func (j *installJob) finishEntire() error {
 	return j.verify()
 }
 
+// smallComponent is the largest component of an entire sstable (Data.db aside) kept in
+// memory as it arrives and written by seal, which runs beside the receive loop: for a small
+// sstable, creating its files is most of that loop's own per-sstable work. A batch's bytes
+// bound what its sstables hold (batchBytes).
+const smallComponent = 256 << 10
+
+// spillSmall creates and writes the components kept in memory.
+func (j *installJob) spillSmall() error {
+	for i, b := range j.mem {
+		if j.comps[i] != nil {
+			continue
+		}
+		f, err := j.create(descriptor.Component(j.in.Manifest.Components[i].Name))
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
+		j.comps[i] = f
+	}
+	j.mem = nil
+	return nil
+}
+
 // verify runs sstable.Verify on the uncommitted files through a scratch directory of
 // symbolic links with final names pointing at the install's temporaries.
 func (j *installJob) verify() error {
@@ -431,6 +496,9 @@ func (j *installJob) verify() error {
 // abort removes every temporary and, for rows, the scratch directory. It is a no-op for
 // what already committed into the target directory.
 func (j *installJob) abort() {
+	if j.feed != nil {
+		_ = j.feed.wait() // the rebuild writes into the install's files
+	}
 	if j.inst != nil {
 		j.inst.Abort()
 	}

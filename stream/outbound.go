@@ -50,37 +50,67 @@ func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
 }
 
 // pump is the one send loop: every source in frames of at most the session's frame size,
-// each waiting on the outbound limiter and counted in the session's progress.
+// each waiting on the outbound limiter and counted in the session's progress. Sources go in
+// order, except one made ahead (readAhead: the index slice), whose frames also ride along
+// between the frames of the sources before it whenever a whole one is ready: the receiver
+// rebuilds from them while the runs still arrive, and the index pass is not left to the end.
 func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sources []source) error {
 	size := int64(len(ss.buf) - hdrRoom)
-	for i := range sources {
-		src := &sources[i]
-		d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component}
-		total := src.n
-		if src.mem != nil {
-			total = int64(len(src.mem))
+	done := make([]int64, len(sources))
+	total := func(i int) int64 {
+		if sources[i].mem != nil {
+			return int64(len(sources[i].mem))
 		}
-		for done := int64(0); done < total; {
-			if stop, err := plane.stop(ctx, id); stop || err != nil {
+		return sources[i].n
+	}
+	frame := func(i int) error {
+		src := &sources[i]
+		if stop, err := plane.stop(ctx, id); stop || err != nil {
+			if err == nil {
+				err = errStopped
+			}
+			return err
+		}
+		n := min(size, total(i)-done[i])
+		d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component, Offset: uint64(src.start + done[i])}
+		if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
+			return fmt.Errorf("stream: Data header of %d bytes", hl)
+		}
+		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
+			return err
+		}
+		if err := plane.write(ctx, &d, src, done[i], n); err != nil {
+			return err
+		}
+		done[i] += n
+		ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
+		return nil
+	}
+	along := -1
+	for i := range sources {
+		if _, ok := sources[i].seq.(*readAhead); ok {
+			along = i
+		}
+	}
+	for i := range sources {
+		for done[i] < total(i) {
+			err := frame(i)
+			if err == nil && along > i && done[along] < total(along) && sources[along].seq.(*readAhead).ready(min(size, total(along)-done[along])) {
+				err = frame(along)
+			}
+			if errors.Is(err, errStopped) {
+				return nil
+			}
+			if err != nil {
 				return err
 			}
-			n := min(size, total-done)
-			d.Offset = uint64(src.start + done)
-			if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
-				return fmt.Errorf("stream: Data header of %d bytes", hl)
-			}
-			if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
-				return err
-			}
-			if err := plane.write(ctx, &d, src, done, n); err != nil {
-				return err
-			}
-			done += n
-			ss.tr.update(func(st *SessionStatus) { st.BytesDone += n })
 		}
 	}
 	return nil
 }
+
+// errStopped ends pump early without an error: the receiver gave the sstable an outcome.
+var errStopped = errors.New("stream: stopped by the receiver")
 
 // quicOut is one unidirectional QUIC stream per sstable.
 type quicOut struct {

@@ -58,7 +58,10 @@ type Receiver struct {
 	order    []string
 	outcomes map[string]bool
 	cur      *Incoming
-	plane    *wire.TCPDataPlane
+	// pending holds the sstables whose bytes all arrived and which wait for the driver's
+	// shared commit (Received); Installed or Failed settles them.
+	pending map[string]*Incoming
+	plane   *wire.TCPDataPlane
 
 	installed  uint64
 	bytes      uint64
@@ -171,7 +174,7 @@ func (r *Receiver) Step(m wire.Message) (Step, error) {
 			if !ok {
 				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: Manifest for unplanned sstable %q", ErrProtocol, m.SSTableID))
 			}
-			if _, seen := r.outcomes[m.SSTableID]; seen {
+			if _, seen := r.outcomes[m.SSTableID]; seen || r.pending[m.SSTableID] != nil {
 				return r.fail(wire.CodeProtocol, fmt.Errorf("%w: second Manifest for sstable %q", ErrProtocol, m.SSTableID))
 			}
 			in, err := r.validate(ps, m)
@@ -190,6 +193,10 @@ func (r *Receiver) Step(m wire.Message) (Step, error) {
 				// The sender noticed our own Failure (a cancelled stream) and echoes it.
 				return Step{}, nil
 			}
+			if r.pending[m.SSTableID] != nil {
+				// Every byte of it is here and its install is the receiver's to decide.
+				return Step{}, nil
+			}
 			var st Step
 			if r.cur != nil && r.cur.ID == m.SSTableID {
 				r.cur = nil
@@ -203,16 +210,41 @@ func (r *Receiver) Step(m wire.Message) (Step, error) {
 	return r.fail(wire.CodeProtocol, fmt.Errorf("%w: %v in state %v", ErrProtocol, m.Type(), r.state))
 }
 
-// Installed records that the driver committed the current sstable with partitions
-// partitions, and returns the acknowledgements (Received, Installed, and Complete when it
-// was the last).
+// Received records that every byte of the current sstable id arrived and that the driver
+// will commit it later, together with others (one shared sync): the next Manifest may come
+// meanwhile. Installed or Failed settles it.
+func (r *Receiver) Received(id string) {
+	if r.cur == nil || r.cur.ID != id {
+		return
+	}
+	if r.pending == nil {
+		r.pending = map[string]*Incoming{}
+	}
+	r.pending[id], r.cur = r.cur, nil
+}
+
+// AllReceived reports whether every planned sstable has arrived whole or has an outcome:
+// nothing more will come on the data plane, and the sender waits for the outcomes of what
+// is still pending.
+func (r *Receiver) AllReceived() bool {
+	return r.state == recvStreaming && r.cur == nil && len(r.outcomes)+len(r.pending) >= len(r.planned)
+}
+
+// Installed records that the driver committed sstable id (the current one, or one that
+// Received made pending) with partitions partitions, and returns the acknowledgements
+// (Received, Installed, and Complete when it was the last).
 func (r *Receiver) Installed(id string, partitions uint64) Step {
 	var st Step
 	in := r.cur
-	if in == nil || in.ID != id {
+	switch {
+	case in != nil && in.ID == id:
+		r.cur = nil
+	case r.pending[id] != nil:
+		in = r.pending[id]
+		delete(r.pending, id)
+	default:
 		return st
 	}
-	r.cur = nil
 	r.outcomes[id] = true
 	r.installed++
 	r.bytes += in.Received()
@@ -231,6 +263,7 @@ func (r *Receiver) Failed(id string, code wire.Code, reason string) Step {
 	if r.cur != nil && r.cur.ID == id {
 		r.cur = nil
 	}
+	delete(r.pending, id)
 	if _, seen := r.outcomes[id]; seen || r.planned == nil {
 		return st
 	}

@@ -633,6 +633,13 @@ func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64
 	return skipped
 }
 
+// indexAheadPiece and indexAheadDepth bound the index slice made ahead of its sending
+// (readAhead): 4 MiB per sstable being sent, less for a shorter slice.
+const (
+	indexAheadPiece = 1 << 20
+	indexAheadDepth = 3
+)
+
 func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 	t := o.parent
 	v := t.Version()
@@ -674,7 +681,10 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			srcs = append(srcs, source{stream: wire.StreamIndex, seq: r, n: p.IndexLength})
+			// Made ahead, while the runs are sent: the pass over the parent's index costs per
+			// partition, and small partitions would otherwise leave the data plane idle.
+			srcs = append(srcs, source{stream: wire.StreamIndex, seq: newReadAhead(r, int(min(indexAheadPiece, p.IndexLength)), indexAheadDepth),
+				n: p.IndexLength})
 		}
 		if v.Format == version.BTI {
 			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}

@@ -455,3 +455,60 @@ func TestSenderResumed(t *testing.T) {
 		}
 	}
 }
+
+// An sstable received whole and waiting for a shared commit (Received) lets the next
+// Manifest in; it cannot be announced again, and the session completes only once every
+// pending sstable is settled (Installed or Failed), in any order.
+func TestReceiverPendingCommits(t *testing.T) {
+	partial, entire := manifests(t, "lz4")
+	r := session(t, partial, entire)
+	if st, err := r.Step(partial); err != nil || st.Receive == nil {
+		t.Fatal(st, err)
+	}
+	r.Received(partial.SSTableID)
+	if r.AllReceived() {
+		t.Error("all received with the entire sstable still to come")
+	}
+	if st, err := r.Step(clone(partial)); err == nil || !reflect.DeepEqual(types(st.Send), []wire.MsgType{wire.MsgFailure}) {
+		t.Errorf("second manifest of a pending sstable: %v %v", types(st.Send), err)
+	}
+	r = session(t, partial, entire)
+	r.Step(partial)
+	r.Received(partial.SSTableID)
+	if st, err := r.Step(entire); err != nil || st.Receive == nil {
+		t.Fatalf("next manifest while one is pending: %v %v", st, err)
+	}
+	r.Received(entire.SSTableID)
+	if !r.AllReceived() || r.Done() {
+		t.Fatalf("all received %v, done %v", r.AllReceived(), r.Done())
+	}
+	if st := r.Installed(entire.SSTableID, 1); !reflect.DeepEqual(types(st.Send), []wire.MsgType{wire.MsgReceived, wire.MsgInstalled}) || st.Done {
+		t.Errorf("first settled: %v", types(st.Send))
+	}
+	st := r.Failed(partial.SSTableID, wire.CodeNoSpace, "commit failed")
+	if !reflect.DeepEqual(types(st.Send), []wire.MsgType{wire.MsgFailure, wire.MsgComplete}) || !st.Done {
+		t.Errorf("last settled: %v", types(st.Send))
+	}
+}
+
+// A batch goes when it is full (count or bytes), before a big sstable, and at the end; an
+// empty one never.
+func TestCommitDue(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		count       int
+		bytes, next int64
+		all, want   bool
+	}{
+		{"nothing waiting", 0, 0, batchBytes, true, false},
+		{"a few small ones", 3, 6 << 20, 2 << 20, false, false},
+		{"count reached", 8, 16 << 20, 0, false, true},
+		{"bytes reached", 2, batchBytes, 0, false, true},
+		{"a big one next", 1, 2 << 20, batchBytes, false, true},
+		{"nothing more to arrive", 1, 2 << 20, 0, true, true},
+	} {
+		if got := commitDue(tc.count, 8, tc.bytes, tc.next, tc.all); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -151,11 +151,11 @@ configurations (rewrite, copy, reflink, reflink-nodigest, rechunk) beside rewrit
 
 func newBenchStreamCmd() *cobra.Command {
 	var size, dir, transport, congestion, profiles, partSize string
-	var runs int
+	var runs, sstables int
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--dir D] [--runs N] [--json]",
+		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--sstables N] [--dir D] [--runs N] [--json]",
 		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
 partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
@@ -175,6 +175,10 @@ or with --transport tls:
   (g) a raw Go TLS 1.3 over TCP transfer of (b)'s byte count with the nodes' certificates,
       1 MiB reads and writes on both sides, written to a file and fsynced;
   (h) (b) over the TLS data plane (node with transport: tls, 'stream fetch --transport tls').
+With --sstables N (e.g. 256 with --size 512MiB: 256 sstables of 2 MiB) also:
+  (i) the whole ring of a table made of the parent split into N sstables (rewrite mode,
+      made once and reused), over QUIC as (d): the check compares its time per byte with
+      (d)'s, the same bytes as one sstable.
 --tcp-congestion sets the congestion control of (f)/(h)'s data connection on both ends.
 Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
 allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
@@ -188,6 +192,9 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if transport != "quic" && transport != "tcp" && transport != "tls" {
 				return usagef("bench stream: --transport %q: want quic, tls or tcp", transport)
 			}
+			if sstables < 0 || sstables == 1 {
+				return usagef("bench stream: --sstables %d: want at least 2 (0: no many-sstables row)", sstables)
+			}
 			var ps int64
 			if partSize != "" {
 				if ps, err = parseSize(partSize); err != nil || ps <= 0 || ps > 1<<30 {
@@ -199,7 +206,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 				return err
 			}
 			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), Transport: transport, TCPCongestion: congestion, Exe: exe,
-				Runs: runs, Timeout: timeout, CPUProfileDir: profiles,
+				Runs: runs, Timeout: timeout, CPUProfileDir: profiles, SSTables: sstables,
 				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
 			if err != nil {
 				return fmt.Errorf("bench stream: %w", err)
@@ -263,6 +270,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of (f)/(h)'s data connection, e.g. bbr (default: the kernel's)")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
 	f.IntVar(&runs, "runs", 1, "runs per configuration (medians are printed)")
+	f.IntVar(&sstables, "sstables", 0, "add (i): the whole ring of the parent split into this many sstables, against (d)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on one run of one configuration (default 2m + 2s per 4 MB of parent)")
 	f.StringVar(&profiles, "cpuprofile", "", "directory for CPU profiles of every sender and receiver process")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -58,7 +58,11 @@ type StreamOptions struct {
 	// <config>-sender.pprof and <config>-receiver.pprof, and each receiver an allocation
 	// profile, <config>-receiver.allocs.pprof (the last run's).
 	CPUProfileDir string
-	Logf          func(format string, args ...any)
+	// SSTables, when above 1, adds configuration (i): the whole ring of a table made of the
+	// parent split into this many sstables (rewrite mode, so each is an ordinary sstable),
+	// against (d), the same bytes as one sstable, over the same transport.
+	SSTables int
+	Logf     func(format string, args ...any)
 }
 
 // StreamRow is one configuration's medians.
@@ -117,12 +121,15 @@ const (
 	// --transport tls adds:
 	cfgRawTLS     = "(g) raw Go TLS 1.3 over TCP"
 	cfgPartialTLS = "(h) partial over TLS data plane"
+	// --sstables N adds:
+	cfgMany = "(i) many sstables, whole ring"
 )
 
 const (
 	benchKeyspace   = "sluice"
 	benchTable      = "stress"
 	legacyTable     = "stress_legacy" // the parent's copy with legacy counter shards, for (c)
+	manyTable       = "stress_many"   // the parent split into StreamOptions.SSTables sstables, for (i)
 	senderName      = "n1"
 	receiverName    = "cli"
 	gib             = float64(1 << 30)
@@ -173,6 +180,15 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	}
 	if err := w.makeNodeData(parent); err != nil {
 		return nil, err
+	}
+	if o.SSTables > 1 {
+		many, err := manyFor(ctx, parent, o.SSTables, o.Logf)
+		if err != nil {
+			return nil, err
+		}
+		if err := linkTable(many, gen.TableDir(w.data, benchKeyspace, manyTable)); err != nil {
+			return nil, err
+		}
 	}
 
 	t, err := sstable.Open(parent.Prefix())
@@ -236,6 +252,14 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 				return w.runFetch(ctx, name, benchTable, w.half, o.Transport)
 			}},
 		}...)
+	}
+	if o.SSTables > 1 {
+		configs = append(configs, struct {
+			name string
+			run  func(context.Context, string) (streamSample, error)
+		}{cfgMany, func(ctx context.Context, name string) (streamSample, error) {
+			return w.runFetch(ctx, name, manyTable, whole, "quic")
+		}})
 	}
 	// Runs are the outer loop so that a change in the machine's load during the benchmark
 	// falls on every configuration alike.
@@ -336,6 +360,12 @@ func streamChecks(rows []StreamRow) []StreamCheck {
 		thr := partialTLS.MBps / rawTLS.MBps
 		out = append(out, StreamCheck{Name: "(h) MB/s / (g) MB/s", Measured: thr, Unit: "x", Target: ">= 0.80", Met: thr >= 0.80})
 	}
+	entire, many := by[cfgEntire], by[cfgMany]
+	if entire.OK() && many.OK() && many.MBps > 0 {
+		// Time per byte of the many sstables against one sstable of the same bytes.
+		per := entire.MBps / many.MBps
+		out = append(out, StreamCheck{Name: "(i) time per byte / (d)'s", Measured: per, Unit: "x", Target: "<= 1.50", Met: per <= 1.5})
+	}
 	for _, r := range rows {
 		if !r.OK() || r.Config == cfgRaw || r.Config == cfgRawTCP || r.Config == cfgRawTLS {
 			continue
@@ -413,6 +443,60 @@ func (w *streamWorld) makeNodeData(parent descriptor.Descriptor) error {
 		st.Stats.HasLegacyCounterShards = true
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(parent.Path(descriptor.Statistics))), st.Append(nil, parent.Version), 0o644); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// manyFor splits parent into n sstables of about equal size (slice.EqualRanges, rewrite
+// mode: ordinary sstables without dead bytes) in a directory under the parent's root, reused while it
+// holds n sstables, and returns that directory.
+func manyFor(ctx context.Context, parent descriptor.Descriptor, n int, logf func(string, ...any)) (string, error) {
+	// The parent's root (the parent-SIZE directory above keyspace/table), so that a new
+	// parent replaces its splits too.
+	out := filepath.Join(filepath.Dir(filepath.Dir(parent.Dir)), fmt.Sprintf("many-%d", n))
+	if ds, err := descriptor.List(out); err == nil && len(ds) == n {
+		logf("reusing %d sstables in %s", n, out)
+		return out, nil
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return "", err
+	}
+	logf("splitting %s into %d sstables in %s", parent, n, out)
+	t, err := sstable.Open(parent.Prefix())
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	ranges, err := slice.EqualRanges(t, n)
+	if err != nil {
+		return "", err
+	}
+	res, err := slice.Split(ctx, t, ranges, out, slice.Options{Mode: slice.ModeRewrite})
+	if err != nil {
+		return "", err
+	}
+	if len(res.Children) != n {
+		os.RemoveAll(out)
+		return "", fmt.Errorf("bench stream: splitting %s %d ways gave %d sstables (too few partitions?)", parent, n, len(res.Children))
+	}
+	return out, nil
+}
+
+// linkTable hard-links every file of the sstable directory src into the table directory dst.
+func linkTable(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			if err := os.Link(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				return fmt.Errorf("linking %s into the node's data directory: %w", e.Name(), err)
+			}
 		}
 	}
 	return nil

@@ -200,3 +200,28 @@ func TestStreamChecksTCP(t *testing.T) {
 		t.Errorf("no TCP throughput check in %+v", streamChecks(rows))
 	}
 }
+
+// With (i), the check compares its time per byte with (d)'s: the same bytes as one sstable.
+func TestStreamChecksManySSTables(t *testing.T) {
+	for _, tc := range []struct {
+		many float64
+		met  bool
+	}{{80, true}, {60, false}} {
+		rows := []StreamRow{
+			{Config: cfgEntire, Status: "ok", MBps: 100},
+			{Config: cfgMany, Status: "ok", MBps: tc.many},
+		}
+		var found bool
+		for _, c := range streamChecks(rows) {
+			if c.Name == "(i) time per byte / (d)'s" {
+				found = true
+				if c.Met != tc.met || c.Measured != 100/tc.many {
+					t.Errorf("(i) at %v MB/s against 100: measured %v, met %v", tc.many, c.Measured, c.Met)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no (i) check at %v MB/s", tc.many)
+		}
+	}
+}

@@ -340,7 +340,11 @@ func (s *Scanner) read(first int) {
 	}
 	buf := s.spare[:0]
 	if int64(cap(buf)) < size {
-		buf = make([]byte, 0, max(size, scanBlockSize))
+		room := max(size, scanBlockSize)
+		if end == s.end {
+			room = size // the last block: no later one reuses the room (a small file's only one)
+		}
+		buf = make([]byte, 0, room)
 	}
 	buf = buf[:size]
 	s.spare = nil

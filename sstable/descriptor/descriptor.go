@@ -204,13 +204,23 @@ var genInName = regexp.MustCompile(`(?:^|[^a-z])[a-z]{2}-([1-9][0-9]{0,17})-(?:b
 // temporary files included so that an interrupted writer's id is never reused; 1 for an empty
 // or missing directory.
 func NextGeneration(dir string) (int, error) {
-	ents, err := os.ReadDir(dir)
+	// Names only, unsorted, and the pattern tried only on names that can hold it: a receiver
+	// of many sstables calls this once per sstable in a directory that keeps growing.
+	var names []string
+	d, err := os.Open(dir)
+	if err == nil {
+		names, err = d.Readdirnames(-1)
+		d.Close()
+	}
 	if err != nil && !os.IsNotExist(err) {
 		return 0, err
 	}
 	max := 0
-	for _, e := range ents {
-		m := genInName.FindStringSubmatch(e.Name())
+	for _, name := range names {
+		if !strings.Contains(name, "-big-") && !strings.Contains(name, "-bti-") {
+			continue
+		}
+		m := genInName.FindStringSubmatch(name)
 		if m == nil {
 			continue
 		}

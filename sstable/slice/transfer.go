@@ -172,7 +172,7 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k i
 		inChild = false
 		k++
 	}
-	err := parent.ScanPartitions(func(pt *sstable.Partition) error {
+	err := parent.ScanKeys(func(pt *sstable.Partition) error { // no token is needed here
 		n++
 		if inChild && pt.Ordinal > out[k].Plan.LastOrdinal() {
 			finish()
