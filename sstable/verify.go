@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 	"strings"
@@ -64,6 +65,13 @@ type Report struct {
 	// Verify skips them: readers enter Data.db only at index positions.
 	DeadBytes   int64 `json:"dead_bytes"`
 	DeadRegions int64 `json:"dead_regions"`
+	// HeadFilled: the bytes before the first partition parse as empty partitions keyed before
+	// it, which sluice writes there for Cassandra 5.0's sequential readers.
+	HeadFilled bool `json:"head_filled"`
+	// Scannable: a reader that walks Data.db from position 0 without the index (Cassandra
+	// 5.0's compaction, sstabledump) reads exactly the indexed partitions, plus empty ones it
+	// drops: no dead region, or only a filled head, and nothing else wrong.
+	Scannable bool `json:"scannable"`
 }
 
 // maxProblems bounds a report on a badly damaged file: past it, further findings are dropped
@@ -75,12 +83,15 @@ type verifier struct {
 	opts   VerifyOptions
 	report *Report
 
-	ciOffsetsAt int64    // file offset of the chunk offsets in CompressionInfo.db
-	badChunks   int      // chunks that failed their CRC or decompression
-	indexBroken bool     // the index pass stopped early or found no entry: Summary.db is not compared with it
-	digestWrong *Problem // a Digest.crc32 mismatch, reported only if no bad chunk explains it
-	dataIntact  bool     // Data.db matches Digest.crc32
-	btiRows     []byte   // Rows.db, for BTI
+	// partitionEnds: every partition was read to its end, so DeadRegions counts the dead
+	// regions between partitions too (the serialization header drives the row reader).
+	partitionEnds bool
+	ciOffsetsAt   int64    // file offset of the chunk offsets in CompressionInfo.db
+	badChunks     int      // chunks that failed their CRC or decompression
+	indexBroken   bool     // the index pass stopped early or found no entry: Summary.db is not compared with it
+	digestWrong   *Problem // a Digest.crc32 mismatch, reported only if no bad chunk explains it
+	dataIntact    bool     // Data.db matches Digest.crc32
+	btiRows       []byte   // Rows.db, for BTI
 }
 
 func (v *verifier) add(file string, off int64, format string, args ...any) {
@@ -141,6 +152,7 @@ func Verify(path string, opts VerifyOptions) (*Report, error) {
 	v := &verifier{opts: opts, report: rep}
 	v.run(d)
 	rep.OK = len(rep.Problems) == 0
+	rep.Scannable = rep.OK && v.partitionEnds && (rep.DeadRegions == 0 || (rep.DeadRegions == 1 && rep.HeadFilled))
 	return rep, nil
 }
 
@@ -350,6 +362,11 @@ func (v *verifier) checkIndexAndData() {
 			if p.Position > 0 {
 				v.report.DeadBytes += p.Position
 				v.report.DeadRegions++
+				if extended.table != nil && keyOK && p.Position <= math.MaxInt32 {
+					if b, err := cur.bytesAt(0, int(p.Position)); err == nil {
+						v.report.HeadFilled = filledHead(b, extended.table, t.Version(), t.Partitioner, p.Token, p.Key)
+					}
+				}
 			}
 		} else {
 			if keyOK && prevKnown && token.CompareKeys(prevTok, prevKey, p.Token, p.Key) >= 0 {
@@ -491,6 +508,7 @@ func (v *verifier) checkIndexAndData() {
 	}
 	v.report.Partitions = count
 	v.report.Rows = extended.rows
+	v.partitionEnds = extended.table != nil
 	if !keysUnknown && !positionsBad {
 		extended.checkStats()
 	}

@@ -196,6 +196,7 @@ func (rs *recvSession) installed(s *sealed) error {
 	f := Fetched{Path: s.job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: s.partitions, Bytes: got, Runs: 1}
 	if in.Kind == wire.KindPartial {
 		f.Runs, f.DeadBytes = len(in.Layout.Segments), int64(in.Manifest.DeadBytes)
+		f.Unscannable = s.job.unscannable
 	}
 	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(st *SessionStatus) { st.FilesDone++; st.BytesDone = rs.res.BytesReceived })

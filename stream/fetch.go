@@ -47,6 +47,12 @@ type Fetched struct {
 	// them out (0 for entire and rows: an entire sstable is the sender's file as it is).
 	Runs      int
 	DeadBytes int64
+	// Unscannable, when not empty, says why Cassandra 5.0's sequential readers (compaction,
+	// sstabledump) would misread a partial sstable: dead bytes between runs, or a dead head
+	// that could not be filled. Empty means the layout gives them nothing to trip on; an
+	// sstable of the sender that has dead regions of its own passes them on (an entire copy
+	// is the sender's file as it is), which `sstable verify` reports.
+	Unscannable string
 }
 
 // FetchResult is what a Fetch installed.

@@ -151,8 +151,16 @@ func readAll(t testing.TB, prefix string) []partition { return sstabletest.ReadA
 // and together they hold exactly the parents' partitions in ranges, byte for byte, once.
 func checkFetched(t testing.TB, parents []string, ranges token.RangeSet, res *FetchResult) {
 	t.Helper()
+	checkFetchedVia(t, parents, parents, ranges, res)
+}
+
+// checkFetchedVia is checkFetched of a fetch from senders, sstables that hold the parents'
+// partitions (a chain: a node that fetched them before): what a sequential reader makes of
+// the result depends on the senders' files.
+func checkFetchedVia(t testing.TB, parents, senders []string, ranges token.RangeSet, res *FetchResult) {
+	t.Helper()
 	checkOnePerParent(t, res)
-	checkFetchedPartitions(t, parents, ranges, res)
+	checkFetchedPartitions(t, parents, senders, ranges, res)
 }
 
 // checkOnePerParent checks that one session installed at most one sstable per parent sstable
@@ -170,7 +178,7 @@ func checkOnePerParent(t testing.TB, res *FetchResult) {
 
 // checkFetchedPartitions checks that the fetched sstables verify (extended) and together hold
 // exactly the parents' partitions in ranges, each once.
-func checkFetchedPartitions(t testing.TB, parents []string, ranges token.RangeSet, res *FetchResult) {
+func checkFetchedPartitions(t testing.TB, parents, senders []string, ranges token.RangeSet, res *FetchResult) {
 	t.Helper()
 	want := map[string][]byte{}
 	for _, p := range parents {
@@ -181,6 +189,7 @@ func checkFetchedPartitions(t testing.TB, parents []string, ranges token.RangeSe
 		}
 	}
 	got := map[string]bool{}
+	parentsScannable := allScannable(t, senders)
 	for _, f := range res.SSTables {
 		rep, err := sstable.Verify(f.Path, sstable.VerifyOptions{Extended: true})
 		if err != nil {
@@ -190,7 +199,9 @@ func checkFetchedPartitions(t testing.TB, parents []string, ranges token.RangeSe
 			t.Errorf("fetched %s (%s): %s", f.Path, f.Kind, p)
 		}
 		n := 0
-		for _, pt := range readAll(t, f.Path) {
+		parts := readAll(t, f.Path)
+		checkScannable(t, f, parts, parentsScannable)
+		for _, pt := range parts {
 			w, ok := want[string(pt.Key)]
 			if !ok || string(w) != string(pt.Bytes) {
 				t.Errorf("fetched %s: partition %x is not the parent's in the ranges", f.Path, pt.Key)
@@ -213,4 +224,48 @@ func checkFetchedPartitions(t testing.TB, parents []string, ranges token.RangeSe
 	if len(got) != len(want) {
 		t.Errorf("fetched %d partitions, want %d", len(got), len(want))
 	}
+}
+
+// checkScannable holds a fetched sstable to what the result says of Cassandra 5.0's
+// sequential readers. Something said: one of the receiver's reasons, for a partial. Nothing
+// said, of a partial or rows sstable whose parents are gap-free (verify says scannable): a scan
+// from position 0 finds filler partitions, then exactly its partitions, and verify agrees. An
+// entire copy is its sender's file.
+func checkScannable(t testing.TB, f Fetched, parts []partition, parentsScannable bool) {
+	t.Helper()
+	switch {
+	case f.Unscannable != "":
+		if f.Kind != "partial" || !(strings.HasPrefix(f.Unscannable, "dead bytes between runs") || strings.HasPrefix(f.Unscannable, "dead head not filled")) {
+			t.Errorf("fetched %s (%s, %d runs) not scannable: %q", f.Path, f.Kind, f.Runs, f.Unscannable)
+		}
+		return
+	case f.Kind == "entire" || !parentsScannable:
+		return
+	}
+	keys := make([][]byte, len(parts))
+	for i, p := range parts {
+		keys[i] = p.Key
+	}
+	if err := sstabletest.ScanMatches(f.Path, keys); err != nil {
+		t.Errorf("fetched %s (%s) is said to be scannable: %v", f.Path, f.Kind, err)
+	}
+	if rep, err := sstable.Verify(f.Path, sstable.VerifyOptions{}); err != nil || !rep.Scannable {
+		t.Errorf("fetched %s (%s): verify says it is not scannable (%d dead regions, head filled %v): %v", f.Path, f.Kind, rep.DeadRegions, rep.HeadFilled, err)
+	}
+}
+
+// allScannable says whether verify finds every sstable scannable (no dead region a
+// sequential reader would trip on).
+func allScannable(t testing.TB, prefixes []string) bool {
+	t.Helper()
+	for _, p := range prefixes {
+		rep, err := sstable.Verify(p, sstable.VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Scannable {
+			return false
+		}
+	}
+	return true
 }

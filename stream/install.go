@@ -32,22 +32,23 @@ import (
 // (slice.Split, ModeRewrite) and publishes that one into the target directory under a new
 // generation with a second install, then removes the scratch directory.
 type installJob struct {
-	in      *Incoming
-	dir     string                // the target directory
-	desc    descriptor.Descriptor // the received files (in scratch for rows)
-	final   descriptor.Descriptor // the sstable finish published
-	inst    *fsx.Install
-	data    *os.File   // Data.db, all kinds
-	comps   []*os.File // entire: one per Manifest component (nil while kept in mem)
-	mem     [][]byte   // entire: the small components, kept as they arrive
-	files   map[descriptor.Component]*os.File
-	index   []byte
-	rebuild *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
-	feed    *rebuildFeed          // hands rebuild the slice on a goroutine of its own
-	rows    []byte
-	crcw    *compress.CRCWriter
-	scratch string // rows only
-	pub     *fsx.Install
+	in          *Incoming
+	dir         string                // the target directory
+	desc        descriptor.Descriptor // the received files (in scratch for rows)
+	final       descriptor.Descriptor // the sstable finish published
+	inst        *fsx.Install
+	data        *os.File   // Data.db, all kinds
+	comps       []*os.File // entire: one per Manifest component (nil while kept in mem)
+	mem         [][]byte   // entire: the small components, kept as they arrive
+	files       map[descriptor.Component]*os.File
+	index       []byte
+	rebuild     *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
+	feed        *rebuildFeed          // hands rebuild the slice on a goroutine of its own
+	rows        []byte
+	crcw        *compress.CRCWriter
+	unscannable string // why Cassandra 5.0's sequential readers would misread it (fillHead)
+	scratch     string // rows only
+	pub         *fsx.Install
 	// beforePublish, if set, is called with the final descriptor just before the commit that
 	// makes the sstable visible in the target directory, so the caller can record the install
 	// first: a crash between that commit and a record written after it would fetch the
@@ -300,6 +301,11 @@ func (j *installJob) seal() (int64, error) {
 	if j.crcw != nil {
 		data.CRC, data.Digest = j.crcw.Result()
 	}
+	if in.Kind == wire.KindPartial {
+		if err := j.fillHead(spec, &data); err != nil {
+			return 0, err
+		}
+	}
 	if j.rebuild != nil {
 		_, err = j.rebuild.Finish(data)
 	} else {
@@ -312,6 +318,29 @@ func (j *installJob) seal() (int64, error) {
 	// more than its open files.
 	j.index, j.rows, j.rebuild = nil, nil, nil
 	return partitions, nil
+}
+
+// fillHead fills the dead head of a partial sstable with empty partitions, so that Cassandra
+// 5.0's sequential readers (compaction) read it (slice.FillReceivedHead); the bytes have been
+// proven to be the parent's. Why those readers would misread it, if they would, is kept for
+// the result.
+func (j *installJob) fillHead(spec *slice.Spec, data *slice.DataResult) error {
+	var key []byte
+	var first int64
+	if j.rebuild != nil {
+		key, first = j.rebuild.First()
+	} else {
+		var err error
+		if key, first, err = slice.FirstIndexRecord(j.index); err != nil {
+			return fmt.Errorf("%w: %w", ErrManifest, err)
+		}
+	}
+	scan, err := slice.FillReceivedHead(j.data, data, spec, j.in.Layout, key, first)
+	if err != nil {
+		return fmt.Errorf("%w: filling the dead head of %s: %w", ErrChecksum, j.in.ID, err)
+	}
+	j.unscannable = scan
+	return nil
 }
 
 // rewriteRows rewrites the received child (committed in the scratch directory) row by row

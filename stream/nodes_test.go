@@ -86,7 +86,7 @@ func TestFetchFromTwoSendersIntoOneDir(t *testing.T) {
 	for _, res := range results {
 		checkOnePerParent(t, res)
 	}
-	checkFetchedPartitions(t, parents, union, all)
+	checkFetchedPartitions(t, parents, parents, union, all)
 	checkNothingHalfInstalled(t, dir, all.SSTables)
 }
 
@@ -130,7 +130,11 @@ func TestFetchChain(t *testing.T) {
 					t.Errorf("B to C, part of the range: %s is %s", f.SSTable, f.Kind)
 				}
 			}
-			checkFetched(t, parents, inBoth, bc)
+			var atB []string
+			for _, f := range ab.SSTables {
+				atB = append(atB, f.Path)
+			}
+			checkFetchedVia(t, parents, atB, inBoth, bc)
 
 			everything, _ := token.ParseRanges(token.Murmur3, "(0,0]")
 			whole, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
@@ -148,7 +152,7 @@ func TestFetchChain(t *testing.T) {
 					t.Errorf("B to C, everything: %s is %s, want entire", f.SSTable, f.Kind)
 				}
 			}
-			checkFetched(t, parents, rAB, whole)
+			checkFetchedVia(t, parents, atB, rAB, whole)
 		})
 	}
 }

@@ -192,7 +192,7 @@ func TestSliceJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	want := []string{"path", "partitions", "runs", "dead_bytes", "data_file_length", "scannable", "scan_note", "mode", "reason", "bytes_written", "wall_seconds"}
+	want := []string{"path", "partitions", "runs", "dead_bytes", "data_file_length", "unscannable", "mode", "reason", "bytes_written", "wall_seconds"}
 	if len(rep) != len(want) {
 		t.Errorf("fields %v, want exactly %v", rep, want)
 	}

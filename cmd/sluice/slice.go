@@ -23,8 +23,7 @@ type sliceReport struct {
 	Runs           int     `json:"runs"`
 	DeadBytes      int64   `json:"dead_bytes"`
 	DataFileLength int64   `json:"data_file_length"`
-	Scannable      bool    `json:"scannable"`
-	ScanNote       string  `json:"scan_note"`
+	Unscannable    string  `json:"unscannable"`
 	Mode           string  `json:"mode"`
 	Reason         string  `json:"reason"`
 	BytesWritten   int64   `json:"bytes_written"`
@@ -103,7 +102,7 @@ func printSlice(cmd *cobra.Command, res *slice.Result, written int64, wall time.
 	reps := []sliceReport{}
 	for _, c := range res.Children {
 		reps = append(reps, sliceReport{Path: c.Desc.Path("Data.db"), Partitions: c.Partitions, Runs: c.Runs,
-			DeadBytes: c.DeadBytes, DataFileLength: c.DataFileLength, Scannable: c.Scan.Readable, ScanNote: c.Scan.Reason})
+			DeadBytes: c.DeadBytes, DataFileLength: c.DataFileLength, Unscannable: c.Unscannable})
 	}
 	reason := res.Reason
 	if len(reps) == 0 {
@@ -125,7 +124,7 @@ func printSlice(cmd *cobra.Command, res *slice.Result, written int64, wall time.
 			continue
 		}
 		fmt.Fprintf(w, "%s  %d partitions in %d runs  %d bytes (%d dead)  mode %s  %s%s\n", r.Path, r.Partitions, r.Runs,
-			r.DataFileLength, r.DeadBytes, r.Mode, wall.Round(time.Microsecond), scanNote(r.Scannable, r.ScanNote))
+			r.DataFileLength, r.DeadBytes, r.Mode, wall.Round(time.Microsecond), scanNote(r.Unscannable))
 		if reason != "" {
 			fmt.Fprintf(w, "  %s\n", reason)
 		}

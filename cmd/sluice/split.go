@@ -23,10 +23,9 @@ type splitChild struct {
 	DataFileLength int64  `json:"data_file_length"`
 	DeadBytes      int64  `json:"dead_bytes"`
 	ClonedBytes    int64  `json:"cloned_bytes"`
-	// Scannable: Cassandra 5.0's sequential readers (compaction, sstabledump) read the child
-	// exactly; ScanNote says why not.
-	Scannable bool   `json:"scannable"`
-	ScanNote  string `json:"scan_note"`
+	// Unscannable: why Cassandra 5.0's sequential readers (compaction, sstabledump) would
+	// misread the child, or "".
+	Unscannable string `json:"unscannable"`
 }
 
 type splitReport struct {
@@ -112,14 +111,14 @@ refuses (legacy counter shards).`,
 				rep.Children = append(rep.Children, splitChild{Path: c.Desc.Path("Data.db"), Range: c.Range.String(),
 					Partitions: c.Partitions, FirstToken: c.FirstToken.String(), LastToken: c.LastToken.String(),
 					DataFileLength: c.DataFileLength, DeadBytes: c.DeadBytes, ClonedBytes: c.Cloned,
-					Scannable: c.Scan.Readable, ScanNote: c.Scan.Reason})
+					Unscannable: c.Unscannable})
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			for _, c := range rep.Children {
-				fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes (%d dead, %d cloned)%s\n", c.Path, c.Range, c.Partitions, c.DataFileLength, c.DeadBytes, c.ClonedBytes, scanNote(c.Scannable, c.ScanNote))
+				fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes (%d dead, %d cloned)%s\n", c.Path, c.Range, c.Partitions, c.DataFileLength, c.DeadBytes, c.ClonedBytes, scanNote(c.Unscannable))
 			}
 			why := ""
 			if rep.Reason != "" {
@@ -142,8 +141,8 @@ refuses (legacy counter shards).`,
 
 // scanNote flags, in human output, a written sstable Cassandra 5.0's sequential readers cannot
 // read (README "Which Cassandra readers go through the index").
-func scanNote(scannable bool, why string) string {
-	if scannable {
+func scanNote(why string) string {
+	if why == "" {
 		return ""
 	}
 	return "  NOT for Cassandra 5.0 compaction: " + why

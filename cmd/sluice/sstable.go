@@ -212,6 +212,10 @@ the component file and byte offset.`,
 						fmt.Fprintf(out, ", %d dead bytes in %d regions skipped", rep.DeadBytes, rep.DeadRegions)
 					}
 					fmt.Fprintln(out, ")")
+					if !rep.Scannable {
+						// Index-driven readers are fine; Cassandra 5.0's compaction is not.
+						fmt.Fprintf(out, "%s: not for Cassandra 5.0's sequential readers (compaction, sstabledump): dead bytes they would parse\n", rep.Path)
+					}
 				}
 			}
 			if !rep.OK {

@@ -40,6 +40,8 @@ type fetchedSSTable struct {
 	Bytes      int64  `json:"bytes"`
 	Runs       int    `json:"runs"`
 	DeadBytes  int64  `json:"dead_bytes"`
+	// Unscannable: why Cassandra 5.0's sequential readers would misread it, or "".
+	Unscannable string `json:"unscannable"`
 }
 
 func newFetchCmd() *cobra.Command {
@@ -111,7 +113,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			rep := fetchReport{SSTables: []fetchedSSTable{}, Skipped: res.Skipped, Failed: []string{}, Bytes: res.BytesReceived, Wall: res.Wall.Seconds()}
 			for _, f := range res.SSTables {
 				rep.SSTables = append(rep.SSTables, fetchedSSTable{Path: f.Path + "-Data.db", Kind: f.Kind, Partitions: f.Partitions, Bytes: f.Bytes,
-					Runs: f.Runs, DeadBytes: f.DeadBytes})
+					Runs: f.Runs, DeadBytes: f.DeadBytes, Unscannable: f.Unscannable})
 			}
 			for _, e := range res.Failed {
 				rep.Failed = append(rep.Failed, e.Error())
@@ -123,7 +125,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			} else {
 				w := cmd.OutOrStdout()
 				for _, f := range rep.SSTables {
-					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes  %d runs (%d dead bytes)\n", f.Path, f.Kind, f.Partitions, f.Bytes, f.Runs, f.DeadBytes)
+					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes  %d runs (%d dead bytes)%s\n", f.Path, f.Kind, f.Partitions, f.Bytes, f.Runs, f.DeadBytes, scanNote(f.Unscannable))
 				}
 				for _, f := range rep.Failed {
 					fmt.Fprintf(w, "failed: %s\n", f)

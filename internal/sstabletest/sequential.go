@@ -1,6 +1,7 @@
 package sstabletest
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/sluicedb/sluice/sstable"
@@ -65,4 +66,31 @@ func ScanSequentially(prefix string) ([]Scanned, error) {
 
 func emptyRow(r *rows.Row) bool {
 	return r == nil || (r.Liveness.IsEmpty() && r.Deletion.IsLive() && len(r.Columns) == 0)
+}
+
+// ScanMatches checks what a sequential reader makes of the sstable at prefix against its
+// index's partitions (keys, in order): empty partitions sorting before the first (a filled
+// dead head), then exactly those partitions.
+func ScanMatches(prefix string, keys [][]byte) error {
+	scanned, err := ScanSequentially(prefix)
+	if err != nil {
+		return err
+	}
+	fillers := 0
+	for fillers < len(scanned) && (len(keys) == 0 || !bytes.Equal(scanned[fillers].Key, keys[0])) {
+		if !scanned[fillers].Empty {
+			return fmt.Errorf("%s: partition %x found before the first holds data", prefix, scanned[fillers].Key)
+		}
+		fillers++
+	}
+	rest := scanned[fillers:]
+	if len(rest) != len(keys) {
+		return fmt.Errorf("%s: a sequential scan finds %d partitions after %d fillers, the index %d", prefix, len(rest), fillers, len(keys))
+	}
+	for i, k := range keys {
+		if !bytes.Equal(rest[i].Key, k) {
+			return fmt.Errorf("%s: sequential partition %d is %x, the index says %x", prefix, i, rest[i].Key, k)
+		}
+	}
+	return nil
 }

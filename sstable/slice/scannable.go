@@ -3,10 +3,12 @@ package slice
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 	"sort"
 
+	"github.com/sluicedb/sluice/internal/crcx"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"
@@ -102,6 +104,7 @@ func emptyPartition(w *rows.Writer, dst, key []byte) ([]byte, error) {
 type headFill struct {
 	Offset int64  // chunk 0's new offset in Data.db
 	Head   []byte // Data.db bytes [0, end of chunk 0's record): the pad and the new record
+	OldCRC uint32 // the CRC32 of the bytes Head replaced
 }
 
 // fillHead rewrites chunk 0 of a compressed child's Data.db (f, fileLength bytes, described by
@@ -138,6 +141,11 @@ func fillHead(f *os.File, fileLength int64, info *compress.Info, dead int64, t *
 		end = info.Offsets[1]
 	}
 	head := make([]byte, end)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return headFill{}, err
+	}
+	oldCRC := crc32.ChecksumIEEE(head)
+	clear(head)
 	rec, err := compress.AppendRecord(nil, codec, chunk, rawAt)
 	if err != nil {
 		return headFill{}, err
@@ -150,5 +158,44 @@ func fillHead(f *os.File, fileLength int64, info *compress.Info, dead int64, t *
 	if _, err := f.WriteAt(head, 0); err != nil {
 		return headFill{}, err
 	}
-	return headFill{Offset: off, Head: head}, nil
+	return headFill{Offset: off, Head: head, OldCRC: oldCRC}, nil
+}
+
+// FillReceivedHead fills the dead head of a partial sstable a streaming receiver has written
+// (Data.db f, described by data and laid out by lay), whose first partition (firstKey) starts
+// at parent position first: data's chunk 0 offset and digest are updated to the filled file.
+// It returns why Cassandra 5.0's sequential readers would misread the sstable ("" when the
+// layout gives them nothing to trip on); a head that cannot be filled leaves the file as it
+// was. Call it once the bytes have been proven to be the parent's (the digest check), since
+// the new digest is derived from the old one.
+func FillReceivedHead(f *os.File, data *DataResult, spec *Spec, lay *Layout, firstKey []byte, first int64) (string, error) {
+	scan := ""
+	if len(lay.Segments) > 1 || lay.Segments[0].Runs > 1 {
+		scan = "dead bytes between runs"
+	}
+	dead, err := lay.Map(first)
+	if err != nil {
+		return "", err
+	}
+	if data.Compression == nil || dead == 0 {
+		return scan, nil
+	}
+	t, err := schema.Compile(spec.Statistics.Header)
+	if err != nil {
+		return "dead head not filled: " + err.Error(), nil
+	}
+	info := data.Compression
+	fill, err := fillHead(f, data.FileLength, info, dead, t, spec.Version, spec.Partitioner, spec.Partitioner.Token(firstKey), firstKey)
+	var ce *compress.ChunkError
+	switch {
+	case errors.As(err, &ce):
+		return "", err
+	case err != nil:
+		return "dead head not filled: " + err.Error(), nil
+	}
+	info.Offsets[0] = fill.Offset
+	// CRC32 is linear: the digest changes by the shifted difference of the heads' CRCs.
+	rest := data.FileLength - int64(len(fill.Head))
+	data.Digest ^= crcx.Combine(fill.OldCRC^crc32.ChecksumIEEE(fill.Head), 0, rest)
+	return scan, nil
 }

@@ -77,18 +77,12 @@ type Child struct {
 	// Runs is the number of contiguous pieces of the parent the child's Data.db concatenates
 	// (1 for a split child; rechunk and rewrite count the runs they joined).
 	Runs int
-	// Scan says whether a reader that walks Data.db from its start without the index
-	// (Cassandra 5.0's compaction, sstabledump) reads exactly the child's partitions.
-	Scan Scan
-}
-
-// Scan is what Cassandra 5.0's sequential scanners (SSTableSimpleScanner over the whole of
-// Data.db: compaction, cleanup, sstabledump) make of a child. A child with no dead bytes, or
-// with only a dead head filled with empty partitions, is Readable; dead bytes between runs are
-// parsed as partitions, so a child that has them is not, and Reason says why.
-type Scan struct {
-	Readable bool
-	Reason   string
+	// Unscannable, when not empty, says why a reader that walks Data.db from its start
+	// without the index (Cassandra 5.0's compaction, cleanup, sstabledump) would misread the
+	// child: dead bytes between runs, or a dead head that could not be filled. Empty means
+	// the split laid out nothing such a reader trips on; a parent with dead regions of its own
+	// (a multi-run sstable) passes them on, which `sstable verify` reports (Scannable).
+	Unscannable string
 }
 
 // Result is what Split did.
@@ -561,28 +555,28 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 		st.Cloned, st.Copied = st.Cloned-n, st.Copied+n
 		sp.cloned -= n
 	}
-	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Scan: scan}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Unscannable: scan}
 	return nil
 }
 
 // fillHead makes a zero-copy child's dead head readable by Cassandra 5.0's sequential
-// scanners (scannable.go) and says what those scanners can make of the child. A head that
+// scanners (scannable.go) and says why those scanners would misread the child, if they would. A head that
 // cannot be filled (shorter than an empty partition, no filler key found, a recompressed chunk
 // that does not fit) leaves the child as it was, valid for every index-driven reader, and
 // says so; a damaged parent chunk is an error.
-func (sp *splitter) fillHead(oc *openChild, dst *os.File) (headFill, Scan, error) {
+func (sp *splitter) fillHead(oc *openChild, dst *os.File) (headFill, string, error) {
 	l := &oc.layout
 	dead := oc.plan.Runs[0].Lo - l.Segments[0].Shift
-	scan := Scan{Readable: true}
+	scan := ""
 	if len(l.Segments) > 1 || l.Segments[0].Runs > 1 {
-		scan = Scan{Reason: "dead bytes between runs"}
+		scan = "dead bytes between runs"
 	}
 	if dead == 0 {
 		return headFill{}, scan, nil
 	}
 	t, err := sp.schema()
 	if err != nil {
-		return headFill{}, Scan{Reason: "dead head not filled: " + err.Error()}, nil
+		return headFill{}, "dead head not filled: " + err.Error(), nil
 	}
 	info := oc.data.Compression
 	fill, err := fillHead(dst, l.FileLength, info, dead, t, sp.parent.Version(), sp.parent.Partitioner, oc.plan.FirstTok, oc.plan.First)
@@ -591,9 +585,9 @@ func (sp *splitter) fillHead(oc *openChild, dst *os.File) (headFill, Scan, error
 	case errors.As(err, &ce):
 		ce.Chunk, ce.Offset = l.parentChunk(ce.Chunk, ce.Offset)
 		ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
-		return headFill{}, Scan{}, corruptParent(sp.parent, err)
+		return headFill{}, "", corruptParent(sp.parent, err)
 	case err != nil:
-		return headFill{}, Scan{Reason: "dead head not filled: " + err.Error()}, nil
+		return headFill{}, "dead head not filled: " + err.Error(), nil
 	}
 	info.Offsets[0] = fill.Offset
 	return fill, scan, nil
@@ -677,16 +671,16 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 	}
 	crcs, digest := cw.Result()
 	oc.data = DataResult{CRC: crcs, DataLength: l.DataLength, FileLength: l.FileLength, Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Scan: scan}
+	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Unscannable: scan}
 	return nil
 }
 
 // padFiller is the head pad of an uncompressed child as empty partitions, or nil with the
 // reason the pad stays the parent's bytes.
-func (sp *splitter) padFiller(oc *openChild) ([]byte, Scan) {
+func (sp *splitter) padFiller(oc *openChild) ([]byte, string) {
 	pad := oc.layout.Pad
 	if pad == 0 {
-		return nil, Scan{Readable: true}
+		return nil, ""
 	}
 	t, err := sp.schema()
 	var b []byte
@@ -694,9 +688,9 @@ func (sp *splitter) padFiller(oc *openChild) ([]byte, Scan) {
 		b, err = headFiller(t, sp.parent.Version(), sp.parent.Partitioner, int(pad), oc.plan.FirstTok, oc.plan.First)
 	}
 	if err != nil {
-		return nil, Scan{Reason: fmt.Sprintf("head pad of %d bytes not filled: %v", pad, err)}
+		return nil, fmt.Sprintf("head pad of %d bytes not filled: %v", pad, err)
 	}
-	return b, Scan{Readable: true}
+	return b, ""
 }
 
 // schema is the parent's compiled header, for writing filler partitions.
@@ -768,7 +762,7 @@ func (sp *splitter) rechunk(oc *openChild, dst *os.File) error {
 	l.DataLength, l.FileLength = res.DataLength, res.FileLength
 	oc.layout = l
 	oc.data = DataResult{Compression: res.Info, DataLength: res.DataLength, FileLength: res.FileLength, Digest: res.Digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{Copied: res.FileLength, Scan: Scan{Readable: true}}
+	oc.child = Child{Copied: res.FileLength}
 	return nil
 }
 
@@ -809,7 +803,7 @@ func (sp *splitter) rechunkUncompressed(oc *openChild, dst *os.File) error {
 	oc.layout = l
 	crcs, digest := cw.Result()
 	oc.data = DataResult{CRC: crcs, DataLength: off, FileLength: off, Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{Copied: off, Scan: Scan{Readable: true}}
+	oc.child = Child{Copied: off}
 	return nil
 }
 

@@ -250,6 +250,22 @@ func CountIndexRecords(slice []byte) (int64, error) {
 	return n, err
 }
 
+// FirstIndexRecord returns the key and position of an index slice's first record.
+func FirstIndexRecord(slice []byte) (key []byte, position int64, err error) {
+	errFirst := errors.New("first record read")
+	err = decodeIndexRecords(slice, nil, func(p *sstable.Partition) error {
+		key, position = append([]byte(nil), p.Key...), p.Position
+		return errFirst
+	})
+	switch {
+	case err == errFirst:
+		return key, position, nil
+	case err == nil:
+		return nil, 0, errors.New("slice: empty index slice")
+	}
+	return nil, 0, err
+}
+
 // decodeIndexRecords is ForEachIndexRecord; a nil p leaves the tokens unset.
 func decodeIndexRecords(slice []byte, p token.Partitioner, fn func(*sstable.Partition) error) error {
 	r := encoding.NewReader(slice)
@@ -309,7 +325,13 @@ type PartialRebuild struct {
 	prev    token.Token
 	prevKey []byte
 	prevPos int64
+	// firstKey and firstPos are the first record's.
+	firstKey []byte
+	firstPos int64
 }
+
+// First is the first partition's key and position, once a record has been written.
+func (r *PartialRebuild) First() ([]byte, int64) { return r.firstKey, r.firstPos }
 
 // NewPartialRebuild starts the rebuild RebuildPartial does; partitions as there.
 func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, partitions int64) (*PartialRebuild, error) {
@@ -392,6 +414,9 @@ func (r *PartialRebuild) add(p *sstable.Partition) error {
 	}
 	if r.prevPos >= 0 && token.CompareKeys(r.prev, r.prevKey, p.Token, p.Key) >= 0 {
 		return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
+	}
+	if r.firstKey == nil {
+		r.firstKey, r.firstPos = append([]byte{}, p.Key...), p.Position
 	}
 	r.prevKey = append(r.prevKey[:0], p.Key...)
 	r.prev = p.Token
