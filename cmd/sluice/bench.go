@@ -17,7 +17,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "End-to-end benchmarks that print comparison tables",
 		Args:  noArgs,
 	}
-	cmd.AddCommand(newBenchSSTableCmd(), newBenchSplitCmd(), newBenchStreamCmd(), newBenchVnodesCmd())
+	cmd.AddCommand(newBenchSSTableCmd(), newBenchSplitCmd(), newBenchStreamCmd(), newBenchVnodesCmd(), newBenchMemoryCmd())
 	cmd.AddCommand(benchStreamHelpers()...)
 	return cmd
 }

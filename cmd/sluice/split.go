@@ -85,14 +85,19 @@ refuses (legacy counter shards).`,
 				if _, err := slice.NewPieces(parent.Partitioner, ranges); err != nil {
 					return usageError{err}
 				}
-			} else if ranges, err = slice.EqualRanges(parent, ways); err != nil {
-				return err
 			}
 			io0, _ := fsx.ProcIO()
 			var res *slice.Result
+			opts := slice.Options{Mode: m, NoDigest: noDigest}
 			s, err := bench.Measure(func() error {
 				var err error
-				res, err = slice.Split(cmd.Context(), parent, ranges, out, slice.Options{Mode: m, NoDigest: noDigest})
+				if spec == "" {
+					// One index pass cuts the ranges and plans the children (the wall and CPU
+					// printed include it).
+					res, err = slice.SplitEqual(cmd.Context(), parent, ways, out, opts)
+				} else {
+					res, err = slice.Split(cmd.Context(), parent, ranges, out, opts)
+				}
 				return err
 			})
 			if err != nil {

@@ -21,6 +21,16 @@ func EvictPageCache(f *os.File) error {
 	return nil
 }
 
+// Prefetch asks the kernel to start reading f's bytes [off, off+n) into the page cache
+// (POSIX_FADV_WILLNEED) and returns at once: reads issued for several ranges proceed together
+// instead of one after another. It is advice, so failures are ignored.
+func Prefetch(f *os.File, off, n int64) {
+	if n <= 0 {
+		return
+	}
+	_ = control(f, func(fd int) error { return unix.Fadvise(fd, off, n, unix.FADV_WILLNEED) })
+}
+
 // residentWindow bounds one mapping of ResidentBytes, and so its residency vector (one byte per
 // page: 256 KiB for 1 GiB of 4 KiB pages).
 const residentWindow = 1 << 30

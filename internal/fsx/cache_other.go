@@ -28,3 +28,6 @@ func FreeBytes(dir string) (int64, error) {
 
 // StartWriteback is a no-op where sync_file_range does not exist.
 func StartWriteback(f *os.File, off, n int64) error { return nil }
+
+// Prefetch does nothing on this platform (no readahead advice); reads wait as they come.
+func Prefetch(f *os.File, off, n int64) {}

@@ -1,8 +1,12 @@
 package bigindex
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+
+	"github.com/sluicedb/sluice/sstable/encoding"
 )
 
 // SummaryBuilder builds a Summary.db at the full sampling level from a pass over Index.db, as
@@ -18,6 +22,26 @@ type SummaryBuilder struct {
 	positions []int64 // Index.db position of each sampled entry
 	written   int64   // partitions seen
 	next      int64   // ordinal of the next sample; -1 once sampling has stopped
+	expect    int64   // samples Expect announced, to size the key arena from the first key
+}
+
+// maxExpectedSamples bounds what Expect reserves, whatever count it is told (a count may come
+// from a peer's manifest): past it the arrays grow as they fill.
+const (
+	maxExpectedSamples  = 1 << 20
+	maxExpectedKeyBytes = 64 << 20
+)
+
+// Expect sizes the builder for about n partitions, so that sampling a large index neither
+// grows (copying) its arrays nor leaves the grown-out copies as garbage; the key arena is sized
+// from the first key. A wrong n costs only growth or spare capacity.
+func (sb *SummaryBuilder) Expect(n int64) {
+	if n <= 0 || sb.written > 0 {
+		return
+	}
+	sb.expect = min(n/sb.interval+1, maxExpectedSamples)
+	sb.keyEnds = make([]int, 0, sb.expect)
+	sb.positions = make([]int64, 0, sb.expect)
 }
 
 // NewSummaryBuilder returns a builder for the table parameter min_index_interval (<= 0 means
@@ -37,6 +61,9 @@ func (sb *SummaryBuilder) Add(key []byte, indexPosition int64) {
 		// that summary covers only a prefix of the sstable; reproduce that rather than fail.
 		entry := int64(len(key)) + 8
 		if sb.entriesLen()+entry <= math.MaxInt32 {
+			if sb.keys == nil && sb.expect > 0 {
+				sb.keys = make([]byte, 0, min(sb.expect*int64(len(key)), maxExpectedKeyBytes))
+			}
 			sb.keys = append(sb.keys, key...)
 			sb.keyEnds = append(sb.keyEnds, len(sb.keys))
 			sb.positions = append(sb.positions, indexPosition)
@@ -71,6 +98,46 @@ func (sb *SummaryBuilder) Build(first, last []byte) *Summary {
 		start = end
 	}
 	return s
+}
+
+// Encode writes the Summary.db Build(first, last).Append would, straight from the builder's
+// arena through a small buffer: on a child of millions of partitions the entries and their
+// encoding would otherwise be two more copies of the samples at once.
+func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) error {
+	n := len(sb.positions)
+	buf := make([]byte, 0, 64<<10)
+	flush := func(force bool) error {
+		if len(buf) < 60<<10 && !force {
+			return nil
+		}
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	buf = appendSummaryHeader(buf, int32(sb.interval), n, int64(12*n+len(sb.keys)), BaseSamplingLevel,
+		int32((sb.written+sb.interval-1)/sb.interval))
+	off := uint32(4 * n)
+	start := 0
+	for _, end := range sb.keyEnds {
+		buf = binary.LittleEndian.AppendUint32(buf, off)
+		off += uint32(end - start + 8)
+		start = end
+		if err := flush(false); err != nil {
+			return err
+		}
+	}
+	start = 0
+	for i, end := range sb.keyEnds {
+		buf = append(buf, sb.keys[start:end]...)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(sb.positions[i]))
+		start = end
+		if err := flush(false); err != nil {
+			return err
+		}
+	}
+	buf = encoding.AppendIntBytes(buf, first)
+	buf = encoding.AppendIntBytes(buf, last)
+	return flush(true)
 }
 
 // Mismatch is one disagreement between a Summary.db and its Index.db.

@@ -136,11 +136,7 @@ func (s *Summary) Append(b []byte) []byte {
 	if offHeap > math.MaxInt32 {
 		panic("bigindex: index summary exceeds 2 GiB")
 	}
-	b = encoding.AppendI32(b, s.MinIndexInterval)
-	b = encoding.AppendI32(b, int32(len(s.Entries)))
-	b = encoding.AppendI64(b, offHeap)
-	b = encoding.AppendI32(b, s.SamplingLevel)
-	b = encoding.AppendI32(b, s.SizeAtFullSampling)
+	b = appendSummaryHeader(b, s.MinIndexInterval, len(s.Entries), offHeap, s.SamplingLevel, s.SizeAtFullSampling)
 	off := uint32(4 * len(s.Entries))
 	for _, e := range s.Entries {
 		b = binary.LittleEndian.AppendUint32(b, off)
@@ -152,4 +148,14 @@ func (s *Summary) Append(b []byte) []byte {
 	}
 	b = encoding.AppendIntBytes(b, s.First)
 	return encoding.AppendIntBytes(b, s.Last)
+}
+
+// appendSummaryHeader appends Summary.db's header (see ParseSummary); Append and
+// SummaryBuilder.Encode share it.
+func appendSummaryHeader(b []byte, minIndexInterval int32, entries int, offHeap int64, samplingLevel, sizeAtFullSampling int32) []byte {
+	b = encoding.AppendI32(b, minIndexInterval)
+	b = encoding.AppendI32(b, int32(entries))
+	b = encoding.AppendI64(b, offHeap)
+	b = encoding.AppendI32(b, samplingLevel)
+	return encoding.AppendI32(b, sizeAtFullSampling)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,23 +63,32 @@ func TestSummaryRebuiltFromIndexIsByteIdentical(t *testing.T) {
 		if !bytes.Equal(got, raw) {
 			t.Fatalf("%s: rebuilt summary\n%x\nwant\n%x", f.Name, got, raw)
 		}
+		var w bytes.Buffer
+		if err := sb.Encode(&w, first, last); err != nil || !bytes.Equal(w.Bytes(), raw) {
+			t.Fatalf("%s: encoded summary\n%x\nwant\n%x (%v)", f.Name, w.Bytes(), raw, err)
+		}
 	}
 }
 
+// Sampled keys are copies, every interval-th partition is sampled, and an announced count
+// (right, too small, absurdly large) changes nothing in the result.
 func TestSummaryBuilderSamplesEveryIntervalAndCopiesKeys(t *testing.T) {
-	sb := NewSummaryBuilder(4)
-	key := make([]byte, 1)
-	for i := range 10 {
-		key[0] = byte('a' + i)
-		sb.Add(key, int64(100*i)) // the caller reuses key: sampled keys must be copies
-	}
-	s := sb.Build([]byte("a"), []byte("j"))
-	var got []string
-	for _, e := range s.Entries {
-		got = append(got, string(e.Key)+":"+string(rune('0'+e.IndexPosition/100)))
-	}
-	if strings.Join(got, " ") != "a:0 e:4 i:8" || s.SizeAtFullSampling != 3 || s.MinIndexInterval != 4 || sb.Count() != 10 {
-		t.Fatalf("samples %v, size at full sampling %d", got, s.SizeAtFullSampling)
+	for _, expect := range []int64{0, 10, 1, 1 << 40} {
+		sb := NewSummaryBuilder(4)
+		sb.Expect(expect)
+		key := make([]byte, 1)
+		for i := range 10 {
+			key[0] = byte('a' + i)
+			sb.Add(key, int64(100*i)) // the caller reuses key: sampled keys must be copies
+		}
+		s := sb.Build([]byte("a"), []byte("j"))
+		var got []string
+		for _, e := range s.Entries {
+			got = append(got, string(e.Key)+":"+string(rune('0'+e.IndexPosition/100)))
+		}
+		if strings.Join(got, " ") != "a:0 e:4 i:8" || s.SizeAtFullSampling != 3 || s.MinIndexInterval != 4 || sb.Count() != 10 {
+			t.Fatalf("expecting %d: samples %v, size at full sampling %d", expect, got, s.SizeAtFullSampling)
+		}
 	}
 }
 
@@ -187,5 +197,23 @@ func TestParseSummaryRejectsInconsistentLayouts(t *testing.T) {
 		if !errors.Is(err, c.is) || !errors.As(err, &oe) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: got %v, want %v saying %q", c.name, err, c.is, c.says)
 		}
+	}
+}
+
+// Encode writes what Build and Append make, also for a summary many write buffers long.
+func TestSummaryBuilderEncodeIsBuildAppend(t *testing.T) {
+	sb := NewSummaryBuilder(4)
+	key := make([]byte, 0, 32)
+	for i := range 100_000 {
+		key = fmt.Appendf(key[:0], "key-%08d-%d", i, i%7)
+		sb.Add(key, int64(30*i))
+	}
+	want := sb.Build([]byte("first"), []byte("last")).Append(nil)
+	var w bytes.Buffer
+	if err := sb.Encode(&w, []byte("first"), []byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.Bytes(), want) {
+		t.Fatalf("encoded %d bytes differ from Build+Append's %d", w.Len(), len(want))
 	}
 }

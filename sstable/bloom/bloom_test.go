@@ -73,6 +73,25 @@ func TestFilterRoundTripsInItsOwnLayout(t *testing.T) {
 		if !bytes.Equal(got, raw) || f.Size() != len(raw) {
 			t.Fatalf("%s (old format %v): re-encoded filter differs", s.Name, old[i])
 		}
+		var w bytes.Buffer
+		if err := f.Encode(&w, old[i]); err != nil || !bytes.Equal(w.Bytes(), raw) {
+			t.Fatalf("%s (old format %v): written filter differs (%v)", s.Name, old[i], err)
+		}
+	}
+	// A filter of more words than one write holds is written whole, in order.
+	big := NewSized(3, 20000)
+	for i := range big.Words {
+		big.Words[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	for _, o := range []bool{false, true} {
+		var w bytes.Buffer
+		want := big.Append(nil)
+		if o {
+			want = big.AppendOld(nil)
+		}
+		if err := big.Encode(&w, o); err != nil || !bytes.Equal(w.Bytes(), want) {
+			t.Fatalf("20000-word filter (old format %v): written filter differs from Append (%v)", o, err)
+		}
 	}
 	if !sawOld || !sawNew {
 		t.Fatal("fixtures must cover both layouts")
@@ -323,5 +342,39 @@ func BenchmarkBloomMayContain(b *testing.B) {
 		binary.LittleEndian.PutUint64(key, i%2_000_000)
 		f.MayContain(key)
 		i++
+	}
+}
+
+// A filter outside the heap is New's filter: same sizes, same bits for the same keys, the same
+// bytes written; Free releases it (and is harmless on a heap filter or twice).
+func TestNewOffHeapIsNew(t *testing.T) {
+	for _, n := range []int64{100, 2_000_000} { // under and over the mapping threshold
+		a, err := New(n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewOffHeap(n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := make([]byte, 8)
+		for i := range 5000 {
+			binary.BigEndian.PutUint64(key, uint64(i)*7919)
+			a.Add(key)
+			b.Add(key)
+		}
+		if !a.Equal(b) || !bytes.Equal(a.Append(nil), b.Append(nil)) {
+			t.Fatalf("%d elements: the off-heap filter differs from New's", n)
+		}
+		if !b.MayContain(key) {
+			t.Fatalf("%d elements: the off-heap filter lost a key", n)
+		}
+		b.Free()
+		b.Free()
+		a.Free()
+		// Only a filter of a MiB or more is mapped; Free leaves one on the heap as it is.
+		if mapped := n >= 2_000_000; (b.Words == nil) != mapped || len(a.Words) == 0 {
+			t.Fatalf("%d elements: after Free, %d words of the NewOffHeap filter and %d of New's", n, len(b.Words), len(a.Words))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package bloom
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -21,6 +22,7 @@ const MaxHashCount = 64
 type Filter struct {
 	HashCount int
 	Words     []uint64
+	release   func() // unmaps Words (NewOffHeap), or nil
 }
 
 // New returns an empty filter sized as FilterFactory.getFilter(numElements, fpChance): the
@@ -138,21 +140,47 @@ func (f *Filter) Size() int { return 8 + 8*len(f.Words) }
 
 // Append appends f in the new Filter.db format, the only one Cassandra 4.0+ writes.
 func (f *Filter) Append(b []byte) []byte {
-	b = encoding.AppendI32(b, int32(f.HashCount))
-	b = encoding.AppendI32(b, int32(len(f.Words)))
-	for _, w := range f.Words {
-		b = binary.LittleEndian.AppendUint64(b, w)
-	}
-	return b
+	return appendWords(f.appendHeader(b), f.Words, false)
 }
 
 // AppendOld appends f in the old (pre-na) format, each word byte-reversed. sluice writes only
 // na+ versions; this exists so md/me filters can be shown to round-trip.
 func (f *Filter) AppendOld(b []byte) []byte {
+	return appendWords(f.appendHeader(b), f.Words, true)
+}
+
+// Encode writes f as Append (oldFormat: AppendOld) would, through a small buffer: a filter
+// is ~1.2 bytes per partition, and a second copy of it for the write would double that.
+func (f *Filter) Encode(w io.Writer, oldFormat bool) error {
+	const batch = 8 << 10 // words per write
+	buf := f.appendHeader(make([]byte, 0, 8*min(batch, len(f.Words))+8))
+	words := f.Words
+	for {
+		n := min(batch, len(words))
+		buf = appendWords(buf, words[:n], oldFormat)
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		if words = words[n:]; len(words) == 0 {
+			return nil
+		}
+		buf = buf[:0]
+	}
+}
+
+func (f *Filter) appendHeader(b []byte) []byte {
 	b = encoding.AppendI32(b, int32(f.HashCount))
-	b = encoding.AppendI32(b, int32(len(f.Words)))
-	for _, w := range f.Words {
-		b = binary.BigEndian.AppendUint64(b, w)
+	return encoding.AppendI32(b, int32(len(f.Words)))
+}
+
+// appendWords appends words little-endian (the new format) or byte-reversed (oldFormat).
+func appendWords(b []byte, words []uint64, oldFormat bool) []byte {
+	for _, w := range words {
+		if oldFormat {
+			b = binary.BigEndian.AppendUint64(b, w)
+		} else {
+			b = binary.LittleEndian.AppendUint64(b, w)
+		}
 	}
 	return b
 }

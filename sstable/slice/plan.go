@@ -87,7 +87,8 @@ type RunPlan struct {
 // ChildPlan is one child: one run (split: one child per piece) or every run a parent has for
 // a range set (slice, streaming, cleanup: one child per parent), in parent order. The scalar
 // fields summarise the runs: the first run's ordinal and Lo, the last run's Hi, the total
-// partition count, the first and last key.
+// partition count, the first key (a dead head's filler sorts before it), the first and last
+// token.
 type ChildPlan struct {
 	Piece        int
 	Range        token.Range // the requested range of the first run (split: the child's range)
@@ -95,7 +96,7 @@ type ChildPlan struct {
 	FirstOrdinal int64
 	Partitions   int64
 	Lo, Hi       int64
-	First, Last  []byte
+	First        []byte
 	FirstTok     token.Token
 	LastTok      token.Token
 	Runs         []RunPlan
@@ -135,7 +136,7 @@ func Merge(plans []ChildPlan) ChildPlan {
 		}
 	}
 	last := plans[len(plans)-1]
-	c.Hi, c.Last, c.LastTok = last.Hi, last.Last, last.LastTok
+	c.Hi, c.LastTok = last.Hi, last.LastTok
 	return c
 }
 
@@ -175,7 +176,6 @@ func (pl *Planner) Add(ordinal int64, key []byte, t token.Token, position int64)
 		}
 		c := &pl.children[pl.cur]
 		c.Partitions++
-		c.Last = append(c.Last[:0], key...)
 		c.LastTok = cloneToken(t)
 	}
 	pl.n++

@@ -3,6 +3,7 @@ package slice
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -143,11 +144,14 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 // instead of keeping 16 bytes per partition until Finish. Finish then fails unless exactly
 // n partitions were added.
 func (b *Builder) Expect(n int64) error {
+	if b.summary != nil {
+		b.summary.Expect(n)
+	}
 	fp := b.spec.Statistics.Validation.BloomFilterFPChance
 	if b.count != 0 || n <= 0 || !bloom.Needed(fp) {
 		return nil
 	}
-	f, err := bloom.New(n, fp)
+	f, err := bloom.NewOffHeap(n, fp)
 	if err != nil {
 		return err
 	}
@@ -261,7 +265,8 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.index.Flush(); err != nil {
 			return nil, err
 		}
-		if err := b.write(descriptor.Summary, b.summary.Build(b.first, b.last).Append(nil)); err != nil {
+		// Encoded from the builder's samples: no entries or encoding held beside the filter.
+		if err := b.writeWith(descriptor.Summary, func(w io.Writer) error { return b.summary.Encode(w, b.first, b.last) }); err != nil {
 			return nil, err
 		}
 		written = append(written, descriptor.Index, descriptor.Summary)
@@ -282,13 +287,13 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 				f.AddHash(h[0], h[1])
 			}
 		}
-		raw := f.Append(nil)
-		if v.HasOldBfFormat() {
-			raw = f.AppendOld(nil)
-		}
-		if err := b.write(descriptor.Filter, raw); err != nil {
+		// Written through a small buffer: the filter is most of a big child's rebuild
+		// memory, and a serialised copy of it would double that.
+		if err := b.writeWith(descriptor.Filter, func(w io.Writer) error { return f.Encode(w, v.HasOldBfFormat()) }); err != nil {
 			return nil, err
 		}
+		f.Free()
+		b.filter, f = nil, nil
 		written = append(written, descriptor.Filter)
 	}
 
@@ -305,7 +310,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 	}
 	written = append(written, descriptor.Statistics)
 	if d.Compression != nil {
-		if err := b.write(descriptor.CompressionInfo, d.Compression.Append(nil, v)); err != nil {
+		if err := b.write(descriptor.CompressionInfo, d.Compression.Append(make([]byte, 0, 64+8*len(d.Compression.Offsets)), v)); err != nil {
 			return nil, err
 		}
 		written = append(written, descriptor.CompressionInfo)
@@ -326,6 +331,19 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		return nil, err
 	}
 	return written, nil
+}
+
+// writeWith creates component c and hands fn a buffered writer on it.
+func (b *Builder) writeWith(c descriptor.Component, fn func(io.Writer) error) error {
+	f, err := b.inst.Create(b.desc.Filename(c))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := fn(w); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 func (b *Builder) write(c descriptor.Component, data []byte) error {

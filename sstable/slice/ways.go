@@ -1,6 +1,7 @@
 package slice
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/sluicedb/sluice/sstable"
@@ -18,59 +19,164 @@ var maxCutSamples = 1 << 16 // a variable for the tests of the sampled cuts
 // It reads the index once: the partition count is known only at the end, so it keeps the
 // token of every stride-th partition, doubling the stride (and dropping every other sample)
 // whenever maxCutSamples are held, and cuts at the last sample at or before each cut's
-// ordinal. Memory stays bounded by the larger of maxCutSamples and 2n tokens whatever the
+// ordinal. With the partition count Statistics.db records (checked against the scan's), it
+// keeps only the partitions at the cut ordinals, and the cuts are exact. Memory stays bounded by the larger of maxCutSamples and 2n tokens whatever the
 // partition count (an index pass for the count
 // and another for the cuts cost twice the time on a many-partition parent).
 func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("--ways %d: want at least 1", n)
+	rs, _, err := equalCuts(parent, n)
+	return rs, err
+}
+
+// SplitEqual is Split into the ranges EqualRanges(parent, n) cuts, with the children's plans
+// taken from the same index pass: each sample also keeps the position and token of the
+// partition after it, which is where a child cut there ends and the next begins, so no
+// planning pass is needed. When the plans cannot be derived exactly (two partitions share the
+// token a cut falls on) it plans with a pass of its own, as Split does.
+func SplitEqual(ctx context.Context, parent *sstable.Table, n int, dir string, opts Options) (*Result, error) {
+	ranges, plans, err := equalCuts(parent, n)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		samples []cutSample
-		stride  int64 = 1
-		count   int64
-		// At least two samples per range, so that every cut interval holds one.
-		limit = max(maxCutSamples, 2*n)
-	)
-	err := parent.ScanKeys(func(p *sstable.Partition) error {
-		count++
-		if p.Ordinal%stride != 0 {
-			return nil
+	return execute(ctx, parent, ranges, plans, dir, opts, false)
+}
+
+// cutSample is the partition at ordinal, and the one after it (where a child cut at this
+// sample ends and the next child begins).
+type cutSample struct {
+	ordinal int64
+	token   token.Token
+	hasNext bool
+	nextPos int64
+	nextTok token.Token
+	nextKey []byte
+}
+
+// equalCuts is EqualRanges and the plan of one child per range, or nil plans when they cannot
+// be derived from the samples exactly.
+//
+// With the partition count Statistics.db records, the cut ordinals are known before the scan:
+// it keeps exactly those partitions (n-1 keys hashed instead of up to maxCutSamples), and the
+// cuts are exact whatever the count. If the scan counts otherwise (a Statistics.db that
+// disagrees with its index), a second pass samples by stride as without a count.
+func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error) {
+	if n < 1 {
+		return nil, nil, fmt.Errorf("--ways %d: want at least 1", n)
+	}
+	if st := parent.Statistics; st != nil && st.Stats != nil {
+		if hint := st.Stats.EstimatedPartitionSize.Total(); hint > 0 {
+			m := min(int64(n), hint)
+			targets := make([]int64, 0, m-1)
+			for k := int64(1); k < m; k++ {
+				if c := k*hint/m - 1; c >= 0 && (len(targets) == 0 || c > targets[len(targets)-1]) {
+					targets = append(targets, c)
+				}
+			}
+			j := 0
+			sc, err := scanCuts(parent, len(targets), func(_ *cutScan, o int64) bool {
+				if j < len(targets) && o == targets[j] {
+					j++
+					return true
+				}
+				return false
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			if sc.count == hint {
+				return sc.cut(parent, n)
+			}
 		}
-		if len(samples) >= limit {
+	}
+	// At least two samples per range, so that every cut interval holds one.
+	limit := max(maxCutSamples, 2*n)
+	stride := int64(1)
+	sc, err := scanCuts(parent, 0, func(sc *cutScan, o int64) bool {
+		if o&(stride-1) != 0 { // stride is a power of two
+			return false
+		}
+		if len(sc.samples) >= limit {
 			// Keep the samples at multiples of the doubled stride: every other one.
 			k := 0
-			for _, s := range samples {
+			for _, s := range sc.samples {
 				if s.ordinal%(2*stride) == 0 {
-					samples[k] = s
+					sc.samples[k] = s
 					k++
 				}
 			}
-			samples, stride = samples[:k], 2*stride
-			if p.Ordinal%stride != 0 {
-				return nil
-			}
+			sc.samples, stride = sc.samples[:k], 2*stride
+			return o&(stride-1) == 0
 		}
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc.cut(parent, n)
+}
+
+// cutScan is what a cut pass gathers: the samples it kept, the partition count, where the
+// first partition starts and the last key (the last child's last token, taken once the scan is
+// over).
+type cutScan struct {
+	samples  []cutSample
+	count    int64
+	firstPos int64
+	firstTok token.Token
+	firstKey []byte
+	lastKey  []byte
+}
+
+// scanCuts reads the index once, keeping the partitions keep asks for (in ordinal order) with
+// the position and token of the partition after each. Only kept partitions and those after
+// them are hashed.
+func scanCuts(parent *sstable.Table, capacity int, keep func(sc *cutScan, ordinal int64) bool) (*cutScan, error) {
+	sc := &cutScan{samples: make([]cutSample, 0, capacity)}
+	tokenOf := func(p *sstable.Partition) token.Token {
 		t := p.Token
 		if t.Kind == 0 { // ScanKeys left it to us
 			t = parent.Partitioner.Token(p.Key)
 		}
-		if t.Bytes != nil {
-			t.Bytes = append([]byte(nil), t.Bytes...)
+		return cloneToken(t)
+	}
+	err := parent.ScanKeys(func(p *sstable.Partition) error {
+		sc.count++
+		var tok token.Token // taken at most once per partition, and only when needed
+		if p.Ordinal == 0 {
+			tok = tokenOf(p)
+			sc.firstPos, sc.firstTok, sc.firstKey = p.Position, tok, append([]byte(nil), p.Key...)
 		}
-		samples = append(samples, cutSample{p.Ordinal, t})
+		if k := len(sc.samples) - 1; k >= 0 && !sc.samples[k].hasNext && sc.samples[k].ordinal == p.Ordinal-1 {
+			if tok.Kind == 0 {
+				tok = tokenOf(p)
+			}
+			s := &sc.samples[k]
+			s.hasNext, s.nextPos, s.nextTok, s.nextKey = true, p.Position, tok, append([]byte(nil), p.Key...)
+		}
+		sc.lastKey = append(sc.lastKey[:0], p.Key...)
+		if !keep(sc, p.Ordinal) {
+			return nil
+		}
+		if tok.Kind == 0 {
+			tok = tokenOf(p)
+		}
+		sc.samples = append(sc.samples, cutSample{ordinal: p.Ordinal, token: tok})
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+	return sc, err
+}
+
+// cut makes the n ranges from the samples: range k ends at the last sample at or before
+// ordinal k*count/n - 1.
+func (sc *cutScan) cut(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error) {
+	count, samples := sc.count, sc.samples
 	// More ranges than partitions cannot hold more partitions: bound n by the count, so
 	// that a huge n neither allocates nor loops (and k*count cannot overflow).
 	n = int(min(int64(n), max(count, 1)))
 	min := parent.Partitioner.MinToken()
-	bounds := make([]token.Token, 0, n-1)
+	cuts := make([]cutSample, 0, n-1)
 	i := 0
-	for k := 1; k < n; k++ {
+	for k := 1; k < n && len(samples) > 0; k++ {
 		c := int64(k)*count/int64(n) - 1
 		if c < 0 {
 			continue
@@ -78,21 +184,54 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 		for i+1 < len(samples) && samples[i+1].ordinal <= c {
 			i++
 		}
-		if t := samples[i].token; len(bounds) == 0 || t.Compare(bounds[len(bounds)-1]) > 0 {
-			bounds = append(bounds, t)
+		if s := samples[i]; s.ordinal <= c && (len(cuts) == 0 || s.token.Compare(cuts[len(cuts)-1].token) > 0) {
+			cuts = append(cuts, s)
 		}
 	}
-	out := make(token.RangeSet, 0, len(bounds)+1)
+	out := make(token.RangeSet, 0, len(cuts)+1)
 	left := min
-	for _, b := range bounds {
-		out = append(out, token.Range{Left: left, Right: b})
-		left = b
+	for _, c := range cuts {
+		out = append(out, token.Range{Left: left, Right: c.token})
+		left = c.token
 	}
-	return append(out, token.Range{Left: left, Right: min}), nil
+	out = append(out, token.Range{Left: left, Right: min})
+	if count == 0 {
+		return out, nil, nil
+	}
+	lastTok := cloneToken(parent.Partitioner.Token(sc.lastKey))
+	return out, cutPlans(out, cuts, count, sc, lastTok, parent.DataLength()), nil
 }
 
-// cutSample is the token of the partition at ordinal.
-type cutSample struct {
-	ordinal int64
-	token   token.Token
+// cutPlans is the child of each range that cuts delimit: child k holds the partitions after
+// cut k-1 up to cut k (the last child those after the last cut), which is what a planning
+// pass finds as long as the index is in token order (the rebuild pass checks that) and no
+// partition after a cut shares its token; otherwise nil.
+func cutPlans(ranges token.RangeSet, cuts []cutSample, count int64, sc *cutScan, lastTok token.Token, dataLength int64) []ChildPlan {
+	if sc.firstTok.Compare(ranges[0].Left) <= 0 {
+		return nil // a partition at the minimum token is in no range
+	}
+	plans := make([]ChildPlan, 0, len(ranges))
+	c := ChildPlan{FirstOrdinal: 0, Lo: sc.firstPos, First: sc.firstKey, FirstTok: sc.firstTok}
+	for k, r := range ranges {
+		last, hi, lastT := count-1, dataLength, lastTok
+		if k < len(cuts) {
+			s := cuts[k]
+			if !s.hasNext || s.nextTok.Compare(s.token) <= 0 {
+				return nil
+			}
+			last, hi, lastT = s.ordinal, s.nextPos, s.token
+		}
+		c.Piece, c.Range, c.RangeIndex = k, r, k
+		c.Partitions, c.Hi, c.LastTok = last-c.FirstOrdinal+1, hi, lastT
+		if c.Partitions <= 0 {
+			return nil
+		}
+		c.Runs = []RunPlan{{FirstOrdinal: c.FirstOrdinal, Partitions: c.Partitions, Lo: c.Lo, Hi: c.Hi}}
+		plans = append(plans, c)
+		if k < len(cuts) {
+			s := cuts[k]
+			c = ChildPlan{FirstOrdinal: s.ordinal + 1, Lo: s.nextPos, First: s.nextKey, FirstTok: s.nextTok}
+		}
+	}
+	return plans
 }
