@@ -29,15 +29,21 @@ type Filter struct {
 // hash count and buckets per element from ComputeSpec and WordCount words. A caller should ask
 // Needed(fpChance) first: at 1.0 Cassandra has no filter, and New fails.
 func New(numElements int64, fpChance float64) (*Filter, error) {
-	k, buckets, err := ComputeSpec(numElements, fpChance)
-	if err != nil {
-		return nil, err
-	}
-	words, err := WordCount(numElements, buckets)
+	k, words, err := shape(numElements, fpChance)
 	if err != nil {
 		return nil, err
 	}
 	return NewSized(k, words), nil
+}
+
+// shape is the hash count and word count of a filter for numElements at fpChance.
+func shape(numElements int64, fpChance float64) (k, words int, err error) {
+	k, buckets, err := ComputeSpec(numElements, fpChance)
+	if err != nil {
+		return 0, 0, err
+	}
+	words, err = WordCount(numElements, buckets)
+	return k, words, err
 }
 
 // NewSized returns an empty filter with the given hash count and number of 64-bit words, for

@@ -13,11 +13,7 @@ const offHeapMin = 1 << 20
 // mapping as soon as the filter has been written; one never freed is released when the Filter
 // is collected.
 func NewOffHeap(numElements int64, fpChance float64) (*Filter, error) {
-	k, buckets, err := ComputeSpec(numElements, fpChance)
-	if err != nil {
-		return nil, err
-	}
-	words, err := WordCount(numElements, buckets)
+	k, words, err := shape(numElements, fpChance)
 	if err != nil {
 		return nil, err
 	}
