@@ -22,7 +22,7 @@ func filledHead(b []byte, t *schema.Table, v version.Version, p token.Partitione
 		if !cur.Deletion().IsLive() {
 			return false
 		}
-		if s := cur.Static(); s != nil && !(s.Liveness.IsEmpty() && s.Deletion.IsLive() && len(s.Columns) == 0) {
+		if s := cur.Static(); s != nil && !s.IsEmpty() {
 			return false
 		}
 		k := cur.Key()

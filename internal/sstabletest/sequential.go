@@ -52,7 +52,7 @@ func ScanSequentially(prefix string) ([]Scanned, error) {
 			return out, fmt.Errorf("%s: the partition at %d does not parse: %v", prefix, pos, err)
 		}
 		s := Scanned{Key: append([]byte(nil), cur.Key()...), Position: pos,
-			Empty: n == 0 && cur.Deletion().IsLive() && emptyRow(cur.Static())}
+			Empty: n == 0 && cur.Deletion().IsLive() && (cur.Static() == nil || cur.Static().IsEmpty())}
 		s.Token = tb.Partitioner.Token(s.Key)
 		if k := len(out); k > 0 && token.CompareKeys(out[k-1].Token, out[k-1].Key, s.Token, s.Key) >= 0 {
 			return out, fmt.Errorf("%s: invalid key order at %d: %x (token %s) after %x (token %s)",
@@ -64,8 +64,30 @@ func ScanSequentially(prefix string) ([]Scanned, error) {
 	return out, nil
 }
 
-func emptyRow(r *rows.Row) bool {
-	return r == nil || (r.Liveness.IsEmpty() && r.Deletion.IsLive() && len(r.Columns) == 0)
+// CheckScannable checks that a sequential reader reads exactly the partitions keys (the
+// sstable's index order) of the sstable at prefix, after empty fillers (ScanMatches), and that
+// sstable.Verify agrees that it is scannable.
+func CheckScannable(prefix string, keys [][]byte) error {
+	if err := ScanMatches(prefix, keys); err != nil {
+		return err
+	}
+	rep, err := sstable.Verify(prefix, sstable.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	if !rep.Scannable {
+		return fmt.Errorf("%s: verify says it is not scannable (%d dead regions, head filled %v)", prefix, rep.DeadRegions, rep.HeadFilled)
+	}
+	return nil
+}
+
+// Keys returns the keys of partitions, in order.
+func Keys(partitions []Partition) [][]byte {
+	keys := make([][]byte, len(partitions))
+	for i, p := range partitions {
+		keys[i] = p.Key
+	}
+	return keys
 }
 
 // ScanMatches checks what a sequential reader makes of the sstable at prefix against its

@@ -82,6 +82,12 @@ type Row struct {
 	Columns []ColumnData
 }
 
+// IsEmpty reports whether r holds nothing: no liveness, no deletion, no column (what
+// Cassandra writes as the static row of a partition without one).
+func (r *Row) IsEmpty() bool {
+	return r.Liveness.IsEmpty() && r.Deletion.IsLive() && len(r.Columns) == 0
+}
+
 // BoundKind is a range tombstone marker's ClusteringPrefix.Kind (its ordinal on disk).
 type BoundKind uint8
 

@@ -169,33 +169,54 @@ func fillHead(f *os.File, fileLength int64, info *compress.Info, dead int64, t *
 // was. Call it once the bytes have been proven to be the parent's (the digest check), since
 // the new digest is derived from the old one.
 func FillReceivedHead(f *os.File, data *DataResult, spec *Spec, lay *Layout, firstKey []byte, first int64) (string, error) {
-	scan := ""
-	if len(lay.Segments) > 1 || lay.Segments[0].Runs > 1 {
-		scan = "dead bytes between runs"
-	}
 	dead, err := lay.Map(first)
-	if err != nil {
-		return "", err
+	if err != nil || data.Compression == nil {
+		return runGaps(lay), err
 	}
-	if data.Compression == nil || dead == 0 {
-		return scan, nil
+	table := func() (*schema.Table, error) { return schema.Compile(spec.Statistics.Header) }
+	fill, why, err := fillChildHead(f, lay, data.Compression, data.FileLength, dead, table,
+		spec.Version, spec.Partitioner, spec.Partitioner.Token(firstKey), firstKey)
+	if err != nil || fill.Head == nil {
+		return why, err
 	}
-	t, err := schema.Compile(spec.Statistics.Header)
-	if err != nil {
-		return "dead head not filled: " + err.Error(), nil
-	}
-	info := data.Compression
-	fill, err := fillHead(f, data.FileLength, info, dead, t, spec.Version, spec.Partitioner, spec.Partitioner.Token(firstKey), firstKey)
-	var ce *compress.ChunkError
-	switch {
-	case errors.As(err, &ce):
-		return "", err
-	case err != nil:
-		return "dead head not filled: " + err.Error(), nil
-	}
-	info.Offsets[0] = fill.Offset
 	// CRC32 is linear: the digest changes by the shifted difference of the heads' CRCs.
 	rest := data.FileLength - int64(len(fill.Head))
 	data.Digest ^= crcx.Combine(fill.OldCRC^crc32.ChecksumIEEE(fill.Head), 0, rest)
-	return scan, nil
+	return why, nil
+}
+
+// runGaps is why a sequential reader would misread a child laid out by l whatever its head:
+// dead bytes between its runs; or "".
+func runGaps(l *Layout) string {
+	if len(l.Segments) > 1 || l.Segments[0].Runs > 1 {
+		return "dead bytes between runs"
+	}
+	return ""
+}
+
+// fillChildHead fills the dead head (the first dead bytes) of the compressed child laid out by
+// l in f, updating info's chunk 0 offset, and says why a sequential reader would still misread
+// the child, or "". A head that cannot be filled is such a reason, the child left as it was; a
+// damaged chunk (a *compress.ChunkError) is an error. table is asked for only when there is a
+// head to fill.
+func fillChildHead(f *os.File, l *Layout, info *compress.Info, fileLength, dead int64, table func() (*schema.Table, error),
+	v version.Version, p token.Partitioner, firstTok token.Token, first []byte) (headFill, string, error) {
+	why := runGaps(l)
+	if dead == 0 {
+		return headFill{}, why, nil
+	}
+	t, err := table()
+	var fill headFill
+	if err == nil {
+		fill, err = fillHead(f, fileLength, info, dead, t, v, p, firstTok, first)
+	}
+	var ce *compress.ChunkError
+	switch {
+	case errors.As(err, &ce):
+		return headFill{}, "", err
+	case err != nil:
+		return headFill{}, "dead head not filled: " + err.Error(), nil
+	}
+	info.Offsets[0] = fill.Offset
+	return fill, why, nil
 }

@@ -549,12 +549,7 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 			return err
 		}
 	}
-	if n := int64(len(fill.Head)); n > 0 && st.Cloned > 0 {
-		// Writing the head unshared the blocks it covers (the clone starts at offset 0).
-		n = min((n+sp.align-1)/sp.align*sp.align, st.Cloned)
-		st.Cloned, st.Copied = st.Cloned-n, st.Copied+n
-		sp.cloned -= n
-	}
+	sp.unshared(&st, int64(len(fill.Head)))
 	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Unscannable: scan}
 	return nil
 }
@@ -567,30 +562,25 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 func (sp *splitter) fillHead(oc *openChild, dst *os.File) (headFill, string, error) {
 	l := &oc.layout
 	dead := oc.plan.Runs[0].Lo - l.Segments[0].Shift
-	scan := ""
-	if len(l.Segments) > 1 || l.Segments[0].Runs > 1 {
-		scan = "dead bytes between runs"
-	}
-	if dead == 0 {
-		return headFill{}, scan, nil
-	}
-	t, err := sp.schema()
-	if err != nil {
-		return headFill{}, "dead head not filled: " + err.Error(), nil
-	}
-	info := oc.data.Compression
-	fill, err := fillHead(dst, l.FileLength, info, dead, t, sp.parent.Version(), sp.parent.Partitioner, oc.plan.FirstTok, oc.plan.First)
-	var ce *compress.ChunkError
-	switch {
-	case errors.As(err, &ce):
+	fill, why, err := fillChildHead(dst, l, oc.data.Compression, l.FileLength, dead, sp.schema,
+		sp.parent.Version(), sp.parent.Partitioner, oc.plan.FirstTok, oc.plan.First)
+	if ce := (*compress.ChunkError)(nil); errors.As(err, &ce) {
 		ce.Chunk, ce.Offset = l.parentChunk(ce.Chunk, ce.Offset)
 		ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
 		return headFill{}, "", corruptParent(sp.parent, err)
-	case err != nil:
-		return headFill{}, "dead head not filled: " + err.Error(), nil
 	}
-	info.Offsets[0] = fill.Offset
-	return fill, scan, nil
+	return fill, why, err
+}
+
+// unshared moves the blocks covering the first n bytes of a child from st's cloned count to
+// its copied count: bytes written over after the clone (which starts at offset 0) unshare them.
+func (sp *splitter) unshared(st *fsx.Stats, n int64) {
+	if n <= 0 || st.Cloned == 0 {
+		return
+	}
+	n = min((n+sp.align-1)/sp.align*sp.align, st.Cloned)
+	st.Cloned, st.Copied = st.Cloned-n, st.Copied+n
+	sp.cloned -= n
 }
 
 // chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
@@ -655,10 +645,7 @@ func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
 			return err
 		}
 		cw.Write(pad)
-		if st.Cloned > 0 {
-			n := min(sp.align, st.Cloned)
-			st.Cloned, st.Copied, sp.cloned = st.Cloned-n, st.Copied+n, sp.cloned-n
-		}
+		sp.unshared(&st, int64(len(pad)))
 	}
 	for k, s := range l.Segments {
 		lo := s.SrcOff
