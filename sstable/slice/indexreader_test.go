@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -28,11 +27,7 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parent, err := sstable.Open(res.Desc.Prefix())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer parent.Close()
+		parent := openTable(t, res.Desc.Prefix())
 		for _, spec := range []string{"(-9000000000000000000,-1000000000000000000]",
 			"(-9000000000000000000,-6000000000000000000],(0,3000000000000000000],(5000000000000000000,-9100000000000000000]"} {
 			ranges, err := token.ParseRanges(token.Murmur3, spec)

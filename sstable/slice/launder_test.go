@@ -83,11 +83,7 @@ func TestSplitNeverLaundersCorruptUncompressedParent(t *testing.T) {
 					continue // sluice writes nb and later only
 				}
 				t.Run(fmt.Sprintf("%s/flip@%d/%s", filepath.Base(parent), off, m), func(t *testing.T) {
-					p, err := sstable.Open(src)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer p.Close()
+					p := openTable(t, src)
 					ranges, err := EqualRanges(p, 2)
 					if err != nil {
 						t.Fatal(err)
@@ -128,11 +124,7 @@ func TestSplitUncompressedWithoutCRC(t *testing.T) {
 	d, _, _ := descriptor.Parse(src + "-TOC.txt")
 	dropComponent(t, d, descriptor.CRC)
 	split := func() error {
-		p, err := sstable.Open(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p := openTable(t, src)
 		_, err = Split(context.Background(), p, everything, t.TempDir(), Options{Mode: ModeCopy})
 		return err
 	}
@@ -195,11 +187,7 @@ func TestSplitCompressedCorruptionStaysDetectable(t *testing.T) {
 		}
 		for _, m := range []Mode{ModeCopy, ModeRechunk, ModeAuto, ModeRewrite} {
 			t.Run(fmt.Sprintf("flip@%d/%s", off, m), func(t *testing.T) {
-				p, err := sstable.Open(src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
+				p := openTable(t, src)
 				out := filepath.Join(t.TempDir(), "out")
 				res, err := Split(context.Background(), p, everything, out, Options{Mode: m})
 				if err != nil {
@@ -232,11 +220,7 @@ func TestSplitManyChildrenOfCorruptParentLeavesNothing(t *testing.T) {
 	b, _ := os.ReadFile(src + "-Data.db")
 	b[len(b)-100] ^= 0x02 // in the last children, well after the first batch
 	os.WriteFile(src+"-Data.db", b, 0o644)
-	p, err := sstable.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := openTable(t, src)
 	ranges, err := EqualRanges(p, 3*installBatch) // more children than one install batch
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package slice
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -20,10 +19,7 @@ func TestSplitReflinkOnXFS(t *testing.T) {
 	mnt := fsxtest.MountXFS(t, "1G")
 	for _, vn := range []string{"oa", "da"} {
 		v, _ := version.ParseWritable(vn)
-		res, err := gen.Generate(context.Background(), filepath.Join(mnt, vn), gen.Options{Version: v, Size: 32 << 20, Seed: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := generate(t, filepath.Join(mnt, vn), gen.Options{Version: v, Size: 32 << 20, Seed: 5})
 		parent, err := sstable.Open(res.Desc.Prefix())
 		if err != nil {
 			t.Fatal(err)
@@ -55,10 +51,7 @@ func TestSplitReflinkOnXFS(t *testing.T) {
 func TestSliceReflinkOnXFS(t *testing.T) {
 	mnt := fsxtest.MountXFS(t, "1G")
 	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), filepath.Join(mnt, "oa"), gen.Options{Version: v, Size: 32 << 20, Seed: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := generate(t, filepath.Join(mnt, "oa"), gen.Options{Version: v, Size: 32 << 20, Seed: 6})
 	parent, err := sstable.Open(res.Desc.Prefix())
 	if err != nil {
 		t.Fatal(err)

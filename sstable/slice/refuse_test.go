@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
-	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/stats"
@@ -24,17 +23,10 @@ var everything = token.RangeSet{{Left: token.Murmur3.MinToken(), Right: token.Mu
 func TestSplitRefusesTooLittleSpace(t *testing.T) {
 	small := fsxtest.MountSmallFS(t, "8M")
 	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Size: 48 << 20, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, err := sstable.Open(res.Desc.Prefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Size: 48 << 20, Seed: 2})
+	parent := openTable(t, res.Desc.Prefix())
 	out := filepath.Join(small, "kids")
-	_, err = Split(context.Background(), parent, everything, out, Options{Mode: ModeCopy})
+	_, err := Split(context.Background(), parent, everything, out, Options{Mode: ModeCopy})
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("split into 8 MiB: %v, want ErrRefused", err)
 	}
@@ -47,10 +39,7 @@ func TestSplitRefusesTooLittleSpace(t *testing.T) {
 // and says why.
 func TestSplitLegacyCounterShards(t *testing.T) {
 	v, _ := version.ParseWritable("nb")
-	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 50, PartitionSize: 4 << 10, RowSize: 1 << 10, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 50, PartitionSize: 4 << 10, RowSize: 1 << 10, Seed: 4})
 	p := res.Desc.Path(descriptor.Statistics)
 	raw, _ := os.ReadFile(p)
 	st, err := stats.Parse(raw, v)
@@ -61,11 +50,7 @@ func TestSplitLegacyCounterShards(t *testing.T) {
 	if err := os.WriteFile(p, st.Append(nil, v), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	parent, err := sstable.Open(res.Desc.Prefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := openTable(t, res.Desc.Prefix())
 	if _, err := Split(context.Background(), parent, everything, t.TempDir(), Options{Mode: ModeReflink}); !errors.Is(err, ErrRefused) {
 		t.Errorf("reflink of a parent with legacy counter shards: %v, want ErrRefused", err)
 	}
@@ -82,15 +67,8 @@ func TestSplitLegacyCounterShards(t *testing.T) {
 // with the reason before writing anything; auto copies and says why in Reason.
 func TestSplitExplicitReflinkFailsWhereCloningCannot(t *testing.T) {
 	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 40, PartitionSize: 4 << 10, RowSize: 1 << 10, Seed: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, err := sstable.Open(res.Desc.Prefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 40, PartitionSize: 4 << 10, RowSize: 1 << 10, Seed: 6})
+	parent := openTable(t, res.Desc.Prefix())
 	// The test's temporary directory is on ext4 or tmpfs here; where it can clone (XFS,
 	// btrfs) the reflink path is TestSplitReflinkOnXFS's.
 	m, _ := fsx.NewMover(fsx.Config{})
@@ -99,7 +77,7 @@ func TestSplitExplicitReflinkFailsWhereCloningCannot(t *testing.T) {
 	if m.ProbeReflink(out, parent.DataFile()) == nil {
 		t.Skip("the temporary directory's file system clones")
 	}
-	_, err = Split(context.Background(), parent, everything, out, Options{Mode: ModeReflink})
+	_, err := Split(context.Background(), parent, everything, out, Options{Mode: ModeReflink})
 	if !errors.Is(err, ErrRefused) || !errors.Is(err, fsx.ErrCloneUnsupported) {
 		t.Fatalf("explicit reflink: %v, want ErrRefused wrapping the clone failure", err)
 	}

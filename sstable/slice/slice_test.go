@@ -26,11 +26,7 @@ import (
 // ranges, byte for byte, each once.
 func checkSlice(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, opts Options, dirs ...string) *Result {
 	t.Helper()
-	parent, err := sstable.Open(parentPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := openTable(t, parentPrefix)
 	dir := t.TempDir()
 	if len(dirs) > 0 {
 		dir = dirs[0]
@@ -249,11 +245,7 @@ func TestSliceFallsBackPastTheRunBound(t *testing.T) {
 // Overlapping ranges are refused before anything is written.
 func TestSliceRefusesOverlappingRanges(t *testing.T) {
 	f := fixture(t, "sstable-transformer/oa/spark_test.testtable_10k/oa-13-big")
-	parent, err := sstable.Open(f.Prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := openTable(t, f.Prefix)
 	ranges, err := token.ParseRanges(token.Murmur3, "(0,100],(50,200]")
 	if err != nil {
 		t.Fatal(err)

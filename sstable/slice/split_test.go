@@ -27,11 +27,7 @@ func readAll(t testing.TB, prefix string) []partition { return sstabletest.ReadA
 // parent's partitions in the ranges, byte for byte, each once.
 func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode Mode, noDigest bool, dirs ...string) *Result {
 	t.Helper()
-	parent, err := sstable.Open(parentPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := openTable(t, parentPrefix)
 	dir := t.TempDir()
 	if len(dirs) > 0 {
 		dir = dirs[0]
@@ -246,4 +242,25 @@ func keyDigest(keys [][]byte) (n int, xor, sum uint64) {
 		n, xor, sum = n+1, xor^v, sum+v
 	}
 	return
+}
+
+// generate writes a generated sstable into dir, failing the test on error.
+func generate(t testing.TB, dir string, opts gen.Options) gen.Result {
+	t.Helper()
+	res, err := gen.Generate(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// openTable opens the sstable at prefix for the rest of the test.
+func openTable(t testing.TB, prefix string) *sstable.Table {
+	t.Helper()
+	tb, err := sstable.Open(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	return tb
 }

@@ -33,11 +33,7 @@ func TestPartialTransferRebuildsFromShippedMaterial(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					parent, err := sstable.Open(res.Desc.Prefix())
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer parent.Close()
+					parent := openTable(t, res.Desc.Prefix())
 					ranges, err := token.ParseRanges(token.Murmur3, "(-6000000000000000000,-1000000000000000000],(2000000000000000000,-8000000000000000000]")
 					if err != nil {
 						t.Fatal(err)
@@ -170,11 +166,7 @@ func TestPartialTransferEveryFixture(t *testing.T) {
 			continue
 		}
 		t.Run(f.Name, func(t *testing.T) {
-			parent, err := sstable.Open(f.Prefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer parent.Close()
+			parent := openTable(t, f.Prefix)
 			partials, reason, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}})
 			if err != nil || len(partials) != 1 {
 				t.Fatalf("%d partials (%s): %v", len(partials), reason, err)

@@ -22,10 +22,7 @@ import (
 // that within one sampling stride of them; the ranges always cover the ring once.
 func TestEqualRangesOnePass(t *testing.T) {
 	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 3})
 	for _, recorded := range []string{"as written", "wrong"} {
 		if recorded == "wrong" {
 			misrecordPartitions(t, res.Desc, 7)
@@ -36,11 +33,7 @@ func TestEqualRangesOnePass(t *testing.T) {
 }
 
 func equalRangesOnePass(t *testing.T, d descriptor.Descriptor, exact bool) {
-	parent, err := sstable.Open(d.Prefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := openTable(t, d.Prefix())
 	counts := func(rs token.RangeSet) []int64 {
 		out := make([]int64, len(rs))
 		if err := parent.ScanPartitions(func(p *sstable.Partition) error {
@@ -91,10 +84,7 @@ func equalRangesOnePass(t *testing.T, d descriptor.Descriptor, exact bool) {
 func TestEqualCutsPlanAsThePlanner(t *testing.T) {
 	for _, ver := range []string{"oa", "da"} {
 		v, _ := version.ParseWritable(ver)
-		res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 5})
 		for _, recorded := range []string{"as written", "wrong"} {
 			if recorded == "wrong" {
 				misrecordPartitions(t, res.Desc, 7)
@@ -106,11 +96,7 @@ func TestEqualCutsPlanAsThePlanner(t *testing.T) {
 
 func equalCutsPlanAsThePlanner(t *testing.T, d descriptor.Descriptor) {
 	ver := d.Version.String()
-	parent, err := sstable.Open(d.Prefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	parent := openTable(t, d.Prefix())
 	{
 		for _, samples := range []int{1 << 16, 16, 3} {
 			for _, n := range []int{1, 2, 7, 8, 1000, 5000} {
@@ -166,15 +152,8 @@ func misrecordPartitions(t *testing.T, d descriptor.Descriptor, extra int64) {
 // SplitEqual's children are Split's into EqualRanges' ranges, byte for byte.
 func TestSplitEqualIsSplitOfEqualRanges(t *testing.T) {
 	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 600, PartitionSize: 512, RowSize: 64, Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent, err := sstable.Open(res.Desc.Prefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer parent.Close()
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 600, PartitionSize: 512, RowSize: 64, Seed: 9})
+	parent := openTable(t, res.Desc.Prefix())
 	ranges, err := EqualRanges(parent, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +193,7 @@ func TestSplitEqualIsSplitOfEqualRanges(t *testing.T) {
 // samples hold only for an index in token order.
 func TestSplitEqualRefusesAnIndexOutOfTokenOrder(t *testing.T) {
 	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 300, PartitionSize: 256, RowSize: 64, Seed: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 300, PartitionSize: 256, RowSize: 64, Seed: 6})
 	parent, err := sstable.Open(res.Desc.Prefix())
 	if err != nil {
 		t.Fatal(err)
