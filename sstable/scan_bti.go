@@ -11,33 +11,42 @@ import (
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
-// readBTIIndex loads Partitions.db and Rows.db. Both are read whole: they hold only keys,
-// trie nodes and row-index blocks, a small fraction of Data.db.
-func (t *Table) readBTIIndex() (*bti.PartitionIndex, []byte, error) {
+// readBTIIndex opens Partitions.db and loads Rows.db; release closes Partitions.db, which
+// the index reads from until then. Partitions.db grows with the partition count, so the index
+// reads its trie through a few cached blocks (memory flat in partitions). Rows.db is read
+// whole: it holds row-index tries and entries only for partitions of more than one index
+// block, so it grows with the data, not with the partition count.
+func (t *Table) readBTIIndex() (pi *bti.PartitionIndex, rows []byte, release func(), err error) {
 	ppath, rpath := t.Path(descriptor.Partitions), t.Path(descriptor.Rows)
-	pb, err := os.ReadFile(ppath)
+	f, err := os.Open(ppath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMissingComponent, err)
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrMissingComponent, err)
 	}
 	rb, err := os.ReadFile(rpath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMissingComponent, err)
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrMissingComponent, err)
 	}
-	pi, err := bti.OpenPartitionIndex(pb)
+	st, err := f.Stat()
+	if err == nil {
+		pi, err = bti.OpenPartitionIndexAt(f, st.Size())
+	}
 	if err != nil {
-		return nil, nil, fileErr(ppath, err)
+		f.Close()
+		return nil, nil, nil, fileErr(ppath, err)
 	}
-	return pi, rb, nil
+	return pi, rb, func() { f.Close() }, nil
 }
 
 // scanBTI walks Partitions.db in order. A partition with a row index has its key and Data.db
 // position in its Rows.db entry; one without has only a Data.db position in the trie, so its key
 // is read from the partition header there (one sequential pass, each chunk decoded once).
 func (t *Table) scanBTI(fn func(p *Partition) error) error {
-	pi, rows, err := t.readBTIIndex()
+	pi, rows, release, err := t.readBTIIndex()
 	if err != nil {
 		return err
 	}
+	defer release()
 	return t.walkBTI(pi, rows, func(p *Partition, _ bti.PartitionEntry) error { return fn(p) }, nil)
 }
 

@@ -463,9 +463,11 @@ func (v *verifier) checkIndexAndData() {
 	var pi *bti.PartitionIndex
 	if t.Version().Format == version.BTI {
 		var rows []byte
-		pi, rows, err = t.readBTIIndex()
+		var release func()
+		pi, rows, release, err = t.readBTIIndex()
 		v.btiRows = rows
 		if err == nil {
+			defer release()
 			err = t.walkBTI(pi, rows, func(p *Partition, e bti.PartitionEntry) error { return guarded(p, &e) },
 				func(p *Partition, err error) error {
 					if isChunkErr(err) {

@@ -28,23 +28,26 @@ func appendDeletion(dst []byte, d DeletionTime) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(d.LocalDeletionTime))
 }
 
-// readDeletionTime is DeletionTime.Serializer.deserialize at b[off:]; it returns the value
-// and its size. Like Cassandra it rejects a first byte with the sign bit set other than 0x80.
-func readDeletionTime(b []byte, off int64) (DeletionTime, int, error) {
-	if off < 0 || off >= int64(len(b)) {
-		return DeletionTime{}, 0, corruptAt(off, "deletion time runs past the end (size %d)", len(b))
+// readDeletionTime is DeletionTime.Serializer.deserialize at file offset off, where b holds
+// the file from offset base to the end of the area read; it returns the value and its size.
+// Like Cassandra it rejects a first byte with the sign bit set other than 0x80.
+func readDeletionTime(b []byte, base, off int64) (DeletionTime, int, error) {
+	end := base + int64(len(b))
+	if off < base || off >= end {
+		return DeletionTime{}, 0, corruptAt(off, "deletion time runs past the end (size %d)", end)
 	}
-	if f := b[off]; f&isLiveDeletion != 0 {
+	b = b[off-base:]
+	if f := b[0]; f&isLiveDeletion != 0 {
 		if f != isLiveDeletion {
 			return DeletionTime{}, 0, corruptAt(off, "invalid deletion time flags %#02x", f)
 		}
 		return Live, 1, nil
 	}
-	if off+deletionTimeSize > int64(len(b)) {
-		return DeletionTime{}, 0, corruptAt(off, "deletion time runs past the end (size %d)", len(b))
+	if len(b) < deletionTimeSize {
+		return DeletionTime{}, 0, corruptAt(off, "deletion time runs past the end (size %d)", end)
 	}
 	return DeletionTime{
-		MarkedForDeleteAt: int64(binary.BigEndian.Uint64(b[off:])),
-		LocalDeletionTime: int64(binary.BigEndian.Uint32(b[off+8:])),
+		MarkedForDeleteAt: int64(binary.BigEndian.Uint64(b)),
+		LocalDeletionTime: int64(binary.BigEndian.Uint32(b[8:])),
 	}, deletionTimeSize, nil
 }

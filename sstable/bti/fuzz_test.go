@@ -2,6 +2,7 @@ package bti
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -31,6 +32,29 @@ func FuzzOpenPartitionIndex(f *testing.F) {
 			}
 		}
 		p.Lookup(b[:min(len(b), 40)])
+		// Read through small cache blocks, the same bytes must give the same entries, the
+		// same error and the same lookups.
+		want := walkAll(p)
+		q, err := openPartitionIndexPaged(bytes.NewReader(b), int64(len(b)), 13, 2)
+		if err != nil {
+			t.Fatalf("paged open failed where the in-memory one did not: %v", err)
+		}
+		got := walkAll(q)
+		if got.err != want.err || len(got.entries) != len(want.entries) {
+			t.Fatalf("paged walk: %d entries, err %q; in memory %d, %q", len(got.entries), got.err, len(want.entries), want.err)
+		}
+		for i, e := range got.entries {
+			if w := want.entries[i]; !bytes.Equal(e.Prefix, w.Prefix) || e.Position != w.Position || e.HashByte != w.HashByte || e.PayloadPos != w.PayloadPos {
+				t.Fatalf("paged entry %d is %+v, in memory %+v", i, e, w)
+			}
+		}
+		for _, k := range append(prefixes, b[:min(len(b), 40)]) {
+			ge, gok, gerr := q.Lookup(k)
+			we, wok, werr := p.Lookup(k)
+			if fmt.Sprint(ge, gok, gerr) != fmt.Sprint(we, wok, werr) {
+				t.Fatalf("paged Lookup(%x) = %+v, %v, %v; in memory %+v, %v, %v", k, ge, gok, gerr, we, wok, werr)
+			}
+		}
 	})
 }
 

@@ -61,98 +61,119 @@ func (t nodeType) fits(delta int64) bool {
 	return delta >= 0 && delta < int64(1)<<(8*bytesPerPointer[t])
 }
 
-// node is a decoded trie node header. Positions are absolute offsets into the file slice.
+// maxPayloadSize bounds the payload bytes a node carries: a row-index payload's 7-byte offset
+// and 12-byte open marker (a partition payload is at most 9). readNode takes that many bytes
+// after the node, or what the trie area has, so payloads decode from the node's own copy.
+const maxPayloadSize = 7 + deletionTimeSize
+
+// node is a decoded trie node. b holds its bytes from pos: header, transitions and pointers,
+// then up to maxPayloadSize payload bytes (fewer where the trie area ends). Offsets into b
+// are relative to pos.
 type node struct {
-	pos        int64
-	typ        nodeType
-	flags      int   // payload bits; 0 for the types that cannot carry a payload
-	n          int   // transition range (child slots)
-	first      int   // dense: first transition byte
-	trans      int64 // sparse: offset of the transition bytes; single: offset of the byte
-	ptrs       int64 // offset of the pointer area
-	payloadPos int64 // first byte after the node, where its payload starts
+	pos     int64
+	b       []byte
+	typ     nodeType
+	flags   int // payload bits; 0 for the types that cannot carry a payload
+	n       int // transition range (child slots)
+	first   int // dense: first transition byte
+	trans   int // sparse: offset of the transition bytes; single: offset of the byte
+	ptrs    int // offset of the pointer area
+	payload int // first byte after the node, where its payload starts
 }
 
-// readNode decodes the node at pos, checking that the node itself lies inside b.
-func readNode(b []byte, pos int64) (node, error) {
-	if pos < 0 || pos >= int64(len(b)) {
-		return node{}, corruptAt(pos, "trie node position outside the file (size %d)", len(b))
+// payloadPos is where the node's payload starts in the file.
+func (nd *node) payloadPos() int64 { return nd.pos + int64(nd.payload) }
+
+// readNode decodes the node at pos, checking that the node itself lies inside the trie area.
+// Paged, the node's bytes are copied into *buf, which the node then aliases.
+func readNode(r *trieReader, pos int64, buf *[]byte) (node, error) {
+	if pos < 0 || pos >= r.size {
+		return node{}, corruptAt(pos, "trie node position outside the file (size %d)", r.size)
 	}
-	h := b[pos]
-	nd := node{pos: pos, typ: nodeType(h >> 4), flags: int(h & 0xF)}
-	need := func(end int64) error {
-		if end > int64(len(b)) {
+	// The header (type, and a sparse node's count or a dense node's range) is in the first
+	// three bytes; they give the node's length.
+	h, err := r.at(pos, int(min(3, r.size-pos)), buf)
+	if err != nil {
+		return node{}, err
+	}
+	nd := node{pos: pos, typ: nodeType(h[0] >> 4), flags: int(h[0] & 0xF)}
+	need := func(end int) error {
+		if pos+int64(end) > r.size {
 			return corruptAt(pos, "%s node runs past the end of the file", nd.typ)
 		}
 		return nil
 	}
 	switch t := nd.typ; {
 	case t == typePayloadOnly:
-		nd.payloadPos = pos + 1
+		nd.payload = 1
 	case t == typeSingleNoPayload4:
-		nd.flags, nd.n, nd.trans, nd.payloadPos = 0, 1, pos+1, pos+2
+		nd.flags, nd.n, nd.trans, nd.payload = 0, 1, 1, 2
 	case t == typeSingleNoPayload12:
-		nd.flags, nd.n, nd.trans, nd.payloadPos = 0, 1, pos+2, pos+3
+		nd.flags, nd.n, nd.trans, nd.payload = 0, 1, 2, 3
 	case t.isSingle():
-		nd.n, nd.trans, nd.ptrs = 1, pos+1, pos+2
-		nd.payloadPos = pos + 2 + int64(bytesPerPointer[t])
+		nd.n, nd.trans, nd.ptrs = 1, 1, 2
+		nd.payload = 2 + bytesPerPointer[t]
 	case t.isSparse():
-		if err := need(pos + 2); err != nil {
+		if err := need(2); err != nil {
 			return node{}, err
 		}
-		nd.n = int(b[pos+1])
-		nd.trans = pos + 2
-		nd.ptrs = pos + 2 + int64(nd.n)
+		nd.n = int(h[1])
+		nd.trans = 2
+		nd.ptrs = 2 + nd.n
 		if t == typeSparse12 {
-			nd.payloadPos = pos + 2 + int64(5*nd.n+1)/2
+			nd.payload = 2 + (5*nd.n+1)/2
 		} else {
-			nd.payloadPos = nd.ptrs + int64(nd.n*bytesPerPointer[t])
+			nd.payload = nd.ptrs + nd.n*bytesPerPointer[t]
 		}
 	default: // dense
-		if err := need(pos + 3); err != nil {
+		if err := need(3); err != nil {
 			return node{}, err
 		}
-		nd.first = int(b[pos+1])
-		nd.n = int(b[pos+2]) + 1
+		nd.first = int(h[1])
+		nd.n = int(h[2]) + 1
 		if nd.first+nd.n > 256 {
 			return node{}, corruptAt(pos, "%s node transitions run past 0xFF", t)
 		}
-		nd.ptrs = pos + 3
+		nd.ptrs = 3
 		if t == typeDense12 {
-			nd.payloadPos = pos + 3 + int64(nd.n*3+1)/2
+			nd.payload = 3 + (nd.n*3+1)/2
 		} else {
-			nd.payloadPos = pos + 3 + int64(nd.n*bytesPerPointer[t])
+			nd.payload = 3 + nd.n*bytesPerPointer[t]
 		}
 	}
-	if err := need(nd.payloadPos); err != nil {
+	if err := need(nd.payload); err != nil {
+		return node{}, err
+	}
+	if nd.b, err = r.at(pos, int(min(int64(nd.payload+maxPayloadSize), r.size-pos)), buf); err != nil {
 		return node{}, err
 	}
 	return nd, nil
 }
 
 // transition returns the transition byte of child slot i (0 <= i < n).
-func (nd *node) transition(b []byte, i int) int {
+func (nd *node) transition(i int) int {
 	if nd.typ.isDense() {
 		return nd.first + i
 	}
-	return int(b[nd.trans+int64(i)])
+	return int(nd.b[nd.trans+i])
 }
 
 // child returns the position of child slot i (0 <= i < n), or -1 for an empty dense slot.
 // A pointer must go strictly backwards and stay inside the file.
-func (nd *node) child(b []byte, i int) (int64, error) {
+func (nd *node) child(i int) (int64, error) {
+	b := nd.b
 	var delta uint64
 	switch t := nd.typ; t {
 	case typeSingleNoPayload4:
-		delta = uint64(b[nd.pos] & 0xF)
+		delta = uint64(b[0] & 0xF)
 	case typeSingleNoPayload12:
-		delta = uint64(binary.BigEndian.Uint16(b[nd.pos:]) & 0xFFF)
+		delta = uint64(binary.BigEndian.Uint16(b) & 0xFFF)
 	case typeSparse12, typeDense12:
 		delta = uint64(read12(b, nd.ptrs, i))
 	default:
 		bpp := bytesPerPointer[t]
-		p := nd.ptrs + int64(i*bpp)
-		for _, c := range b[p : p+int64(bpp)] {
+		p := nd.ptrs + i*bpp
+		for _, c := range b[p : p+bpp] {
 			delta = delta<<8 | uint64(c)
 		}
 	}
@@ -169,8 +190,8 @@ func (nd *node) child(b []byte, i int) (int64, error) {
 }
 
 // read12 is TrieNode.read12Bits: entry i of a packed 12-bit pointer array at base.
-func read12(b []byte, base int64, i int) int {
-	w := int(binary.BigEndian.Uint16(b[base+int64(3*i/2):]))
+func read12(b []byte, base int, i int) int {
+	w := int(binary.BigEndian.Uint16(b[base+3*i/2:]))
 	if i&1 == 0 {
 		w >>= 4
 	}
@@ -179,7 +200,7 @@ func read12(b []byte, base int64, i int) int {
 
 // search finds the child slot for transition byte c, as TrieNode.search does for an exact
 // match; it returns -1 when there is none.
-func (nd *node) search(b []byte, c int) int {
+func (nd *node) search(c int) int {
 	switch {
 	case nd.n == 0:
 		return -1
@@ -190,7 +211,7 @@ func (nd *node) search(b []byte, c int) int {
 		}
 		return i
 	case nd.typ.isSingle():
-		if int(b[nd.trans]) == c {
+		if int(nd.b[nd.trans]) == c {
 			return 0
 		}
 		return -1
@@ -198,7 +219,7 @@ func (nd *node) search(b []byte, c int) int {
 	lo, hi := 0, nd.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		switch t := int(b[nd.trans+int64(m)]); {
+		switch t := int(nd.b[nd.trans+m]); {
 		case t == c:
 			return m
 		case t < c:

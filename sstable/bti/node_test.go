@@ -68,18 +68,18 @@ func TestNodeCodecEveryType(t *testing.T) {
 			t.Errorf("%s: wrote %d bytes, sized %d", ty, len(b), sizeofType(ty, n))
 		}
 		b = partitionPayloads.append(b, &n.payload)
-		nd, err := readNode(b, 0)
+		nd, err := readNode(ptr(memTrie(b)), 0, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", ty, err)
 		}
-		if nd.typ != ty || int(nd.payloadPos) != sizeofType(ty, n) {
-			t.Errorf("%s: decoded %s with payload at %d", ty, nd.typ, nd.payloadPos)
+		if nd.typ != ty || nd.payload != sizeofType(ty, n) {
+			t.Errorf("%s: decoded %s with payload at %d", ty, nd.typ, nd.payload)
 		}
 		if tc.withPayload != (nd.flags != 0) {
 			t.Errorf("%s: payload flags %d", ty, nd.flags)
 		}
 		if tc.withPayload {
-			hash, _, pos, err := partitionPayload(b, &nd)
+			hash, _, pos, err := partitionPayload(&nd)
 			if err != nil || hash != 0xAB || pos != -12345 {
 				t.Errorf("%s: payload %#x %d %v", ty, hash, pos, err)
 			}
@@ -91,7 +91,7 @@ func TestNodeCodecEveryType(t *testing.T) {
 		}
 		found := 0
 		for i := range nd.n {
-			c, err := nd.child(b, i)
+			c, err := nd.child(i)
 			if ty == typeSingleNoPayload4 || ty == typeSingleNoPayload12 {
 				c, err = nodePos-int64(childDelta(b, ty)), nil
 			}
@@ -101,10 +101,10 @@ func TestNodeCodecEveryType(t *testing.T) {
 			if c < 0 {
 				continue
 			}
-			if nd.transition(b, i) != tc.transitions[found] || c != nodePos-tc.deltas[found] {
-				t.Errorf("%s child %d: %#x at %d, want %#x at %d", ty, i, nd.transition(b, i), c, tc.transitions[found], nodePos-tc.deltas[found])
+			if nd.transition(i) != tc.transitions[found] || c != nodePos-tc.deltas[found] {
+				t.Errorf("%s child %d: %#x at %d, want %#x at %d", ty, i, nd.transition(i), c, tc.transitions[found], nodePos-tc.deltas[found])
 			}
-			if nd.search(b, tc.transitions[found]) != i {
+			if nd.search(tc.transitions[found]) != i {
 				t.Errorf("%s: search(%#x) != %d", ty, tc.transitions[found], i)
 			}
 			found++
@@ -138,7 +138,7 @@ func TestReadNodeRejectsCorruptNodes(t *testing.T) {
 		"long dense":        {[]byte{0xf0, 0x00, 0x00, 0, 0, 0}, 0},
 		"nopayload12 short": {[]byte{0x30, 0x00}, 0},
 	} {
-		if _, err := readNode(tc.b, tc.pos); err == nil {
+		if _, err := readNode(ptr(memTrie(tc.b)), tc.pos, nil); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
@@ -151,12 +151,14 @@ func TestReadNodeRejectsCorruptNodes(t *testing.T) {
 		if name == "before start" {
 			pos = 0
 		}
-		nd, err := readNode(b, pos)
+		nd, err := readNode(ptr(memTrie(b)), pos, nil)
 		if err != nil {
 			continue
 		}
-		if _, err := nd.child(b, 0); err == nil {
+		if _, err := nd.child(0); err == nil {
 			t.Errorf("%s: pointer accepted", name)
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,8 +1,10 @@
 package bti
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -15,18 +17,21 @@ const (
 	flagOpenMarker  = 8 // RowIndexReader.FLAG_OPEN_MARKER
 )
 
-// PartitionIndex is an opened Partitions.db. It aliases the slice it was opened from.
-// Methods may be called concurrently only if fn callbacks do not share state; Walk reuses
-// per-index buffers, so one PartitionIndex must not be walked by two goroutines at once.
+// PartitionIndex is an opened Partitions.db. Opened from a slice (OpenPartitionIndex) it
+// aliases it; opened from a file (OpenPartitionIndexAt) it reads the trie through a few
+// cached 64 KiB blocks, so its memory does not grow with the partition count. Its methods
+// share per-index buffers and that cache: one PartitionIndex must not be used by two
+// goroutines at once.
 type PartitionIndex struct {
-	b           []byte
+	trie        trieReader
 	FirstKeyPos int64 // where the trie ends and the first key begins
 	KeyCount    int64
 	Root        int64
-	FirstKey    []byte // raw partition key, aliasing the input
+	FirstKey    []byte // raw partition key
 	LastKey     []byte
 
-	walker trieWalker
+	walker    trieWalker
+	lookupBuf []byte
 }
 
 // PartitionEntry is one partition in the index: the trie path that identifies it (a prefix
@@ -50,19 +55,49 @@ func (e PartitionEntry) DataPosition() (int64, bool) {
 	return 0, false
 }
 
-// OpenPartitionIndex parses the footer and key block of Partitions.db (PartitionIndex.load):
-// the last 24 bytes hold firstKeyPos, keyCount and the root position, and the first and last
-// keys follow the trie at firstKeyPos, ending where the footer starts.
+// OpenPartitionIndex parses the footer and key block of a Partitions.db held in b
+// (PartitionIndex.load): the last 24 bytes hold firstKeyPos, keyCount and the root position,
+// and the first and last keys follow the trie at firstKeyPos, ending where the footer starts.
+// The index reads its trie from b.
 func OpenPartitionIndex(b []byte) (*PartitionIndex, error) {
-	if len(b) < footerSize {
-		return nil, corruptAt(0, "Partitions.db of %d bytes has no footer", len(b))
+	p, err := openPartitionIndex(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, err
 	}
-	f := int64(len(b) - footerSize)
+	p.trie = memTrie(b[:p.FirstKeyPos])
+	return p, nil
+}
+
+// OpenPartitionIndexAt is OpenPartitionIndex for a Partitions.db of size bytes read through
+// r, which must stay readable while the index is used: the footer and keys are read now, trie
+// nodes as walks and lookups reach them, through a cache of a few blocks.
+func OpenPartitionIndexAt(r io.ReaderAt, size int64) (*PartitionIndex, error) {
+	return openPartitionIndexPaged(r, size, cacheBlockSize, cacheBlocks)
+}
+
+func openPartitionIndexPaged(r io.ReaderAt, size int64, blockSize, blocks int) (*PartitionIndex, error) {
+	p, err := openPartitionIndex(r, size)
+	if err != nil {
+		return nil, err
+	}
+	p.trie = trieReader{size: p.FirstKeyPos, cache: newBlockCache(r, size, blockSize, blocks)}
+	return p, nil
+}
+
+// openPartitionIndex reads the footer and the two keys.
+func openPartitionIndex(r io.ReaderAt, size int64) (*PartitionIndex, error) {
+	if size < footerSize {
+		return nil, corruptAt(0, "Partitions.db of %d bytes has no footer", size)
+	}
+	f := size - footerSize
+	var foot [footerSize]byte
+	if err := readFull(r, foot[:], f); err != nil {
+		return nil, err
+	}
 	p := &PartitionIndex{
-		b:           b,
-		FirstKeyPos: int64(binary.BigEndian.Uint64(b[f:])),
-		KeyCount:    int64(binary.BigEndian.Uint64(b[f+8:])),
-		Root:        int64(binary.BigEndian.Uint64(b[f+16:])),
+		FirstKeyPos: int64(binary.BigEndian.Uint64(foot[:])),
+		KeyCount:    int64(binary.BigEndian.Uint64(foot[8:])),
+		Root:        int64(binary.BigEndian.Uint64(foot[16:])),
 	}
 	if p.FirstKeyPos < 1 || p.FirstKeyPos > f {
 		return nil, corruptAt(f, "first key position %d outside the trie area (footer at %d)", p.FirstKeyPos, f)
@@ -75,10 +110,10 @@ func OpenPartitionIndex(b []byte) (*PartitionIndex, error) {
 	}
 	off := p.FirstKeyPos
 	var err error
-	if p.FirstKey, off, err = shortBytes(b[:f], off); err != nil {
+	if p.FirstKey, off, err = shortBytes(r, off, f); err != nil {
 		return nil, err
 	}
-	if p.LastKey, off, err = shortBytes(b[:f], off); err != nil {
+	if p.LastKey, off, err = shortBytes(r, off, f); err != nil {
 		return nil, err
 	}
 	if off != f {
@@ -87,39 +122,45 @@ func OpenPartitionIndex(b []byte) (*PartitionIndex, error) {
 	return p, nil
 }
 
-// shortBytes reads a u16-length byte string at off.
-func shortBytes(b []byte, off int64) ([]byte, int64, error) {
-	if off+2 > int64(len(b)) {
+// shortBytes reads a u16-length byte string at off, which must end by end.
+func shortBytes(r io.ReaderAt, off, end int64) ([]byte, int64, error) {
+	if off+2 > end {
 		return nil, 0, corruptAt(off, "key length runs past the footer")
 	}
-	n := int64(binary.BigEndian.Uint16(b[off:]))
-	if off+2+n > int64(len(b)) {
+	var l [2]byte
+	if err := readFull(r, l[:], off); err != nil {
+		return nil, 0, err
+	}
+	n := int64(binary.BigEndian.Uint16(l[:]))
+	if off+2+n > end {
 		return nil, 0, corruptAt(off, "key of %d bytes runs past the footer", n)
 	}
-	return b[off+2 : off+2+n], off + 2 + n, nil
+	key := make([]byte, n)
+	if err := readFull(r, key, off+2); err != nil {
+		return nil, 0, err
+	}
+	return key, off + 2 + n, nil
 }
 
-// trie is the part of the file that nodes and payloads may occupy.
-func (p *PartitionIndex) trie() []byte { return p.b[:p.FirstKeyPos] }
-
-// partitionPayload decodes a partition payload (PartitionIndex.getIndexPos).
-func partitionPayload(b []byte, nd *node) (hash byte, hasHash bool, pos int64, err error) {
-	pp, size := nd.payloadPos, nd.flags
+// partitionPayload decodes a partition payload (PartitionIndex.getIndexPos) from the node's
+// bytes, which run to the end of the trie area or maxPayloadSize past the node.
+func partitionPayload(nd *node) (hash byte, hasHash bool, pos int64, err error) {
+	b, pp, size := nd.b, nd.payload, nd.flags
 	if size >= flagHasHashByte {
 		hasHash = true
 		size -= flagHasHashByte - 1
-		if pp >= int64(len(b)) {
-			return 0, false, 0, corruptAt(pp, "partition payload runs past the trie")
+		if pp >= len(b) {
+			return 0, false, 0, corruptAt(nd.pos+int64(pp), "partition payload runs past the trie")
 		}
 		hash = b[pp]
 		pp++
 	}
-	if pp+int64(size) > int64(len(b)) {
-		return 0, false, 0, corruptAt(pp, "partition payload of %d bytes runs past the trie", size)
+	if pp+size > len(b) {
+		return 0, false, 0, corruptAt(nd.pos+int64(pp), "partition payload of %d bytes runs past the trie", size)
 	}
-	pos = readSized(b[pp : pp+int64(size)])
+	pos = readSized(b[pp : pp+size])
 	if pos == math.MinInt64 {
-		return 0, false, 0, corruptAt(pp, "partition payload holds the NOT_FOUND position")
+		return 0, false, 0, corruptAt(nd.pos+int64(pp), "partition payload holds the NOT_FOUND position")
 	}
 	return hash, hasHash, pos, nil
 }
@@ -127,13 +168,12 @@ func partitionPayload(b []byte, nd *node) (hash byte, hasHash bool, pos int64, e
 // Walk calls fn for every partition in key order. e.Prefix is reused between calls. An
 // error from fn stops the walk and is returned as is.
 func (p *PartitionIndex) Walk(fn func(e PartitionEntry) error) error {
-	b := p.trie()
-	return p.walker.walk(b, p.Root, func(nd *node, prefix []byte) error {
-		hash, hasHash, pos, err := partitionPayload(b, nd)
+	return p.walker.walk(&p.trie, p.Root, func(nd *node, prefix []byte) error {
+		hash, hasHash, pos, err := partitionPayload(nd)
 		if err != nil {
 			return err
 		}
-		return fn(PartitionEntry{Prefix: prefix, HashByte: hash, HasHash: hasHash, Position: pos, PayloadPos: nd.payloadPos})
+		return fn(PartitionEntry{Prefix: prefix, HashByte: hash, HasHash: hasHash, Position: pos, PayloadPos: nd.payloadPos()})
 	})
 }
 
@@ -143,19 +183,18 @@ func (p *PartitionIndex) Walk(fn func(e PartitionEntry) error) error {
 // candidate: the caller compares HashByte with the key's and the key stored at Position.
 // Prefix aliases comparable.
 func (p *PartitionIndex) Lookup(comparable []byte) (PartitionEntry, bool, error) {
-	b := p.trie()
-	nd, n, err := follow(b, p.Root, comparable)
+	nd, n, err := follow(&p.trie, p.Root, comparable, &p.lookupBuf)
 	if err != nil {
 		return PartitionEntry{}, false, err
 	}
 	if (n < len(comparable) && nd.n > 0) || nd.flags == 0 {
 		return PartitionEntry{}, false, nil
 	}
-	hash, hasHash, pos, err := partitionPayload(b, &nd)
+	hash, hasHash, pos, err := partitionPayload(&nd)
 	if err != nil {
 		return PartitionEntry{}, false, err
 	}
-	return PartitionEntry{Prefix: comparable[:n], HashByte: hash, HasHash: hasHash, Position: pos, PayloadPos: nd.payloadPos}, true, nil
+	return PartitionEntry{Prefix: comparable[:n], HashByte: hash, HasHash: hasHash, Position: pos, PayloadPos: nd.payloadPos()}, true, nil
 }
 
 // String summarizes the footer.

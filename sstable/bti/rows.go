@@ -50,7 +50,7 @@ func ReadRowIndexEntry(b []byte, pos int64) (RowIndexEntry, error) {
 	if blocks > math.MaxInt32 {
 		return RowIndexEntry{}, corruptAt(deltaPos, "block count %d overflows", blocks)
 	}
-	del, n, err := readDeletionTime(b, r.Pos())
+	del, n, err := readDeletionTime(b, 0, r.Pos())
 	if err != nil {
 		return RowIndexEntry{}, err
 	}
@@ -94,20 +94,21 @@ type RowIndexBlock struct {
 	OpenMarker DeletionTime
 }
 
-// rowPayload decodes a row-index payload (RowIndexReader.readPayload).
-func rowPayload(b []byte, nd *node) (int64, DeletionTime, error) {
-	pp, size := nd.payloadPos, nd.flags&^flagOpenMarker
-	if pp+int64(size) > int64(len(b)) {
-		return 0, DeletionTime{}, corruptAt(pp, "row index payload of %d bytes runs past the trie", size)
+// rowPayload decodes a row-index payload (RowIndexReader.readPayload) from the node's bytes,
+// which run to the end of the trie area or maxPayloadSize past the node.
+func rowPayload(nd *node) (int64, DeletionTime, error) {
+	b, pp, size := nd.b, nd.payload, nd.flags&^flagOpenMarker
+	if pp+size > len(b) {
+		return 0, DeletionTime{}, corruptAt(nd.pos+int64(pp), "row index payload of %d bytes runs past the trie", size)
 	}
 	var off int64
 	if size > 0 {
-		off = readSized(b[pp : pp+int64(size)])
+		off = readSized(b[pp : pp+size])
 	}
 	del := Live
 	if nd.flags&flagOpenMarker != 0 {
 		var err error
-		if del, _, err = readDeletionTime(b, pp+int64(size)); err != nil {
+		if del, _, err = readDeletionTime(b, nd.pos, nd.pos+int64(pp+size)); err != nil {
 			return 0, DeletionTime{}, err
 		}
 	}
@@ -125,9 +126,11 @@ func (w *RowIndexWalker) Walk(rows []byte, e RowIndexEntry, fn func(b RowIndexBl
 	if e.Pos < 0 || e.Pos > int64(len(rows)) {
 		return corruptAt(e.Pos, "row index entry position outside Rows.db (size %d)", len(rows))
 	}
-	b := rows[:e.Pos]
-	return w.walker.walk(b, e.RootOffset, func(nd *node, prefix []byte) error {
-		off, del, err := rowPayload(b, nd)
+	// Rows.db is held whole: it grows with the data (only partitions of more than one index
+	// block have an entry), not with the partition count.
+	r := memTrie(rows[:e.Pos])
+	return w.walker.walk(&r, e.RootOffset, func(nd *node, prefix []byte) error {
+		off, del, err := rowPayload(nd)
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,13 @@
 package bti
 
-// walkFrame is one node on the in-order walk's path.
+// walkFrame is one node on the in-order walk's path. buf holds the node's bytes when the trie
+// is paged, so the node stays valid while the walk reads its descendants; frames (and their
+// buffers) are reused across walks.
 type walkFrame struct {
 	nd   node
 	next int // next child slot to visit
 	last int // transition byte of the last visited child, -1 before the first
+	buf  []byte
 }
 
 // trieWalker walks an on-disk trie in key order (a node's payload before its children, the
@@ -14,24 +17,39 @@ type trieWalker struct {
 	prefix []byte
 }
 
+// push reads the node at pos into the next frame.
+func (w *trieWalker) push(r *trieReader, pos int64) (*walkFrame, error) {
+	if len(w.stack) == cap(w.stack) {
+		w.stack = append(w.stack, walkFrame{})
+	} else {
+		w.stack = w.stack[:len(w.stack)+1]
+	}
+	f := &w.stack[len(w.stack)-1]
+	nd, err := readNode(r, pos, &f.buf)
+	if err != nil {
+		return nil, err
+	}
+	f.nd, f.next, f.last = nd, 0, -1
+	return f, nil
+}
+
 // walk calls visit for every node with payload bits, with the node's path from root. The
 // prefix slice is reused: visit must copy what it keeps. Every pointer is checked to point
-// backwards inside b, and the walk refuses to visit more nodes than b has bytes, so a
-// corrupt file whose pointers form a DAG cannot make it run for long.
-func (w *trieWalker) walk(b []byte, root int64, visit func(nd *node, prefix []byte) error) error {
-	nd, err := readNode(b, root)
+// backwards inside the trie area, and the walk refuses to visit more nodes than the area has
+// bytes, so a corrupt file whose pointers form a DAG cannot make it run for long.
+func (w *trieWalker) walk(r *trieReader, root int64, visit func(nd *node, prefix []byte) error) error {
+	w.stack, w.prefix = w.stack[:0], w.prefix[:0]
+	// Nodes are passed to visit from the stack so that they do not escape one by one.
+	f, err := w.push(r, root)
 	if err != nil {
 		return err
 	}
-	w.stack, w.prefix = w.stack[:0], w.prefix[:0]
-	// Nodes are passed to visit from the stack so that they do not escape one by one.
-	w.stack = append(w.stack, walkFrame{nd: nd, last: -1})
-	if nd.flags != 0 {
-		if err := visit(&w.stack[0].nd, w.prefix); err != nil {
+	if f.nd.flags != 0 {
+		if err := visit(&f.nd, w.prefix); err != nil {
 			return err
 		}
 	}
-	visits := 1
+	visits := int64(1)
 	for len(w.stack) > 0 {
 		top := &w.stack[len(w.stack)-1]
 		if top.next >= top.nd.n {
@@ -43,29 +61,28 @@ func (w *trieWalker) walk(b []byte, root int64, visit func(nd *node, prefix []by
 		}
 		i := top.next
 		top.next++
-		pos, err := top.nd.child(b, i)
+		pos, err := top.nd.child(i)
 		if err != nil {
 			return err
 		}
 		if pos < 0 {
 			continue
 		}
-		t := top.nd.transition(b, i)
+		t := top.nd.transition(i)
 		if t <= top.last {
 			return corruptAt(top.nd.pos, "%s node transitions out of order (%#02x after %#02x)", top.nd.typ, t, top.last)
 		}
 		top.last = t
-		if visits++; visits > len(b) {
+		if visits++; visits > r.size {
 			return corruptAt(pos, "trie pointers do not form a tree")
 		}
-		ch, err := readNode(b, pos)
+		ch, err := w.push(r, pos) // top is invalid from here
 		if err != nil {
 			return err
 		}
 		w.prefix = append(w.prefix, byte(t))
-		w.stack = append(w.stack, walkFrame{nd: ch, last: -1})
-		if ch.flags != 0 {
-			if err := visit(&w.stack[len(w.stack)-1].nd, w.prefix); err != nil {
+		if ch.nd.flags != 0 {
+			if err := visit(&ch.nd, w.prefix); err != nil {
 				return err
 			}
 		}
@@ -74,25 +91,25 @@ func (w *trieWalker) walk(b []byte, root int64, visit func(nd *node, prefix []by
 }
 
 // follow is Walker.follow: it descends along key while transitions exist and returns the
-// node reached and how many key bytes were consumed.
-func follow(b []byte, root int64, key []byte) (node, int, error) {
-	nd, err := readNode(b, root)
+// node reached and how many key bytes were consumed. The node aliases *buf when paged.
+func follow(r *trieReader, root int64, key []byte, buf *[]byte) (node, int, error) {
+	nd, err := readNode(r, root, buf)
 	if err != nil {
 		return node{}, 0, err
 	}
 	for i, c := range key {
-		idx := nd.search(b, int(c))
+		idx := nd.search(int(c))
 		if idx < 0 {
 			return nd, i, nil
 		}
-		pos, err := nd.child(b, idx)
+		pos, err := nd.child(idx)
 		if err != nil {
 			return node{}, 0, err
 		}
 		if pos < 0 {
 			return nd, i, nil
 		}
-		if nd, err = readNode(b, pos); err != nil {
+		if nd, err = readNode(r, pos, buf); err != nil {
 			return node{}, 0, err
 		}
 	}

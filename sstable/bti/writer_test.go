@@ -85,20 +85,21 @@ func checkNodes(t *testing.T, b []byte, root int64, payloadSize func(flags int) 
 	t.Helper()
 	types := map[nodeType]int{}
 	stack := []int64{root}
+	r := memTrie(b)
 	for len(stack) > 0 {
 		pos := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		nd, err := readNode(b, pos)
+		nd, err := readNode(&r, pos, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		types[nd.typ]++
-		end := nd.payloadPos + int64(payloadSize(nd.flags))
+		end := nd.payloadPos() + int64(payloadSize(nd.flags))
 		if pos/pageSize != (end-1)/pageSize {
 			t.Fatalf("%s node at %d..%d crosses a page boundary", nd.typ, pos, end)
 		}
 		for i := range nd.n {
-			c, err := nd.child(b, i)
+			c, err := nd.child(i)
 			if err != nil {
 				t.Fatal(err)
 			}
