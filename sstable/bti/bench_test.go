@@ -1,6 +1,7 @@
 package bti
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"testing"
@@ -64,12 +65,28 @@ func BenchmarkPartitionIndexAddAllocs(b *testing.B) {
 	}
 }
 
+// BenchmarkPartitionIndexWalk walks an index of 1M keys held in memory.
 func BenchmarkPartitionIndexWalk(b *testing.B) {
 	benchSetup(b)
 	p, err := OpenPartitionIndex(benchIndex)
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchWalk(b, p)
+}
+
+// BenchmarkPartitionIndexWalkPaged walks the same index through the block cache, as scans do:
+// the cost of copying each node out of its block.
+func BenchmarkPartitionIndexWalkPaged(b *testing.B) {
+	benchSetup(b)
+	p, err := OpenPartitionIndexAt(bytes.NewReader(benchIndex), int64(len(benchIndex)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchWalk(b, p)
+}
+
+func benchWalk(b *testing.B, p *PartitionIndex) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchIndex)))
 	for b.Loop() {

@@ -41,6 +41,12 @@
 //	  0x40 token 0x40 escaped(key) 0x38
 //	  Murmur3 token: 8 bytes of token^0x8000000000000000; ByteOrdered: escaped(token bytes)
 //
-// It is pure code over byte slices and io.Writers; it imports only the standard library and
-// the sstable encoding and token packages.
+// Partitions.db grows with the partition count (~8.5 bytes per partition), so a file-backed
+// PartitionIndex (OpenPartitionIndexAt) reads its trie through four cached 64 KiB blocks:
+// each node is decoded from a copy of its own bytes held by the walk frame, so the walk's path
+// stays valid while the cache moves on, and memory is the same at 2M partitions as at 20M.
+// Rows.db, which grows with the data instead, is read from a byte slice.
+//
+// It is pure code over byte slices, io.ReaderAt and io.Writers; it imports only the standard
+// library and the sstable encoding and token packages.
 package bti

@@ -68,7 +68,8 @@ const maxPayloadSize = 7 + deletionTimeSize
 
 // node is a decoded trie node. b holds its bytes from pos: header, transitions and pointers,
 // then up to maxPayloadSize payload bytes (fewer where the trie area ends). Offsets into b
-// are relative to pos.
+// are relative to pos. A paged node with children owns a copy, as its children are read
+// while it is in use; a leaf's bytes may alias the cache, valid until the next read.
 type node struct {
 	pos     int64
 	b       []byte
@@ -84,19 +85,27 @@ type node struct {
 // payloadPos is where the node's payload starts in the file.
 func (nd *node) payloadPos() int64 { return nd.pos + int64(nd.payload) }
 
-// readNode decodes the node at pos, checking that the node itself lies inside the trie area.
-// Paged, the node's bytes are copied into *buf, which the node then aliases.
-func readNode(r *trieReader, pos int64, buf *[]byte) (node, error) {
+// readNode decodes the node at pos into nd, checking that the node itself lies inside the
+// trie area. Paged, a node with children gets a copy of its bytes in *buf (its children are
+// read while it is in use); a leaf aliases the cache unless it crosses a block boundary.
+func readNode(r *trieReader, pos int64, nd *node, buf *[]byte) error {
 	if pos < 0 || pos >= r.size {
-		return node{}, corruptAt(pos, "trie node position outside the file (size %d)", r.size)
+		return corruptAt(pos, "trie node position outside the file (size %d)", r.size)
+	}
+	w, err := r.window(pos)
+	if err != nil {
+		return err
 	}
 	// The header (type, and a sparse node's count or a dense node's range) is in the first
 	// three bytes; they give the node's length.
-	h, err := r.at(pos, int(min(3, r.size-pos)), buf)
-	if err != nil {
-		return node{}, err
+	h := w
+	var hb [3]byte
+	if hn := min(3, r.size-pos); int64(len(h)) < hn {
+		if h, err = hb[:hn], r.cache.copyAt(hb[:hn], pos); err != nil {
+			return err
+		}
 	}
-	nd := node{pos: pos, typ: nodeType(h[0] >> 4), flags: int(h[0] & 0xF)}
+	*nd = node{pos: pos, typ: nodeType(h[0] >> 4), flags: int(h[0] & 0xF)}
 	need := func(end int) error {
 		if pos+int64(end) > r.size {
 			return corruptAt(pos, "%s node runs past the end of the file", nd.typ)
@@ -115,7 +124,7 @@ func readNode(r *trieReader, pos int64, buf *[]byte) (node, error) {
 		nd.payload = 2 + bytesPerPointer[t]
 	case t.isSparse():
 		if err := need(2); err != nil {
-			return node{}, err
+			return err
 		}
 		nd.n = int(h[1])
 		nd.trans = 2
@@ -127,12 +136,12 @@ func readNode(r *trieReader, pos int64, buf *[]byte) (node, error) {
 		}
 	default: // dense
 		if err := need(3); err != nil {
-			return node{}, err
+			return err
 		}
 		nd.first = int(h[1])
 		nd.n = int(h[2]) + 1
 		if nd.first+nd.n > 256 {
-			return node{}, corruptAt(pos, "%s node transitions run past 0xFF", t)
+			return corruptAt(pos, "%s node transitions run past 0xFF", t)
 		}
 		nd.ptrs = 3
 		if t == typeDense12 {
@@ -142,12 +151,22 @@ func readNode(r *trieReader, pos int64, buf *[]byte) (node, error) {
 		}
 	}
 	if err := need(nd.payload); err != nil {
-		return node{}, err
+		return err
 	}
-	if nd.b, err = r.at(pos, int(min(int64(nd.payload+maxPayloadSize), r.size-pos)), buf); err != nil {
-		return node{}, err
+	l := int(min(int64(nd.payload+maxPayloadSize), r.size-pos))
+	switch {
+	case l <= len(w) && (r.mem != nil || nd.n == 0):
+		nd.b = w[:l]
+	case l <= len(w):
+		if cap(*buf) < l {
+			*buf = make([]byte, l, max(l, 64))
+		}
+		nd.b = (*buf)[:l]
+		copy(nd.b, w)
+	default:
+		nd.b, err = r.copyAt(pos, l, buf)
 	}
-	return nd, nil
+	return err
 }
 
 // transition returns the transition byte of child slot i (0 <= i < n).

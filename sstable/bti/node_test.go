@@ -68,7 +68,7 @@ func TestNodeCodecEveryType(t *testing.T) {
 			t.Errorf("%s: wrote %d bytes, sized %d", ty, len(b), sizeofType(ty, n))
 		}
 		b = partitionPayloads.append(b, &n.payload)
-		nd, err := readNode(ptr(memTrie(b)), 0, nil)
+		nd, err := decodeNode(b, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", ty, err)
 		}
@@ -138,7 +138,7 @@ func TestReadNodeRejectsCorruptNodes(t *testing.T) {
 		"long dense":        {[]byte{0xf0, 0x00, 0x00, 0, 0, 0}, 0},
 		"nopayload12 short": {[]byte{0x30, 0x00}, 0},
 	} {
-		if _, err := readNode(ptr(memTrie(tc.b)), tc.pos, nil); err == nil {
+		if _, err := decodeNode(tc.b, tc.pos); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
@@ -151,7 +151,7 @@ func TestReadNodeRejectsCorruptNodes(t *testing.T) {
 		if name == "before start" {
 			pos = 0
 		}
-		nd, err := readNode(ptr(memTrie(b)), pos, nil)
+		nd, err := decodeNode(b, pos)
 		if err != nil {
 			continue
 		}
@@ -161,4 +161,10 @@ func TestReadNodeRejectsCorruptNodes(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
+// decodeNode is readNode over a trie held in b.
+func decodeNode(b []byte, pos int64) (node, error) {
+	var nd node
+	r := memTrie(b)
+	err := readNode(&r, pos, &nd, nil)
+	return nd, err
+}

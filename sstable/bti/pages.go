@@ -28,13 +28,25 @@ type trieReader struct {
 // memTrie is a trieReader over b.
 func memTrie(b []byte) trieReader { return trieReader{mem: b, size: int64(len(b))} }
 
-// at returns the n bytes at off, which the caller has checked lie in [0, size). Held in
-// memory, they alias it and *buf is untouched; paged, they are copied into *buf (grown when
-// too small), so they stay valid while the cache moves on.
-func (r *trieReader) at(off int64, n int, buf *[]byte) ([]byte, error) {
+// window returns the bytes from off, which the caller has checked lies in [0, size), to the
+// end of the trie area when it is held in memory (aliasing it), or to the end of the cached
+// block holding off (at most the area's end) when paged: then valid only until the next read
+// through r.
+func (r *trieReader) window(off int64) ([]byte, error) {
 	if r.mem != nil {
-		return r.mem[off : off+int64(n)], nil
+		return r.mem[off:], nil
 	}
+	c := r.cache
+	blk, err := c.block(off - off%c.blockSize)
+	if err != nil {
+		return nil, err
+	}
+	return blk.data[off-blk.start : min(int64(len(blk.data)), r.size-blk.start)], nil
+}
+
+// copyAt returns the n bytes at off copied into *buf (grown when too small), for a paged
+// node that must stay valid while the cache moves on or that crosses a block boundary.
+func (r *trieReader) copyAt(off int64, n int, buf *[]byte) ([]byte, error) {
 	if cap(*buf) < n {
 		*buf = make([]byte, n, max(n, 64))
 	}

@@ -25,11 +25,10 @@ func (w *trieWalker) push(r *trieReader, pos int64) (*walkFrame, error) {
 		w.stack = w.stack[:len(w.stack)+1]
 	}
 	f := &w.stack[len(w.stack)-1]
-	nd, err := readNode(r, pos, &f.buf)
-	if err != nil {
+	if err := readNode(r, pos, &f.nd, &f.buf); err != nil {
 		return nil, err
 	}
-	f.nd, f.next, f.last = nd, 0, -1
+	f.next, f.last = 0, -1
 	return f, nil
 }
 
@@ -93,8 +92,8 @@ func (w *trieWalker) walk(r *trieReader, root int64, visit func(nd *node, prefix
 // follow is Walker.follow: it descends along key while transitions exist and returns the
 // node reached and how many key bytes were consumed. The node aliases *buf when paged.
 func follow(r *trieReader, root int64, key []byte, buf *[]byte) (node, int, error) {
-	nd, err := readNode(r, root, buf)
-	if err != nil {
+	var nd node
+	if err := readNode(r, root, &nd, buf); err != nil {
 		return node{}, 0, err
 	}
 	for i, c := range key {
@@ -109,7 +108,7 @@ func follow(r *trieReader, root int64, key []byte, buf *[]byte) (node, int, erro
 		if pos < 0 {
 			return nd, i, nil
 		}
-		if nd, err = readNode(r, pos, buf); err != nil {
+		if err := readNode(r, pos, &nd, buf); err != nil {
 			return node{}, 0, err
 		}
 	}

@@ -85,11 +85,10 @@ func checkNodes(t *testing.T, b []byte, root int64, payloadSize func(flags int) 
 	t.Helper()
 	types := map[nodeType]int{}
 	stack := []int64{root}
-	r := memTrie(b)
 	for len(stack) > 0 {
 		pos := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		nd, err := readNode(&r, pos, nil)
+		nd, err := decodeNode(b, pos)
 		if err != nil {
 			t.Fatal(err)
 		}
