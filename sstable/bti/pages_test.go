@@ -172,3 +172,23 @@ func TestPagedIndexReportsReadErrors(t *testing.T) {
 		t.Errorf("walk of a file that shrank: %v", err)
 	}
 }
+
+// TestPagedWalkAllocatesNothing: once its frames and blocks exist, a walk through the cache
+// allocates nothing, whatever the partition count.
+func TestPagedWalkAllocatesNothing(t *testing.T) {
+	b := buildIndex(t, murmurKeys(50_000))
+	p, err := OpenPartitionIndexAt(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	walk := func() {
+		if err := p.Walk(func(PartitionEntry) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walk()
+	if allocs := testing.AllocsPerRun(3, walk); allocs != 0 {
+		t.Errorf("a paged walk of %d entries allocated %v times", 50_000, allocs)
+	}
+}
