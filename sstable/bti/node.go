@@ -155,7 +155,7 @@ func readNode(r *trieReader, pos int64, nd *node, buf *[]byte) error {
 	}
 	l := int(min(int64(nd.payload+maxPayloadSize), r.size-pos))
 	switch {
-	case l <= len(w) && (r.mem != nil || nd.n == 0):
+	case l <= len(w) && (r.cache == nil || nd.n == 0):
 		nd.b = w[:l]
 	case l <= len(w):
 		if cap(*buf) < l {

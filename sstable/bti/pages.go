@@ -20,7 +20,7 @@ const (
 // held whole (Rows.db, whose size follows the data, not the partition count; tests), else
 // through a blockCache.
 type trieReader struct {
-	mem   []byte // the whole area, or nil
+	mem   []byte // the whole area, when cache is nil
 	size  int64
 	cache *blockCache
 }
@@ -33,7 +33,7 @@ func memTrie(b []byte) trieReader { return trieReader{mem: b, size: int64(len(b)
 // block holding off (at most the area's end) when paged: then valid only until the next read
 // through r.
 func (r *trieReader) window(off int64) ([]byte, error) {
-	if r.mem != nil {
+	if r.cache == nil {
 		return r.mem[off:], nil
 	}
 	c := r.cache
