@@ -268,7 +268,7 @@ func (j *installJob) replay(path string, n int64) error {
 }
 
 // rebuildFeedDepth is how many index-slice frames (Config.FrameSize each) may wait for a
-// BIG child's rebuild.
+// child's rebuild.
 const rebuildFeedDepth = 4
 
 // finish seals the sstable (seal), then commits it on its own (a rows sstable is then
