@@ -47,24 +47,36 @@ type PartialOptions struct {
 	IndexLater bool
 }
 
-// Partials plans the children of parent for ranges and gathers, in one index pass, what each
-// needs shipped. Data.db bytes are not read: the caller sends the segments itself. With
-// OnePerParent, reason says why the runs stayed separate children, when they did.
+// Partials plans the children of parent for ranges and gathers what each needs shipped.
+// Data.db bytes are not read: the caller sends the segments itself. With OnePerParent, reason
+// says why the runs stayed separate children, when they did.
+//
+// Index passes: with IndexLater on a BIG parent, one (planMeasured: the plan, the slices'
+// lengths and the parent's partition count together); otherwise two, the plan and then
+// gatherIndex, which makes the slices (or, BTI, the rows slices and the lengths, which depend
+// on the rows slices' layout).
 func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, err error) {
 	ps, err := NewPieces(parent.Partitioner, ranges)
 	if err != nil {
 		return nil, "", err
 	}
-	plans, err := PlanTable(parent, ps, ranges)
+	spec, err := SpecOf(parent)
+	if err != nil {
+		return nil, "", err
+	}
+	measured := opts.IndexLater && spec.ParentRows == nil
+	var plans []ChildPlan
+	var partitions int64
+	if measured {
+		plans, partitions, err = planMeasured(parent, ps, ranges)
+	} else {
+		plans, err = PlanTable(parent, ps, ranges)
+	}
 	if err != nil {
 		return nil, "", err
 	}
 	if opts.OnePerParent && len(plans) > 0 {
 		plans, reason = OnePerParent(parent, plans, ModeCopy, opts.Bounds)
-	}
-	spec, err := SpecOf(parent)
-	if err != nil {
-		return nil, "", err
 	}
 	out = make([]Partial, len(plans))
 	for i, p := range plans {
@@ -73,12 +85,46 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 		if parent.Compression != nil {
 			out[i].Info = out[i].Layout.Info(parent.Compression)
 		}
+		if measured {
+			out[i].IndexLength, out[i].ParentPartitions = p.IndexBytes, partitions
+		}
+	}
+	if measured {
+		return out, reason, nil
 	}
 	keep := func(k int, rec []byte) error { out[k].Index = append(out[k].Index, rec...); return nil }
 	if opts.IndexLater {
 		keep = nil
 	}
 	return out, reason, gatherIndex(parent, spec, out, keep)
+}
+
+// planMeasured is PlanTable for a BIG parent, measuring in the same pass each child's index
+// slice (ChildPlan.IndexBytes) and counting the parent's partitions. A BIG record carries no
+// Rows.db position (its indexPos is always -1), so its length is known from the index entry
+// alone, whatever the children's grouping; IndexReader checks the length when it makes the
+// slice. For small partitions the index pass is the sender's largest cost before it can
+// announce anything, and this halves it.
+func planMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, int64, error) {
+	pl := NewPlanner(ps)
+	var bytes []int64 // by child
+	err := parent.ScanPartitions(func(p *sstable.Partition) error {
+		if k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position); k >= 0 {
+			if k == len(bytes) {
+				bytes = append(bytes, 0)
+			}
+			bytes[k] += int64(indexRecordLength(p.Key, p.Position, -1, p.Promoted))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	plans := pl.Finish(ranges, parent.DataLength())
+	for k := range plans {
+		plans[k].IndexBytes = bytes[k]
+	}
+	return plans, pl.Partitions(), nil
 }
 
 // indexPiece is the size of the pieces in which IndexReader produces an index slice.
@@ -233,6 +279,12 @@ func AppendIndexRecord(dst, key []byte, position, indexPos int64, promoted []byt
 	dst = encoding.AppendUVint(dst, uint64(position))
 	dst = encoding.AppendVint(dst, indexPos)
 	return encoding.AppendVintBytes(dst, promoted)
+}
+
+// indexRecordLength is len(AppendIndexRecord(nil, key, position, indexPos, promoted)).
+func indexRecordLength(key []byte, position, indexPos int64, promoted []byte) int {
+	return encoding.UVintSize(uint64(len(key))) + len(key) + encoding.UVintSize(uint64(position)) +
+		encoding.VintSize(indexPos) + encoding.UVintSize(uint64(len(promoted))) + len(promoted)
 }
 
 // ForEachIndexRecord decodes an index slice, calling fn with each partition (token computed
