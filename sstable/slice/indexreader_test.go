@@ -79,6 +79,21 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 				t.Errorf("%s: a slice longer than planned read without error: %v", vn, err)
 			}
 			r.Close()
+			if v.Format == version.Big {
+				// The plan's pass located each run's entries in Index.db; the reader reads only
+				// those, and entries that are not the planned partitions fail it.
+				moved := later[0]
+				moved.Plan.Runs = append([]RunPlan(nil), moved.Plan.Runs...)
+				if moved.Plan.Runs[0].IndexHi == 0 {
+					t.Fatalf("%s %s: a BIG run planned without its Index.db entries", vn, spec)
+				}
+				moved.Plan.Runs[0].Partitions++
+				r, _ = IndexReader(parent, moved)
+				if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "planned") {
+					t.Errorf("%s: a run of other entries than planned read without error: %v", vn, err)
+				}
+				r.Close()
+			}
 			r, _ = IndexReader(parent, later[0]) // closed before the end: the pass stops
 			r.Read(make([]byte, 10))
 			r.Close()

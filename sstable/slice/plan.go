@@ -93,6 +93,9 @@ type RunPlan struct {
 	FirstOrdinal int64
 	Partitions   int64
 	Lo, Hi       int64
+	// IndexLo and IndexHi are the run's entries in a BIG parent's Index.db, [IndexLo, IndexHi),
+	// when the pass that planned it recorded them (planMeasured); IndexHi is 0 otherwise.
+	IndexLo, IndexHi int64
 }
 
 // ChildPlan is one child: one run (split: one child per piece) or every run a parent has for
@@ -142,7 +145,7 @@ func Merge(plans []ChildPlan) ChildPlan {
 		c.IndexBytes += p.IndexBytes
 		for _, r := range p.Runs {
 			if n := len(c.Runs); n > 0 && c.Runs[n-1].Hi == r.Lo && c.Runs[n-1].FirstOrdinal+c.Runs[n-1].Partitions == r.FirstOrdinal {
-				c.Runs[n-1].Hi = r.Hi
+				c.Runs[n-1].Hi, c.Runs[n-1].IndexHi = r.Hi, r.IndexHi
 				c.Runs[n-1].Partitions += r.Partitions
 			} else {
 				c.Runs = append(c.Runs, r)

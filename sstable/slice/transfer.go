@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -100,19 +101,35 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 }
 
 // planMeasured is PlanTable for a BIG parent, measuring in the same pass each child's index
-// slice (ChildPlan.IndexBytes) and counting the parent's partitions. A BIG record carries no
-// Rows.db position (its indexPos is always -1), so its length is known from the index entry
-// alone, whatever the children's grouping; IndexReader checks the length when it makes the
-// slice. For small partitions the index pass is the sender's largest cost before it can
-// announce anything, and this halves it.
+// slice (ChildPlan.IndexBytes), recording where each run's entries lie in Index.db
+// (RunPlan.IndexLo/IndexHi, so that IndexReader reads only those) and counting the parent's
+// partitions. A BIG record carries no Rows.db position (its indexPos is always -1), so its
+// length is known from the index entry alone, whatever the children's grouping; IndexReader
+// checks the length when it makes the slice. For small partitions the index pass is the
+// sender's largest cost before it can announce anything, and this halves it.
 func planMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, int64, error) {
+	fi, err := os.Stat(parent.Path(descriptor.Index))
+	if err != nil {
+		return nil, 0, err
+	}
 	pl := NewPlanner(ps)
-	var bytes []int64 // by child
-	err := parent.ScanPartitions(func(p *sstable.Partition) error {
-		if k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position); k >= 0 {
-			if k == len(bytes) {
-				bytes = append(bytes, 0)
+	var (
+		bytes []int64    // by child
+		span  [][2]int64 // by child: its entries in Index.db
+		prev  = -1       // the child of the partition before
+	)
+	err = parent.ScanPartitions(func(p *sstable.Partition) error {
+		k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
+		if k != prev {
+			if prev >= 0 {
+				span[prev][1] = p.IndexPos
 			}
+			if k >= 0 { // a new child: Add appends them
+				span, bytes = append(span, [2]int64{p.IndexPos, 0}), append(bytes, 0)
+			}
+			prev = k
+		}
+		if k >= 0 {
 			bytes[k] += int64(indexRecordLength(p.Key, p.Position, -1, p.Promoted))
 		}
 		return nil
@@ -120,9 +137,13 @@ func planMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]C
 	if err != nil {
 		return nil, 0, err
 	}
+	if prev >= 0 {
+		span[prev][1] = fi.Size() // the scan read every byte as entries
+	}
 	plans := pl.Finish(ranges, parent.DataLength())
 	for k := range plans {
 		plans[k].IndexBytes = bytes[k]
+		plans[k].Runs[0].IndexLo, plans[k].Runs[0].IndexHi = span[k][0], span[k][1]
 	}
 	return plans, pl.Partitions(), nil
 }
@@ -144,7 +165,7 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		var buf []byte
 		stopped := errors.New("stopped")
-		err := gatherIndex(parent, spec, one, func(_ int, rec []byte) error {
+		keep := func(_ int, rec []byte) error {
 			buf = append(buf, rec...)
 			if len(buf) >= indexPiece {
 				if !yield(buf) {
@@ -153,7 +174,13 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 				buf = buf[:0] // the reader copied it out before asking for more
 			}
 			return nil
-		})
+		}
+		var err error
+		if spec.ParentRows == nil && runsLocated(p.Plan.Runs) {
+			err = runsIndex(parent, p.Plan.Runs, keep)
+		} else {
+			err = gatherIndex(parent, spec, one, keep)
+		}
 		if err == nil && len(buf) > 0 {
 			yield(buf)
 		}
@@ -197,6 +224,51 @@ func (r *indexReader) Read(p []byte) (int, error) {
 }
 
 func (r *indexReader) Close() error { r.stop(); return nil }
+
+// runsLocated says whether every run knows where its entries lie in Index.db.
+func runsLocated(runs []RunPlan) bool {
+	for _, r := range runs {
+		if r.IndexHi <= r.IndexLo {
+			return false
+		}
+	}
+	return len(runs) > 0
+}
+
+// runsIndex hands keep the index records of a BIG parent's runs (child 0), reading only the
+// runs' entries of Index.db: a pass over the child, not over the parent. A run whose entries
+// are not its planned partitions (the index changed under the plan) is an error.
+func runsIndex(parent *sstable.Table, runs []RunPlan, keep func(k int, rec []byte) error) error {
+	path := parent.Path(descriptor.Index)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var rec []byte
+	for _, r := range runs {
+		sc := bigindex.NewScannerAt(f, r.IndexLo, r.IndexHi, int(min(r.IndexHi-r.IndexLo, indexBuffer)))
+		var n int64
+		for sc.Next() {
+			e := sc.Entry()
+			rec = AppendIndexRecord(rec[:0], e.Key, e.Position, -1, e.Promoted)
+			if err := keep(0, rec); err != nil {
+				return err
+			}
+			n++
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if n != r.Partitions {
+			return fmt.Errorf("slice: %s holds %d entries at [%d, %d), planned %d partitions", path, n, r.IndexLo, r.IndexHi, r.Partitions)
+		}
+	}
+	return nil
+}
+
+// indexBuffer bounds runsIndex's read buffer.
+const indexBuffer = 256 << 10
 
 // gatherIndex measures the index (and fills the BTI rows) slices of out in one index pass,
 // handing each child's records to keep (k is the child), when keep is set.
