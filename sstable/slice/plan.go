@@ -225,6 +225,43 @@ func (pl *Planner) close(position int64) {
 	pl.cur = -1
 }
 
+// Append continues pl's plan with next's, a plan of the partitions that follow pl's (the
+// first of them at data position pos), made apart (in parallel): next's ordinals follow pl's,
+// and a child open at pl's end continues into next's first child when that starts with
+// next's first partition in the same piece. The plan is then the one a single Planner fed
+// every partition would have made. It reports whether pl's last child and next's first became
+// one. next is not used again.
+func (pl *Planner) Append(next *Planner, pos int64) (joined bool) {
+	if next.n == 0 {
+		return false
+	}
+	base := len(pl.children)
+	for i := range next.children {
+		next.children[i].FirstOrdinal += pl.n
+	}
+	nc := next.children
+	if pl.cur >= 0 {
+		c := &pl.children[pl.cur]
+		if len(nc) > 0 && nc[0].FirstOrdinal == pl.n && nc[0].Piece == c.Piece {
+			joined = true
+			// Where next closed it (a child still open gets both when it closes).
+			c.Partitions, c.Hi, c.LastTok = c.Partitions+nc[0].Partitions, nc[0].Hi, nc[0].LastTok
+			nc = nc[1:]
+			base--
+		} else {
+			pl.close(pos)
+		}
+	}
+	pl.children = append(pl.children, nc...)
+	pl.cur, pl.gap = -1, next.gap
+	if next.cur >= 0 {
+		pl.cur = base + next.cur
+		pl.setLast(next.last)
+	}
+	pl.n += next.n
+	return joined
+}
+
 // Partitions is the number of partitions added so far.
 func (pl *Planner) Partitions() int64 { return pl.n }
 

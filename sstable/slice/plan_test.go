@@ -3,6 +3,7 @@ package slice
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -83,3 +84,53 @@ func TestPlannerAgreesWithFind(t *testing.T) {
 }
 
 func tok(v int64) token.Token { return token.Token{Kind: token.KindMurmur3, Long: v} }
+
+// Plans made apart over consecutive parts of the partitions and joined with Append are the
+// plan one Planner makes of them all, wherever the cuts fall: inside a child, between
+// children, in a gap.
+func TestPlannerAppendIsOnePlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 1))
+	ranges := token.RangeSet{{Left: tok(-800), Right: tok(-300)}, {Left: tok(-300), Right: tok(-100)}, {Left: tok(200), Right: tok(600)},
+		{Left: tok(900), Right: tok(-900)}}
+	ps, err := NewPieces(token.Murmur3, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := range 500 {
+		toks := make([]int64, 1+rng.IntN(60))
+		for i := range toks {
+			toks[i] = rng.Int64N(2000) - 1000
+		}
+		sort.Slice(toks, func(a, b int) bool { return toks[a] < toks[b] })
+		add := func(pl *Planner, from, to int) {
+			for i := from; i < to; i++ {
+				// Each part's ordinals count from its first partition, as a ranged scan's do.
+				pl.Add(int64(i-from), []byte{byte(i)}, tok(toks[i]), int64(i*10))
+			}
+		}
+		one := NewPlanner(ps)
+		add(one, 0, len(toks))
+		want := one.Finish(ranges, int64(len(toks)*10))
+
+		cuts := []int{0}
+		for range rng.IntN(3) + 1 {
+			cuts = append(cuts, rng.IntN(len(toks)+1))
+		}
+		cuts = append(cuts, len(toks))
+		sort.Ints(cuts)
+		joined := NewPlanner(ps)
+		for c := 0; c+1 < len(cuts); c++ {
+			part := NewPlanner(ps)
+			add(part, cuts[c], cuts[c+1])
+			if c == 0 {
+				joined = part
+				continue
+			}
+			joined.Append(part, int64(cuts[c]*10))
+		}
+		got := joined.Finish(ranges, int64(len(toks)*10))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("trial %d, tokens %v cut at %v:\n joined %+v\n one    %+v", trial, toks, cuts, got, want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime"
+	"sync"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -105,47 +107,154 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 // (RunPlan.IndexLo/IndexHi, so that IndexReader reads only those) and counting the parent's
 // partitions. A BIG record carries no Rows.db position (its indexPos is always -1), so its
 // length is known from the index entry alone, whatever the children's grouping; IndexReader
-// checks the length when it makes the slice. For small partitions the index pass is the
-// sender's largest cost before it can announce anything, and this halves it.
+// checks the length when it makes the slice.
+//
+// For small partitions this pass is the sender's largest cost before it can announce
+// anything, and the receiver waits idle through it: a large index is cut at Summary.db
+// samples into parts planned in parallel (Planner.Append joins them). Parts that do not meet
+// exactly (a sample not at an entry's start) fail their scan, and the plan is then made by
+// one pass, which reports what is wrong with the index, if anything.
 func planMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, int64, error) {
+	return planMeasuredIn(parent, ps, ranges, min(runtime.GOMAXPROCS(0), maxPlanParts))
+}
+
+// planMeasuredIn is planMeasured in at most parts parts.
+func planMeasuredIn(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, parts int) ([]ChildPlan, int64, error) {
 	fi, err := os.Stat(parent.Path(descriptor.Index))
 	if err != nil {
 		return nil, 0, err
 	}
-	pl := NewPlanner(ps)
-	var (
-		bytes []int64    // by child
-		span  [][2]int64 // by child: its entries in Index.db
-		prev  = -1       // the child of the partition before
-	)
-	err = parent.ScanPartitions(func(p *sstable.Partition) error {
-		k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
-		if k != prev {
-			if prev >= 0 {
-				span[prev][1] = p.IndexPos
-			}
-			if k >= 0 { // a new child: Add appends them
-				span, bytes = append(span, [2]int64{p.IndexPos, 0}), append(bytes, 0)
-			}
-			prev = k
-		}
-		if k >= 0 {
-			bytes[k] += int64(indexRecordLength(p.Key, p.Position, -1, p.Promoted))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
+	size := fi.Size()
+	var m *measuredPass
+	if cuts := indexCuts(parent, size, parts); len(cuts) > 0 {
+		m = planParts(parent, ps, append(append([]int64{0}, cuts...), size))
 	}
-	if prev >= 0 {
-		span[prev][1] = fi.Size() // the scan read every byte as entries
+	if m == nil {
+		m = newMeasuredPass(ps)
+		if err := parent.ScanPartitions(m.add); err != nil {
+			return nil, 0, err
+		}
+		m.end(size)
 	}
-	plans := pl.Finish(ranges, parent.DataLength())
+	plans := m.pl.Finish(ranges, parent.DataLength())
 	for k := range plans {
-		plans[k].IndexBytes = bytes[k]
-		plans[k].Runs[0].IndexLo, plans[k].Runs[0].IndexHi = span[k][0], span[k][1]
+		plans[k].IndexBytes = m.bytes[k]
+		plans[k].Runs[0].IndexLo, plans[k].Runs[0].IndexHi = m.span[k][0], m.span[k][1]
 	}
-	return plans, pl.Partitions(), nil
+	return plans, m.pl.Partitions(), nil
+}
+
+// maxPlanParts bounds the parts of a parallel plan.
+const maxPlanParts = 4
+
+// planPartBytes is the least Index.db a part of a parallel plan is given: below it the pass
+// is short enough as it is. A variable for the tests.
+var planPartBytes int64 = 1 << 20
+
+// indexCuts returns up to parts-1 Index.db offsets, in increasing order inside (0, size), at
+// which Summary.db says entries start, cutting the index into about equal parts of at least
+// planPartBytes; none when the index is too small or its summary unusable.
+func indexCuts(parent *sstable.Table, size int64, parts int) []int64 {
+	parts = min(parts, int(size/planPartBytes))
+	if parts < 2 {
+		return nil
+	}
+	raw, err := os.ReadFile(parent.Path(descriptor.Summary))
+	if err != nil {
+		return nil
+	}
+	sum, err := bigindex.ParseSummary(raw)
+	if err != nil || len(sum.Entries) < parts {
+		return nil
+	}
+	var cuts []int64
+	for i := 1; i < parts; i++ {
+		at := sum.Entries[i*len(sum.Entries)/parts].IndexPosition
+		if at <= 0 || at >= size || (len(cuts) > 0 && at <= cuts[len(cuts)-1]) {
+			return nil
+		}
+		cuts = append(cuts, at)
+	}
+	return cuts
+}
+
+// planParts plans Index.db [bounds[i], bounds[i+1]) for every i on goroutines of their own
+// and joins the parts, or returns nil when a part's scan failed.
+func planParts(parent *sstable.Table, ps *Pieces, bounds []int64) *measuredPass {
+	parts := make([]*measuredPass, len(bounds)-1)
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i := range parts {
+		parts[i] = newMeasuredPass(ps)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = parent.ScanPartitionsIn(bounds[i], bounds[i+1], parts[i].add)
+			parts[i].end(bounds[i+1])
+		}()
+	}
+	wg.Wait()
+	if errors.Join(errs...) != nil {
+		return nil
+	}
+	for _, p := range parts[1:] {
+		parts[0].join(p)
+	}
+	return parts[0]
+}
+
+// measuredPass is planMeasured's state over (a part of) the index: the plan, and by child its
+// slice's length and its entries' span in Index.db.
+type measuredPass struct {
+	pl       *Planner
+	bytes    []int64
+	span     [][2]int64
+	prev     int   // the child of the last partition, or -1
+	firstPos int64 // the data position of the first partition, -1 before it
+}
+
+func newMeasuredPass(ps *Pieces) *measuredPass {
+	return &measuredPass{pl: NewPlanner(ps), prev: -1, firstPos: -1}
+}
+
+func (m *measuredPass) add(p *sstable.Partition) error {
+	if m.firstPos < 0 {
+		m.firstPos = p.Position
+	}
+	k := m.pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
+	if k != m.prev {
+		m.end(p.IndexPos)
+		if k >= 0 { // a new child: Add appends them
+			m.span, m.bytes = append(m.span, [2]int64{p.IndexPos, 0}), append(m.bytes, 0)
+		}
+		m.prev = k
+	}
+	if k >= 0 {
+		m.bytes[k] += int64(indexRecordLength(p.Key, p.Position, -1, p.Promoted))
+	}
+	return nil
+}
+
+// end ends the span of the child open at the last partition at Index.db offset off.
+func (m *measuredPass) end(off int64) {
+	if m.prev >= 0 {
+		m.span[m.prev][1] = off
+	}
+}
+
+// join continues m with n, the pass over the part of the index that follows m's (both ended).
+func (m *measuredPass) join(n *measuredPass) {
+	if n.firstPos < 0 {
+		return
+	}
+	bytes, span := n.bytes, n.span
+	if m.pl.Append(n.pl, n.firstPos) {
+		last := len(m.bytes) - 1
+		m.bytes[last] += bytes[0]
+		m.span[last][1] = span[0][1]
+		bytes, span = bytes[1:], span[1:]
+	}
+	m.bytes, m.span = append(m.bytes, bytes...), append(m.span, span...)
 }
 
 // indexPiece is the size of the pieces in which IndexReader produces an index slice.
