@@ -67,7 +67,7 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	if err != nil {
 		return nil, "", err
 	}
-	measured := opts.IndexLater && spec.ParentRows == nil
+	measured := opts.IndexLater && parent.Version().Format == version.Big
 	var plans []ChildPlan
 	var partitions int64
 	if measured {
@@ -285,7 +285,7 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 			return nil
 		}
 		var err error
-		if spec.ParentRows == nil && runsLocated(p.Plan.Runs) {
+		if parent.Version().Format == version.Big && runsLocated(p.Plan.Runs) {
 			err = runsIndex(parent, p.Plan.Runs, keep)
 		} else {
 			err = gatherIndex(parent, spec, one, keep)
