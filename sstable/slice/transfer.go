@@ -578,18 +578,25 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 	return &PartialRebuild{b: b, p: spec.Partitioner, prevPos: -1}, nil
 }
 
-// Write takes the next bytes of the index slice, cut anywhere.
+// Write takes the next bytes of the index slice, cut anywhere. A record cut by the previous
+// Write is completed from as few of b's first bytes as it needs (doubling what it takes), and
+// the rest of b is read where it is: a frame is not copied to finish one record.
 func (r *PartialRebuild) Write(b []byte) error {
-	buf := b
-	if len(r.carry) > 0 {
-		r.carry = append(r.carry, b...)
-		buf = r.carry
+	for len(r.carry) > 0 && len(b) > 0 {
+		k := min(len(b), max(256, len(r.carry)))
+		r.carry = append(r.carry, b[:k]...)
+		b = b[k:]
+		n, err := r.records(r.carry, false)
+		if err != nil {
+			return err
+		}
+		r.carry = append(r.carry[:0], r.carry[n:]...)
 	}
-	n, err := r.records(buf, false)
+	n, err := r.records(b, false)
 	if err != nil {
 		return err
 	}
-	r.carry = append(r.carry[:0], buf[n:]...)
+	r.carry = append(r.carry, b[n:]...)
 	return nil
 }
 
