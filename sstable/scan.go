@@ -58,14 +58,35 @@ func (t *Table) ScanKeys(fn func(p *Partition) error) error {
 	return t.scanBig(fn, false)
 }
 
+// ScanPartitionsIn is ScanPartitions of a BIG sstable over its Index.db entries in [start,
+// end) only, ordinals counted from 0 at start: start must be where an entry begins (0, or a
+// Summary.db sample's position), and an entry running past end is an error, so that passes
+// over ranges that meet cover every entry once (a pass split to run in parallel).
+func (t *Table) ScanPartitionsIn(start, end int64, fn func(p *Partition) error) error {
+	if t.Desc.Version.Format == version.BTI {
+		return fmt.Errorf("sstable: %s: a ranged index scan is for BIG sstables", t.Desc)
+	}
+	return t.scanBigIn(start, end, fn, true)
+}
+
 func (t *Table) scanBig(fn func(p *Partition) error, tokens bool) error {
+	return t.scanBigIn(0, -1, fn, tokens)
+}
+
+// scanBigIn scans Index.db [start, end); end < 0: to the end of the file.
+func (t *Table) scanBigIn(start, end int64, fn func(p *Partition) error, tokens bool) error {
 	path := t.Path(descriptor.Index)
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrMissingComponent, err)
 	}
 	defer f.Close()
-	sc := bigindex.NewScanner(f, indexBuffer(f))
+	var sc *bigindex.Scanner
+	if end < 0 {
+		sc = bigindex.NewScanner(f, indexBuffer(f))
+	} else {
+		sc = bigindex.NewScannerAt(f, start, end, indexBuffer(f))
+	}
 	var p Partition
 	for sc.Next() {
 		e := sc.Entry()

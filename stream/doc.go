@@ -29,9 +29,11 @@
 //     ranges (Murmur3 tokens as 8 big-endian bytes; the minimum token as no bytes) and, on
 //     resume, one ResumePoint{ID, ResumeInstalled} per sstable it already installed and
 //     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
-//  3. The sender holds the table's sstables (Catalog.Hold, released at session end), runs
-//     two index passes per sstable (slice.Partials: the plan, and the index slices'
-//     lengths, which it keeps rather than the slices) and decides each before promising
+//  3. The sender holds the table's sstables (Catalog.Hold, released at session end), plans
+//     each with slice.Partials (BIG: one index pass, in parallel parts for a large index,
+//     that also measures the index slices and locates each run's Index.db entries; BTI: the
+//     plan, then a pass for the slices' lengths and rows slices; it keeps the lengths rather
+//     than the slices) and decides each before promising
 //     anything: entire when the ranges take every one of its partitions (the files go as
 //     they are), rows when slice.Refusal refuses zero-copy, otherwise one multi-run partial
 //     holding its chunk runs for every range (one partial per run past the slice bounds,
@@ -48,10 +50,11 @@
 //     that stream (FIN). Partial and rows: BTI, first the Rows.db slice as component 0 (the
 //     index records point into it); the Data.db segments in order (StreamRuns, each
 //     announced as a wire.Run with its parent chunks and child offset); the index slice
-//     (StreamIndex; made while it is sent by one more pass over the parent's index,
-//     slice.IndexReader, on a goroutine of its own from the Manifest on, so that the pass
-//     runs while the runs are sent, at most 4 MiB ahead: readAhead); the child's rebased
-//     CompressionInfo rides in the Manifest. Entire: every component file but TOC.txt,
+//     (StreamIndex; made while it is sent by one more pass, slice.IndexReader: over the
+//     runs' own Index.db entries for BIG, over the parent's index for BTI, on a goroutine of
+//     its own from the Manifest on, so that the pass runs while the runs are sent, at most 4
+//     MiB ahead: readAhead); the child's rebased CompressionInfo rides in the Manifest.
+//     Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
 //     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the
 //     receiver does not hold (frames carry their file offsets); everything else is sent
