@@ -89,7 +89,7 @@ refuses (legacy counter shards).`,
 			io0, _ := fsx.ProcIO()
 			var res *slice.Result
 			opts := slice.Options{Mode: m, NoDigest: noDigest}
-			s, err := bench.Measure(func() error {
+			s, err := bench.Time(func() error {
 				var err error
 				if spec == "" {
 					// One index pass cuts the ranges and plans the children (the wall and CPU
