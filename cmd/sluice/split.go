@@ -70,6 +70,9 @@ refuses (legacy counter shards).`,
 			if err != nil {
 				return usageError{err}
 			}
+			// The split reads the parent's index components whole, CompressionInfo.db at
+			// open and the partition index twice: start reading them all now.
+			sstable.PrefetchIndex(args[0])
 			parent, err := sstable.Open(args[0])
 			if err != nil {
 				return err
