@@ -2,6 +2,7 @@ package slice
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -113,6 +114,7 @@ func Slice(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 // execute splits (one child per piece) or slices (one is set). plans, when not nil, are the
 // children planned already (SplitEqual); otherwise an index pass plans them.
 func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, plans []ChildPlan, dir string, opts Options, one bool) (*Result, error) {
+	derived := plans != nil
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
 	}
@@ -184,6 +186,7 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	if err != nil {
 		return nil, err
 	}
+	sp.derived = derived
 	if err := sp.proveAhead(); err != nil {
 		return nil, err
 	}
@@ -298,7 +301,16 @@ type splitter struct {
 	table   *schema.Table // the parent's, compiled when a dead head is first filled
 	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
+	// derived: the plans were derived without the planner's pass over the index (SplitEqual),
+	// covering every partition; the index pass checks them (errStalePlan).
+	derived bool
+	seen    int64 // partitions the index pass has met
 }
+
+// errStalePlan reports an index that disagrees with plans derived before the split's index
+// pass (a child's first partition is not where its plan says, or the index ends elsewhere).
+// SplitEqual plans again from a whole pass when its plans came from Summary.db.
+var errStalePlan = errors.New("the index disagrees with the split's plan")
 
 type openChild struct {
 	plan    ChildPlan
@@ -386,7 +398,12 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			}
 			sp.cur = nil
 		}
+		sp.seen = p.Ordinal + 1
 		if sp.cur == nil && sp.next < len(sp.plans) && p.Ordinal == sp.plans[sp.next].FirstOrdinal {
+			if plan := &sp.plans[sp.next]; sp.derived && !bytes.Equal(p.Key, plan.First) {
+				return fmt.Errorf("%w: %w: %s: partition %d is not child %d's first partition",
+					sstable.ErrCorrupt, errStalePlan, sp.parent.Desc, p.Ordinal, sp.next+1)
+			}
 			if err := sp.start(ctx, pre); err != nil {
 				return err
 			}
@@ -413,6 +430,10 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 		}
 		return nil
 	})
+	if last := sp.plans[len(sp.plans)-1].LastOrdinal(); err == nil && sp.derived && sp.seen != last+1 {
+		err = fmt.Errorf("%w: %w: %s: the index holds %d partitions, the plan %d",
+			sstable.ErrCorrupt, errStalePlan, sp.parent.Desc, sp.seen, last+1)
+	}
 	if err == nil && sp.next < len(sp.plans) {
 		err = fmt.Errorf("%w: %s: the index ended before partition %d, where child %d of %d begins",
 			sstable.ErrCorrupt, sp.parent.Desc, sp.plans[sp.next].FirstOrdinal, sp.next+1, len(sp.plans))
