@@ -33,3 +33,6 @@ func syncDir(dir string) error {
 
 // syncFS is unavailable here; callers fsync file by file.
 func syncFS(dir string) (bool, error) { return false, nil }
+
+// renamesDurableInOrder is not assumed on this platform.
+func renamesDurableInOrder(dir string) bool { return false }
