@@ -58,25 +58,23 @@ func (t *Table) ScanKeys(fn func(p *Partition) error) error {
 	return t.scanBig(fn, false)
 }
 
-// ScanKeysAt is ScanKeys over a BIG sstable's index from the entry at Index.db offset
-// indexPos (0, or the position a Summary.db sample gives), numbering partitions from ordinal:
-// a pass over part of the index, which fn ends early by returning an error of its own. The
-// caller vouches for the offset and the ordinal (an entry boundary, and how many entries
-// precede it); the keys found there are what proves them.
-func (t *Table) ScanKeysAt(indexPos, ordinal int64, fn func(p *Partition) error) error {
+// ScanPartitionsIn is ScanPartitions of a BIG sstable over its Index.db entries in [start,
+// end) only, ordinals counted from 0 at start: start must be where an entry begins (0, or a
+// Summary.db sample's position), and an entry running past end is an error, so that passes
+// over ranges that meet cover every entry once (a pass split to run in parallel).
+func (t *Table) ScanPartitionsIn(start, end int64, fn func(p *Partition) error) error {
 	if t.Desc.Version.Format == version.BTI {
-		return fmt.Errorf("sstable: %s: ScanKeysAt needs a BIG index", t.Desc)
+		return fmt.Errorf("sstable: %s: a ranged index scan is for BIG sstables", t.Desc)
 	}
-	return t.scanBigAt(indexPos, ordinal, 16<<10, fn, false)
+	return t.scanBigIn(start, end, fn, true)
 }
 
 func (t *Table) scanBig(fn func(p *Partition) error, tokens bool) error {
-	return t.scanBigAt(0, 0, 0, fn, tokens)
+	return t.scanBigIn(0, -1, fn, tokens)
 }
 
-// scanBigAt scans Index.db from offset start, numbering partitions from ordinal; bufSize 0
-// sizes the buffer for a whole pass.
-func (t *Table) scanBigAt(start, ordinal int64, bufSize int, fn func(p *Partition) error, tokens bool) error {
+// scanBigIn scans Index.db [start, end); end < 0: to the end of the file.
+func (t *Table) scanBigIn(start, end int64, fn func(p *Partition) error, tokens bool) error {
 	path := t.Path(descriptor.Index)
 	f, err := os.Open(path)
 	if err != nil {
@@ -84,16 +82,12 @@ func (t *Table) scanBigAt(start, ordinal int64, bufSize int, fn func(p *Partitio
 	}
 	defer f.Close()
 	var sc *bigindex.Scanner
-	if start == 0 && bufSize == 0 {
+	if end < 0 {
 		sc = bigindex.NewScanner(f, indexBuffer(f))
 	} else {
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		sc = bigindex.NewScannerAt(f, start, st.Size(), bufSize)
+		sc = bigindex.NewScannerAt(f, start, end, indexBuffer(f))
 	}
-	p := Partition{Ordinal: ordinal}
+	var p Partition
 	for sc.Next() {
 		e := sc.Entry()
 		p.Key = e.Key

@@ -230,6 +230,7 @@ func (w *Writer) open() error {
 		}
 		w.index = bufio.NewWriterSize(f, 256<<10)
 		w.summary = bigindex.NewSummaryBuilder(w.opts.MinIndexInterval)
+		w.summary.SpillTo(func() (*os.File, error) { return fsx.Scratch(w.inst.Dir()) })
 	}
 	if bloom.Needed(w.opts.BloomFPChance) && w.opts.ExpectedPartitions > 0 {
 		if w.filter, err = bloom.New(w.opts.ExpectedPartitions, w.opts.BloomFPChance); err != nil {
@@ -627,8 +628,11 @@ func (w *Writer) finish() error {
 		if err := w.index.Flush(); err != nil {
 			return err
 		}
-		sum := w.summary.Build(w.firstKey, w.lastKey)
-		if err := w.writeComponent(descriptor.Summary, sum.Append(nil)); err != nil {
+		f, err := w.create(descriptor.Summary)
+		if err != nil {
+			return err
+		}
+		if err := w.summary.Encode(f, w.firstKey, w.lastKey); err != nil {
 			return err
 		}
 		written = append(written, descriptor.Index, descriptor.Summary)

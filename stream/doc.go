@@ -29,9 +29,11 @@
 //     ranges (Murmur3 tokens as 8 big-endian bytes; the minimum token as no bytes) and, on
 //     resume, one ResumePoint{ID, ResumeInstalled} per sstable it already installed and
 //     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
-//  3. The sender holds the table's sstables (Catalog.Hold, released at session end), runs
-//     two index passes per sstable (slice.Partials: the plan, and the index slices'
-//     lengths, which it keeps rather than the slices) and decides each before promising
+//  3. The sender holds the table's sstables (Catalog.Hold, released at session end), plans
+//     each with slice.Partials (BIG: one index pass, in parallel parts for a large index,
+//     that also measures the index slices and locates each run's Index.db entries; BTI: the
+//     plan, then a pass for the slices' lengths and rows slices; it keeps the lengths rather
+//     than the slices) and decides each before promising
 //     anything: entire when the ranges take every one of its partitions (the files go as
 //     they are), rows when slice.Refusal refuses zero-copy, otherwise one multi-run partial
 //     holding its chunk runs for every range (one partial per run past the slice bounds,
@@ -45,12 +47,14 @@
 //  4. For each planned sstable, in order, the sender sends its Manifest on the control
 //     stream, opens one unidirectional stream and writes its bytes as Data frames (payload
 //     Config.FrameSize, read straight into the buffer behind the frame header), then closes
-//     that stream (FIN). Partial and rows: the Data.db segments in order (StreamRuns, each
-//     announced as a wire.Run with its parent chunks and child offset), the index slice
-//     (StreamIndex; made while it is sent by one more pass over the parent's index,
-//     slice.IndexReader, on a goroutine of its own from the Manifest on, so that the pass
-//     runs while the runs are sent, at most 4 MiB ahead: readAhead) and, BTI, the Rows.db slice as component 0, with the child's rebased
-//     CompressionInfo in the Manifest. Entire: every component file but TOC.txt,
+//     that stream (FIN). Partial and rows: BTI, first the Rows.db slice as component 0 (the
+//     index records point into it); the Data.db segments in order (StreamRuns, each
+//     announced as a wire.Run with its parent chunks and child offset); the index slice
+//     (StreamIndex; made while it is sent by one more pass, slice.IndexReader: over the
+//     runs' own Index.db entries for BIG, over the parent's index for BTI, on a goroutine of
+//     its own from the Manifest on, so that the pass runs while the runs are sent, at most 4
+//     MiB ahead: readAhead); the child's rebased CompressionInfo rides in the Manifest.
+//     Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
 //     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the
 //     receiver does not hold (frames carry their file offsets); everything else is sent
@@ -62,8 +66,8 @@
 //     exists, so concurrent Fetches into one directory never collide; a final name another
 //     process published meanwhile moves on to the next generation), writes each frame at
 //     its offset through an fsx.Install, checks chunks and digest as bytes arrive, then
-//     rebuilds the other components (BIG: as the index slice arrives, slice.PartialRebuild;
-//     BTI: once the rows slice is in, slice.RebuildPartial) or, entire, writes the
+//     rebuilds the other components as the index slice arrives (slice.PartialRebuild; for
+//     BTI once the rows slice is in, index frames arriving before it waiting) or, entire, writes the
 //     manifest's components and TOC and runs sstable.Verify on the uncommitted files
 //     (through a scratch directory of symbolic links) before its commit. Partial and
 //     entire sstables received whole wait in a batch (up to Config.CommitBatch, default 64,
@@ -235,10 +239,12 @@
 // wakes waiters at once. A bucket holds a quarter second of tokens (at least 64 KiB) and
 // may go one request into debt, so over any window the bytes passed are at most rate ×
 // window + burst + one request (tested on a fake clock). Config.MaxSessions bounds concurrent sessions (more are closed with
-// code refused), MaxSessionsPerPeer those of one certificate. Receiver memory is the frame buffer (about one frame), the bloom filter of
-// the sstable in progress (sized from the Manifest's partition count) and, BTI only, its index
-// and rows slices, bounded by Config.MaxIndexSlice; a BIG child's index slice is rebuilt as it
-// arrives and never held. The sender holds no index slice: each is made while it is sent.
+// code refused), MaxSessionsPerPeer those of one certificate. Receiver memory is the frame buffer (about one frame), the rebuild feed's
+// frames (at most 4), the bloom filter of the sstable in progress (sized from the Manifest's
+// partition count), its Summary.db's sample lengths (4 bytes per 128 partitions; the samples
+// wait in an unnamed file) and, BTI only, its rows slice, bounded by Config.MaxIndexSlice;
+// the index slice is rebuilt as it arrives and never held (a BTI one from when the rows
+// slice, sent first, is in). The sender holds no index slice: each is made while it is sent.
 //
 // # Throughput
 //

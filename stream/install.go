@@ -42,7 +42,7 @@ type installJob struct {
 	mem         [][]byte   // entire: the small components, kept as they arrive
 	files       map[descriptor.Component]*os.File
 	index       []byte
-	rebuild     *slice.PartialRebuild // BIG partial and rows: the index slice rebuilt as it arrives
+	rebuild     *slice.PartialRebuild // partial and rows: the index slice rebuilt as it arrives
 	feed        *rebuildFeed          // hands rebuild the slice on a goroutine of its own
 	rows        []byte
 	crcw        *compress.CRCWriter
@@ -142,8 +142,11 @@ func (j *installJob) create(c descriptor.Component) (*os.File, error) {
 	return f, nil
 }
 
-// write puts one accepted Data frame's payload in place. Index and rows slices are kept in
-// memory (bounded by Config.MaxIndexSlice): RebuildPartial takes them as bytes.
+// write puts one accepted Data frame's payload in place. A partial's index slice goes to the
+// child's rebuild as it arrives (slice.PartialRebuild on a goroutine of its own): a BIG child's
+// right away, a BTI child's once its rows slice, which the records point into and the sender
+// sends first, is in; index frames that come before that wait in memory (bounded by
+// Config.MaxIndexSlice).
 func (j *installJob) write(d *wire.Data) error {
 	switch d.Stream {
 	case wire.StreamRuns:
@@ -153,21 +156,12 @@ func (j *installJob) write(d *wire.Data) error {
 		_, err := j.data.WriteAt(d.Payload, int64(d.Offset))
 		return err
 	case wire.StreamIndex:
-		if j.in.Version.Format == version.Big {
-			// A BIG child's components need nothing but the slice and the manifest: rebuild
-			// them as the slice arrives instead of holding it (BTI needs the rows slice,
-			// which comes after it).
-			if j.rebuild == nil {
-				m := j.in.Manifest
-				spec, err := slice.SpecFromStatistics(j.in.Version, m.Statistics, nil)
-				if err != nil {
-					return fmt.Errorf("%w: %w", ErrManifest, err)
-				}
-				if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, int64(m.Partitions)); err != nil {
-					return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
-				}
-				j.feed = newRebuildFeed(j.rebuild, rebuildFeedDepth)
+		if j.feed == nil && j.rowsIn() {
+			if err := j.startRebuild(); err != nil {
+				return err
 			}
+		}
+		if j.feed != nil {
 			if err := j.feed.Write(d.Payload); err != nil {
 				return fmt.Errorf("%w: %w", ErrManifest, err)
 			}
@@ -191,9 +185,47 @@ func (j *installJob) write(d *wire.Data) error {
 			return nil
 		}
 		j.rows = append(j.rows, d.Payload...)
+		if j.index != nil && j.rowsIn() {
+			// The index frames that came first go to the rebuild now.
+			if err := j.startRebuild(); err != nil {
+				return err
+			}
+			held := j.index
+			j.index = nil
+			if err := j.feed.Write(held); err != nil {
+				return fmt.Errorf("%w: %w", ErrManifest, err)
+			}
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: stream %v", ErrProtocol, d.Stream)
+}
+
+// rowsIn reports whether a partial's (or rows transfer's) index slice can be rebuilt as it
+// arrives: always for BIG, for BTI once the whole rows slice is in.
+func (j *installJob) rowsIn() bool {
+	if j.in.Kind == wire.KindEntire {
+		return false
+	}
+	if j.in.Version.Format == version.Big {
+		return true
+	}
+	return uint64(len(j.rows)) == j.in.Manifest.Components[0].Length
+}
+
+// startRebuild starts the child's rebuild from the manifest (and, BTI, the rows slice) and
+// the goroutine that feeds it.
+func (j *installJob) startRebuild() error {
+	m := j.in.Manifest
+	spec, err := slice.SpecFromStatistics(j.in.Version, m.Statistics, j.rows)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, int64(m.Partitions)); err != nil {
+		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+	}
+	j.feed = newRebuildFeed(j.rebuild, rebuildFeedDepth)
+	return nil
 }
 
 // file is the file a Data frame's payload goes to at its offset, or nil for the index
@@ -236,7 +268,7 @@ func (j *installJob) replay(path string, n int64) error {
 }
 
 // rebuildFeedDepth is how many index-slice frames (Config.FrameSize each) may wait for a
-// BIG child's rebuild.
+// child's rebuild.
 const rebuildFeedDepth = 4
 
 // finish seals the sstable (seal), then commits it on its own (a rows sstable is then

@@ -664,8 +664,14 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		if p.Info != nil {
 			m.Compression = p.Info.Append(nil, v)
 		}
-		// The segments go in order on the one Data stream, each frame at its child offset.
+		// A BTI child's rows slice goes first: the index records point into it, and the
+		// receiver rebuilds from them as they arrive once it has it.
 		var srcs []source
+		if v.Format == version.BTI {
+			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}
+			srcs = append(srcs, source{stream: wire.StreamComponent, component: 0, mem: p.Rows})
+		}
+		// The segments go in order on the one Data stream, each frame at its child offset.
 		for _, s := range l.Segments {
 			m.Runs = append(m.Runs, wire.Run{FirstChunk: uint64(s.FirstChunk), ChunkCount: uint64(s.Chunks()),
 				FileOffset: uint64(s.DstOff), Length: uint64(s.Length()), ParentOffset: uint64(s.PLo)})
@@ -685,10 +691,6 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 			// partition, and small partitions would otherwise leave the data plane idle.
 			srcs = append(srcs, source{stream: wire.StreamIndex, seq: newReadAhead(r, int(min(indexAheadPiece, p.IndexLength)), indexAheadDepth),
 				n: p.IndexLength})
-		}
-		if v.Format == version.BTI {
-			m.Components = []wire.ComponentSpec{{Name: string(descriptor.Rows), Length: uint64(len(p.Rows))}}
-			srcs = append(srcs, source{stream: wire.StreamComponent, component: 0, mem: p.Rows})
 		}
 		return m, srcs, nil
 	}

@@ -11,15 +11,15 @@ import (
 )
 
 func newBenchMemoryCmd() *cobra.Command {
-	var dir, transport, partSize, profiles string
+	var dir, transport, partSize, profiles, format string
 	var counts []int64
 	var runs int
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "memory [--partitions 500000,2000000,20000000] [--partition-size 128] [--transport tls|quic|tcp] [--dir D] [--runs N] [--json]",
+		Use:   "memory [--partitions 500000,2000000,20000000] [--partition-size 128] [--format oa|da|...] [--transport tls|quic|tcp] [--dir D] [--runs N] [--json]",
 		Short: "Peak RSS of the sender and receiver of a half-ring fetch against the parent's partition count",
 		Long: `Generate (or reuse) one parent per partition count (--partition-size bytes per partition, LZ4,
-16 KiB chunks) in D and fetch two non-adjacent quarters of its ring from a 'sluice run' node
+16 KiB chunks, sstable version --format: oa is BIG, da BTI) in D and fetch two non-adjacent quarters of its ring from a 'sluice run' node
 with 'sluice stream fetch', separate processes on 127.0.0.1. Prints per parent: partitions,
 payload, MB/s, and each side's peak RSS read from outside the process (VmHWM: the node's after
 the fetch, the receiver's at its exit), with the growth from the first parent.`,
@@ -39,7 +39,7 @@ the fetch, the receiver's at its exit), with the growth from the first parent.`,
 				return err
 			}
 			rows, err := bench.Memory(cmd.Context(), bench.MemoryOptions{Dir: dir, Partitions: counts, PartitionSize: int(ps),
-				Transport: transport, Runs: runs, Exe: exe, ProfileDir: profiles, Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
+				Version: format, Transport: transport, Runs: runs, Exe: exe, ProfileDir: profiles, Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
 			if err != nil {
 				return fmt.Errorf("bench memory: %w", err)
 			}
@@ -61,6 +61,7 @@ the fetch, the receiver's at its exit), with the growth from the first parent.`,
 	f := cmd.Flags()
 	f.Int64SliceVar(&counts, "partitions", []int64{500_000, 2_000_000, 20_000_000}, "parents' partition counts")
 	f.StringVar(&partSize, "partition-size", "128", "partition size of the generated parents")
+	f.StringVar(&format, "format", "oa", "sstable version of the generated parents (oa: BIG, da: BTI)")
 	f.StringVar(&transport, "transport", "tls", "data plane: quic, tls or tcp")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parents (reused between runs) and the fetched copies")
 	f.IntVar(&runs, "runs", 1, "fetches per parent (medians are printed)")

@@ -20,6 +20,7 @@ type MemoryOptions struct {
 	Partitions []int64
 	// PartitionSize is every parent's partition size (small, so that many partitions fit).
 	PartitionSize int
+	Version       string // the parents' sstable version (default oa)
 	Transport     string // quic, tls or tcp
 	Runs          int
 	Exe           string   // the sluice binary that runs the node and the receiver
@@ -85,7 +86,7 @@ func memoryOnce(ctx context.Context, o MemoryOptions, n int64) (MemoryRow, error
 	if so.Timeout <= 0 {
 		so.Timeout = 2*time.Minute + time.Duration(n/100_000)*time.Second
 	}
-	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: size, PartitionSize: o.PartitionSize, Logf: o.Logf})
+	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: size, PartitionSize: o.PartitionSize, Version: o.Version, Logf: o.Logf})
 	if err != nil {
 		return MemoryRow{}, err
 	}

@@ -35,6 +35,8 @@ type SplitOptions struct {
 	// PartitionSize is the generated parent's partition size (default 64 KiB, the seed
 	// workload's); small ones make a many-partition parent, where the index pass dominates.
 	PartitionSize int
+	// Version is the generated parent's sstable version (default oa, BIG).
+	Version string
 	// Exe, when set, times each split as a whole process from outside: `Exe sstable split
 	// PARENT --ways N --mode M [--no-digest]`, wall from fork to exit, CPU and device I/O from
 	// the child's rusage (the issue's measurement: process start, parsing and the --ways
@@ -202,10 +204,19 @@ type splitSample struct {
 
 // parentFor reuses a parent generated earlier in dir for the same size, or generates one.
 func parentFor(ctx context.Context, dir string, o SplitOptions) (descriptor.Descriptor, error) {
-	v, _ := version.ParseWritable("oa")
+	if o.Version == "" {
+		o.Version = "oa"
+	}
+	v, err := version.ParseWritable(o.Version)
+	if err != nil {
+		return descriptor.Descriptor{}, err
+	}
 	root := filepath.Join(dir, fmt.Sprintf("parent-%d", o.Size))
 	if o.PartitionSize > 0 {
 		root += fmt.Sprintf("-p%d", o.PartitionSize)
+	}
+	if o.Version != "oa" {
+		root += "-" + o.Version
 	}
 	tdir := gen.TableDir(root, "sluice", "stress")
 	if ds, err := descriptor.List(tdir); err == nil && len(ds) == 1 {

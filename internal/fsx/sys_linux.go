@@ -50,3 +50,8 @@ func errnoIn(err error, set ...unix.Errno) bool {
 func cloneUnsupported(err error) bool {
 	return errnoIn(err, unix.EOPNOTSUPP, unix.ENOTTY, unix.ENOSYS, unix.EXDEV, unix.EINVAL, unix.EPERM)
 }
+
+// openUnnamed opens an O_TMPFILE in dir: a file with no name, freed when closed.
+func openUnnamed(dir string) (*os.File, error) {
+	return os.OpenFile(dir, unix.O_TMPFILE|os.O_RDWR, 0o600)
+}

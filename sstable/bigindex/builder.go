@@ -2,27 +2,39 @@ package bigindex
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 
 	"github.com/sluicedb/sluice/sstable/encoding"
 )
 
 // SummaryBuilder builds a Summary.db at the full sampling level from a pass over Index.db, as
 // Cassandra's IndexSummaryBuilder does when it writes or rebuilds one: the partitions at
-// ordinals 0, minIndexInterval, 2*minIndexInterval, ... are sampled. Only the sampled keys are
-// copied (into one growing arena), so a pass over a large index keeps little memory.
+// ordinals 0, minIndexInterval, 2*minIndexInterval, ... are sampled.
+//
+// Each sample is kept already encoded as its Summary.db entry (key, then the Index.db
+// position), back to back, plus its length: Encode then needs no per-sample work and no second
+// copy. With SpillTo, the encoded entries leave memory for a file whenever they pass
+// spillBytes, so that what a builder holds does not grow with the partition count but by 4
+// bytes per sample (one per 128 partitions by default): the length Summary.db's offsets are
+// made from.
 //
 // A SummaryBuilder is not safe for concurrent use.
 type SummaryBuilder struct {
-	interval  int64
-	keys      []byte  // sampled keys, back to back
-	keyEnds   []int   // end of each sampled key in keys
-	positions []int64 // Index.db position of each sampled entry
-	written   int64   // partitions seen
-	next      int64   // ordinal of the next sample; -1 once sampling has stopped
-	expect    int64   // samples Expect announced, to size the key arena from the first key
+	interval int64
+	entries  []byte   // encoded samples not spilled yet
+	sizes    []uint32 // each sample's encoded length: len(key) + 8
+	written  int64    // partitions seen
+	next     int64    // ordinal of the next sample; -1 once sampling has stopped
+	expect   int64    // samples Expect announced, to size the arena from the first key
+
+	open    func() (*os.File, error) // where spilled entries go; nil keeps them in memory
+	spill   *os.File
+	spilled int64 // bytes of entries in spill
+	err     error // the first spill failure, reported by Encode
 }
 
 // maxExpectedSamples bounds what Expect reserves, whatever count it is told (a count may come
@@ -32,17 +44,25 @@ const (
 	maxExpectedKeyBytes = 64 << 20
 )
 
+// spillBytes is how many encoded entries a spilling builder keeps in memory.
+var spillBytes = 256 << 10 // a variable for the tests
+
 // Expect sizes the builder for about n partitions, so that sampling a large index neither
-// grows (copying) its arrays nor leaves the grown-out copies as garbage; the key arena is sized
-// from the first key. A wrong n costs only growth or spare capacity.
+// grows (copying) its arrays nor leaves the grown-out copies as garbage; the entry arena is
+// sized from the first key. A wrong n costs only growth or spare capacity.
 func (sb *SummaryBuilder) Expect(n int64) {
 	if n <= 0 || sb.written > 0 {
 		return
 	}
 	sb.expect = min(n/sb.interval+1, maxExpectedSamples)
-	sb.keyEnds = make([]int, 0, sb.expect)
-	sb.positions = make([]int64, 0, sb.expect)
+	sb.sizes = make([]uint32, 0, sb.expect)
 }
+
+// SpillTo makes the builder move its encoded samples into the file open returns (opened on
+// the first spill, read back by Encode, closed by Encode or Close), keeping at most
+// spillBytes of them in memory. open should return a file nobody else sees, such as
+// fsx.Scratch's. Call it before the first Add.
+func (sb *SummaryBuilder) SpillTo(open func() (*os.File, error)) { sb.open = open }
 
 // NewSummaryBuilder returns a builder for the table parameter min_index_interval (<= 0 means
 // DefaultMinIndexInterval).
@@ -61,13 +81,16 @@ func (sb *SummaryBuilder) Add(key []byte, indexPosition int64) {
 		// that summary covers only a prefix of the sstable; reproduce that rather than fail.
 		entry := int64(len(key)) + 8
 		if sb.entriesLen()+entry <= math.MaxInt32 {
-			if sb.keys == nil && sb.expect > 0 {
-				sb.keys = make([]byte, 0, min(sb.expect*int64(len(key)), maxExpectedKeyBytes))
+			if sb.entries == nil {
+				sb.entries = make([]byte, 0, sb.arenaSize(entry))
 			}
-			sb.keys = append(sb.keys, key...)
-			sb.keyEnds = append(sb.keyEnds, len(sb.keys))
-			sb.positions = append(sb.positions, indexPosition)
+			sb.entries = append(sb.entries, key...)
+			sb.entries = binary.LittleEndian.AppendUint64(sb.entries, uint64(indexPosition))
+			sb.sizes = append(sb.sizes, uint32(entry))
 			sb.next += sb.interval
+			if sb.open != nil && len(sb.entries) >= spillBytes {
+				sb.spillEntries()
+			}
 		} else {
 			sb.next = -1
 		}
@@ -75,36 +98,52 @@ func (sb *SummaryBuilder) Add(key []byte, indexPosition int64) {
 	sb.written++
 }
 
-func (sb *SummaryBuilder) entriesLen() int64 { return int64(len(sb.keys)) + 8*int64(len(sb.positions)) }
+// arenaSize is the first capacity of the entry arena: what Expect announced (at the first
+// entry's size), bounded, or spillBytes and a little when spilling.
+func (sb *SummaryBuilder) arenaSize(entry int64) int64 {
+	if sb.open != nil {
+		return int64(spillBytes) + entry
+	}
+	return min(sb.expect*entry, maxExpectedKeyBytes)
+}
+
+// spillEntries appends the arena to the spill file and empties it. A failure is kept for
+// Encode, which returns it, and ends the sampling.
+func (sb *SummaryBuilder) spillEntries() {
+	if sb.err != nil {
+		return
+	}
+	if sb.spill == nil {
+		if sb.spill, sb.err = sb.open(); sb.err != nil {
+			sb.err = fmt.Errorf("bigindex: summary spill: %w", sb.err)
+			sb.next = -1 // Encode fails: sample no more
+			return
+		}
+	}
+	if _, err := sb.spill.Write(sb.entries); err != nil {
+		sb.err = fmt.Errorf("bigindex: summary spill %s: %w", sb.spill.Name(), err)
+		sb.next = -1
+		return
+	}
+	sb.spilled += int64(len(sb.entries))
+	sb.entries = sb.entries[:0]
+}
+
+func (sb *SummaryBuilder) entriesLen() int64 { return sb.spilled + int64(len(sb.entries)) }
 
 // Count is the number of partitions added so far.
 func (sb *SummaryBuilder) Count() int64 { return sb.written }
 
-// Build returns the summary of everything added, with first and last (aliased, not copied) as
-// the sstable's first and last partition keys. Entry keys alias the builder's arena, which the
-// builder never modifies again: it may be reused only by building a new one.
-func (sb *SummaryBuilder) Build(first, last []byte) *Summary {
-	s := &Summary{
-		MinIndexInterval:   int32(sb.interval),
-		SamplingLevel:      BaseSamplingLevel,
-		SizeAtFullSampling: int32((sb.written + sb.interval - 1) / sb.interval),
-		Entries:            make([]SummaryEntry, len(sb.positions)),
-		First:              first,
-		Last:               last,
+// Encode writes the Summary.db of everything added (see ParseSummary), with first and last as
+// the sstable's first and last partition keys, through a small buffer and the spilled entries
+// read back in pieces: on a child of millions of partitions nothing is built beside the
+// samples. It closes the spill file; the builder is done.
+func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) (err error) {
+	defer func() { err = errors.Join(err, sb.Close()) }()
+	if sb.err != nil {
+		return sb.err
 	}
-	start := 0
-	for i, end := range sb.keyEnds {
-		s.Entries[i] = SummaryEntry{Key: sb.keys[start:end:end], IndexPosition: sb.positions[i]}
-		start = end
-	}
-	return s
-}
-
-// Encode writes the Summary.db Build(first, last).Append would, straight from the builder's
-// arena through a small buffer: on a child of millions of partitions the entries and their
-// encoding would otherwise be two more copies of the samples at once.
-func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) error {
-	n := len(sb.positions)
+	n := len(sb.sizes)
 	buf := make([]byte, 0, 64<<10)
 	flush := func(force bool) error {
 		if len(buf) < 60<<10 && !force {
@@ -114,99 +153,39 @@ func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) error {
 		buf = buf[:0]
 		return err
 	}
-	buf = appendSummaryHeader(buf, int32(sb.interval), n, int64(12*n+len(sb.keys)), BaseSamplingLevel,
+	buf = appendSummaryHeader(buf, int32(sb.interval), n, int64(4*n)+sb.entriesLen(), BaseSamplingLevel,
 		int32((sb.written+sb.interval-1)/sb.interval))
 	off := uint32(4 * n)
-	start := 0
-	for _, end := range sb.keyEnds {
+	for _, size := range sb.sizes {
 		buf = binary.LittleEndian.AppendUint32(buf, off)
-		off += uint32(end - start + 8)
-		start = end
+		off += size
 		if err := flush(false); err != nil {
 			return err
 		}
 	}
-	start = 0
-	for i, end := range sb.keyEnds {
-		buf = append(buf, sb.keys[start:end]...)
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(sb.positions[i]))
-		start = end
-		if err := flush(false); err != nil {
-			return err
+	if err := flush(true); err != nil {
+		return err
+	}
+	if sb.spilled > 0 {
+		if _, err := io.CopyBuffer(w, io.NewSectionReader(sb.spill, 0, sb.spilled), buf[:cap(buf)]); err != nil {
+			return fmt.Errorf("bigindex: summary spill %s: %w", sb.spill.Name(), err)
 		}
 	}
-	buf = encoding.AppendIntBytes(buf, first)
+	if _, err := w.Write(sb.entries); err != nil {
+		return err
+	}
+	buf = encoding.AppendIntBytes(buf[:0], first)
 	buf = encoding.AppendIntBytes(buf, last)
 	return flush(true)
 }
 
-// Mismatch is one disagreement between a Summary.db and its Index.db.
-type Mismatch struct {
-	Sample      int   // index of the summary sample, or -1 for first/last and counts
-	IndexOffset int64 // Index.db offset concerned, or -1
-	What        string
-}
-
-func (m Mismatch) String() string {
-	return fmt.Sprintf("summary sample %d, index offset %d: %s", m.Sample, m.IndexOffset, m.What)
-}
-
-// VerifySummary checks a parsed Summary.db against a full pass over its Index.db:
-//   - every sample's position is the offset of an Index.db entry, in order, and the sample's key
-//     equals that entry's key;
-//   - first and last equal the first and last Index.db keys;
-//   - at the full sampling level, sample i is the partition at ordinal i*MinIndexInterval and
-//     SizeAtFullSampling is ceil(partitions / MinIndexInterval), as Cassandra builds them.
-//
-// It returns every mismatch found (nil when they agree) and the source's error, if the pass
-// over Index.db failed; mismatches found before the failure are still returned.
-func VerifySummary(s *Summary, src Source) ([]Mismatch, error) {
-	var out []Mismatch
-	add := func(sample int, off int64, format string, args ...any) {
-		out = append(out, Mismatch{Sample: sample, IndexOffset: off, What: fmt.Sprintf(format, args...)})
+// Close releases the spill file, if any; Encode calls it. It may be called more than once,
+// also by a caller abandoning the builder.
+func (sb *SummaryBuilder) Close() error {
+	if sb.spill == nil {
+		return nil
 	}
-	full := s.SamplingLevel == BaseSamplingLevel && s.MinIndexInterval > 0
-	next := 0
-	var ordinal int64
-	var first, last []byte // last is copied: a Scanner's entries die at the next Next
-	for src.Next() {
-		e := src.Entry()
-		if ordinal == 0 {
-			first = append([]byte(nil), e.Key...)
-		}
-		last = append(last[:0], e.Key...)
-		for next < len(s.Entries) && s.Entries[next].IndexPosition < e.Offset {
-			add(next, s.Entries[next].IndexPosition, "no index entry starts at this position")
-			next++
-		}
-		if next < len(s.Entries) && s.Entries[next].IndexPosition == e.Offset {
-			if string(s.Entries[next].Key) != string(e.Key) {
-				add(next, e.Offset, "sample key %x, index key %x", s.Entries[next].Key, e.Key)
-			}
-			if full && ordinal != int64(next)*int64(s.MinIndexInterval) {
-				add(next, e.Offset, "sample is partition %d, want %d at full sampling", ordinal, int64(next)*int64(s.MinIndexInterval))
-			}
-			next++
-		}
-		ordinal++
-	}
-	if err := src.Err(); err != nil {
-		return out, err
-	}
-	for ; next < len(s.Entries); next++ {
-		add(next, s.Entries[next].IndexPosition, "position is past the last index entry")
-	}
-	if string(s.First) != string(first) {
-		add(-1, -1, "first key %x, index first %x", s.First, first)
-	}
-	if string(s.Last) != string(last) {
-		add(-1, -1, "last key %x, index last %x", s.Last, last)
-	}
-	if full {
-		interval := int64(s.MinIndexInterval)
-		if want := (ordinal + interval - 1) / interval; int64(s.SizeAtFullSampling) != want || int64(len(s.Entries)) != want {
-			add(-1, -1, "%d samples, size at full sampling %d, want %d for %d partitions", len(s.Entries), s.SizeAtFullSampling, want, ordinal)
-		}
-	}
-	return out, nil
+	err := sb.spill.Close()
+	sb.spill = nil
+	return err
 }

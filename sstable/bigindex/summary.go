@@ -21,7 +21,7 @@ type SummaryEntry struct {
 }
 
 // Summary is a parsed Summary.db (the BIG index summary). Keys alias the bytes it was parsed
-// from (or, from a SummaryBuilder, the builder's own copies).
+// from.
 type Summary struct {
 	MinIndexInterval   int32
 	SamplingLevel      int32

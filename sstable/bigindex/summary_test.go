@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable/encoding"
 )
 
@@ -59,10 +62,6 @@ func TestSummaryRebuiltFromIndexIsByteIdentical(t *testing.T) {
 		if it.Err() != nil {
 			t.Fatal(it.Err())
 		}
-		got := sb.Build(first, last).Append(nil)
-		if !bytes.Equal(got, raw) {
-			t.Fatalf("%s: rebuilt summary\n%x\nwant\n%x", f.Name, got, raw)
-		}
 		var w bytes.Buffer
 		if err := sb.Encode(&w, first, last); err != nil || !bytes.Equal(w.Bytes(), raw) {
 			t.Fatalf("%s: encoded summary\n%x\nwant\n%x (%v)", f.Name, w.Bytes(), raw, err)
@@ -81,7 +80,7 @@ func TestSummaryBuilderSamplesEveryIntervalAndCopiesKeys(t *testing.T) {
 			key[0] = byte('a' + i)
 			sb.Add(key, int64(100*i)) // the caller reuses key: sampled keys must be copies
 		}
-		s := sb.Build([]byte("a"), []byte("j"))
+		s := encodeParse(t, sb, []byte("a"), []byte("j"))
 		var got []string
 		for _, e := range s.Entries {
 			got = append(got, string(e.Key)+":"+string(rune('0'+e.IndexPosition/100)))
@@ -200,20 +199,74 @@ func TestParseSummaryRejectsInconsistentLayouts(t *testing.T) {
 	}
 }
 
-// Encode writes what Build and Append make, also for a summary many write buffers long.
-func TestSummaryBuilderEncodeIsBuildAppend(t *testing.T) {
-	sb := NewSummaryBuilder(4)
+// A builder that spills writes the Summary.db one that keeps its samples in memory writes, and
+// what it holds in memory is its unspilled tail and 4 bytes per sample.
+func TestSummaryBuilderSpillsIntoAnUnnamedFileAndEncodesTheSame(t *testing.T) {
+	defer func(old int) { spillBytes = old }(spillBytes)
+	spillBytes = 1000
+	dir := t.TempDir()
+	opened := 0
+	kept, spilling := NewSummaryBuilder(4), NewSummaryBuilder(4)
+	spilling.SpillTo(func() (*os.File, error) { opened++; return fsx.Scratch(dir) })
 	key := make([]byte, 0, 32)
 	for i := range 100_000 {
 		key = fmt.Appendf(key[:0], "key-%08d-%d", i, i%7)
-		sb.Add(key, int64(30*i))
+		kept.Add(key, int64(30*i))
+		spilling.Add(key, int64(30*i))
 	}
-	want := sb.Build([]byte("first"), []byte("last")).Append(nil)
-	var w bytes.Buffer
-	if err := sb.Encode(&w, []byte("first"), []byte("last")); err != nil {
+	if opened != 1 || len(spilling.entries) >= spillBytes+32 || spilling.spilled == 0 {
+		t.Fatalf("opened %d spill files, %d bytes of entries in memory, %d spilled", opened, len(spilling.entries), spilling.spilled)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("the spill file has a name: %v", names)
+	}
+	var want, got bytes.Buffer
+	if err := kept.Encode(&want, []byte("first"), []byte("last")); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(w.Bytes(), want) {
-		t.Fatalf("encoded %d bytes differ from Build+Append's %d", w.Len(), len(want))
+	if err := spilling.Encode(&got, []byte("first"), []byte("last")); err != nil {
+		t.Fatal(err)
 	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("spilled summary of %d bytes differs from the in-memory one of %d", got.Len(), want.Len())
+	}
+	s, err := ParseSummary(want.Bytes())
+	if err != nil || len(s.Entries) != 25_000 || !bytes.Equal(s.Append(nil), want.Bytes()) {
+		t.Fatalf("%d samples, %v", len(s.Entries), err)
+	}
+	if spilling.spill != nil {
+		t.Fatal("Encode left the spill file open")
+	}
+}
+
+// A spill that cannot be opened fails Encode with the reason, not a short summary.
+func TestSummaryBuilderSpillFailureFailsEncode(t *testing.T) {
+	defer func(old int) { spillBytes = old }(spillBytes)
+	spillBytes = 100
+	sb := NewSummaryBuilder(1)
+	sb.SpillTo(func() (*os.File, error) { return nil, errors.New("disk on fire") })
+	for i := range 1000 {
+		sb.Add(fmt.Appendf(nil, "key-%d", i), int64(i))
+	}
+	err := sb.Encode(io.Discard, []byte("a"), []byte("b"))
+	if err == nil || !strings.Contains(err.Error(), "summary spill: disk on fire") {
+		t.Fatalf("got %v", err)
+	}
+	if len(sb.sizes) > 20 {
+		t.Fatalf("kept sampling after the spill failed: %d samples", len(sb.sizes))
+	}
+}
+
+// encodeParse is sb's Summary.db, parsed.
+func encodeParse(t *testing.T, sb *SummaryBuilder, first, last []byte) *Summary {
+	t.Helper()
+	var w bytes.Buffer
+	if err := sb.Encode(&w, first, last); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSummary(w.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

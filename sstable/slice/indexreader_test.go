@@ -14,16 +14,23 @@ import (
 )
 
 // IndexReader produces, in pieces, exactly the index slice Partials gathers in memory, for
-// BIG and BTI children of one and of several runs; IndexLater gathers only its length; a
-// reader whose pass disagrees with the planned length fails instead of sending short.
+// BIG and BTI children of one and of several runs, with and without promoted (row) indexes;
+// IndexLater gathers only its length and the parent's partition count (for BIG in the plan's
+// own pass); a reader whose pass disagrees with the planned length fails instead of sending
+// short.
 func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 	old := indexPiece
 	indexPiece = 1000 // many pieces per slice
 	defer func() { indexPiece = old }()
-	for _, vn := range []string{"oa", "da"} {
+	for _, tc := range []struct {
+		vn         string
+		partitions int64
+		size, row  int
+	}{{"oa", 3000, 512, 128}, {"da", 3000, 512, 128}, {"oa", 300, 16 << 10, 512}, {"da", 300, 16 << 10, 512}} {
+		vn := tc.vn
 		v, _ := version.ParseWritable(vn)
 		res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), vn), gen.Options{Version: v,
-			Partitions: 3000, PartitionSize: 512, RowSize: 128, Seed: 8})
+			Partitions: tc.partitions, PartitionSize: tc.size, RowSize: tc.row, IndexBlockSize: 4 << 10, Seed: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,6 +56,12 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 				if later[i].Index != nil || later[i].IndexLength != int64(len(held[i].Index)) || held[i].IndexLength != int64(len(held[i].Index)) {
 					t.Fatalf("%s %s: child %d: later %d bytes held / %d long, gathered %d", vn, spec, i, len(later[i].Index), later[i].IndexLength, len(held[i].Index))
 				}
+				if later[i].ParentPartitions != tc.partitions || held[i].ParentPartitions != tc.partitions {
+					t.Fatalf("%s %s: child %d: parent of %d partitions counted %d (later), %d (held)", vn, spec, i, tc.partitions, later[i].ParentPartitions, held[i].ParentPartitions)
+				}
+				if later[i].Plan.IndexBytes != 0 && later[i].Plan.IndexBytes != later[i].IndexLength {
+					t.Fatalf("%s %s: child %d: plan measured %d bytes, partial says %d", vn, spec, i, later[i].Plan.IndexBytes, later[i].IndexLength)
+				}
 				r, err := IndexReader(parent, later[i])
 				if err != nil {
 					t.Fatal(err)
@@ -66,6 +79,21 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 				t.Errorf("%s: a slice longer than planned read without error: %v", vn, err)
 			}
 			r.Close()
+			if v.Format == version.Big {
+				// The plan's pass located each run's entries in Index.db; the reader reads only
+				// those, and entries that are not the planned partitions fail it.
+				moved := later[0]
+				moved.Plan.Runs = append([]RunPlan(nil), moved.Plan.Runs...)
+				if moved.Plan.Runs[0].IndexHi == 0 {
+					t.Fatalf("%s %s: a BIG run planned without its Index.db entries", vn, spec)
+				}
+				moved.Plan.Runs[0].Partitions++
+				r, _ = IndexReader(parent, moved)
+				if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "planned") {
+					t.Errorf("%s: a run of other entries than planned read without error: %v", vn, err)
+				}
+				r.Close()
+			}
 			r, _ = IndexReader(parent, later[0]) // closed before the end: the pass stops
 			r.Read(make([]byte, 10))
 			r.Close()

@@ -138,6 +138,9 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 		b.index = indexWriters.Get().(*bufio.Writer)
 		b.index.Reset(f)
 		b.summary = bigindex.NewSummaryBuilder(spec.MinIndexInterval)
+		// Samples beyond a few hundred KiB wait in an unnamed file beside the child: the
+		// receiver of a child of any partition count then holds 4 bytes per sample.
+		b.summary.SpillTo(func() (*os.File, error) { return fsx.Scratch(inst.Dir()) })
 	}
 	return b, nil
 }

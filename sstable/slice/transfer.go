@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"runtime"
+	"sync"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -47,24 +50,36 @@ type PartialOptions struct {
 	IndexLater bool
 }
 
-// Partials plans the children of parent for ranges and gathers, in one index pass, what each
-// needs shipped. Data.db bytes are not read: the caller sends the segments itself. With
-// OnePerParent, reason says why the runs stayed separate children, when they did.
+// Partials plans the children of parent for ranges and gathers what each needs shipped.
+// Data.db bytes are not read: the caller sends the segments itself. With OnePerParent, reason
+// says why the runs stayed separate children, when they did.
+//
+// Index passes: with IndexLater on a BIG parent, one (planMeasured: the plan, the slices'
+// lengths and the parent's partition count together); otherwise two, the plan and then
+// gatherIndex, which makes the slices (or, BTI, the rows slices and the lengths, which depend
+// on the rows slices' layout).
 func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, err error) {
 	ps, err := NewPieces(parent.Partitioner, ranges)
 	if err != nil {
 		return nil, "", err
 	}
-	plans, err := PlanTable(parent, ps, ranges)
+	spec, err := SpecOf(parent)
+	if err != nil {
+		return nil, "", err
+	}
+	measured := opts.IndexLater && parent.Version().Format == version.Big
+	var plans []ChildPlan
+	var partitions int64
+	if measured {
+		plans, partitions, err = planMeasured(parent, ps, ranges)
+	} else {
+		plans, err = PlanTable(parent, ps, ranges)
+	}
 	if err != nil {
 		return nil, "", err
 	}
 	if opts.OnePerParent && len(plans) > 0 {
 		plans, reason = OnePerParent(parent, plans, ModeCopy, opts.Bounds)
-	}
-	spec, err := SpecOf(parent)
-	if err != nil {
-		return nil, "", err
 	}
 	out = make([]Partial, len(plans))
 	for i, p := range plans {
@@ -73,12 +88,173 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 		if parent.Compression != nil {
 			out[i].Info = out[i].Layout.Info(parent.Compression)
 		}
+		if measured {
+			out[i].IndexLength, out[i].ParentPartitions = p.IndexBytes, partitions
+		}
+	}
+	if measured {
+		return out, reason, nil
 	}
 	keep := func(k int, rec []byte) error { out[k].Index = append(out[k].Index, rec...); return nil }
 	if opts.IndexLater {
 		keep = nil
 	}
 	return out, reason, gatherIndex(parent, spec, out, keep)
+}
+
+// planMeasured is PlanTable for a BIG parent, measuring in the same pass each child's index
+// slice (ChildPlan.IndexBytes), recording where each run's entries lie in Index.db
+// (RunPlan.IndexLo/IndexHi, so that IndexReader reads only those) and counting the parent's
+// partitions. A BIG record carries no Rows.db position (its indexPos is always -1), so its
+// length is known from the index entry alone, whatever the children's grouping; IndexReader
+// checks the length when it makes the slice.
+//
+// For small partitions this pass is the sender's largest cost before it can announce
+// anything, and the receiver waits idle through it: a large index is cut at Summary.db
+// samples into parts planned in parallel (Planner.Append joins them). Parts that do not meet
+// exactly (a sample not at an entry's start) fail their scan, and the plan is then made by
+// one pass, which reports what is wrong with the index, if anything.
+func planMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, int64, error) {
+	return planMeasuredIn(parent, ps, ranges, min(runtime.GOMAXPROCS(0), maxPlanParts))
+}
+
+// planMeasuredIn is planMeasured in at most parts parts.
+func planMeasuredIn(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, parts int) ([]ChildPlan, int64, error) {
+	fi, err := os.Stat(parent.Path(descriptor.Index))
+	if err != nil {
+		return nil, 0, err
+	}
+	size := fi.Size()
+	var m *measuredPass
+	if cuts := indexCuts(parent, size, parts); len(cuts) > 0 {
+		m = planParts(parent, ps, append(append([]int64{0}, cuts...), size))
+	}
+	if m == nil {
+		m = newMeasuredPass(ps)
+		if err := parent.ScanPartitions(m.add); err != nil {
+			return nil, 0, err
+		}
+		m.end(size)
+	}
+	plans := m.pl.Finish(ranges, parent.DataLength())
+	for k := range plans {
+		plans[k].IndexBytes = m.bytes[k]
+		plans[k].Runs[0].IndexLo, plans[k].Runs[0].IndexHi = m.span[k][0], m.span[k][1]
+	}
+	return plans, m.pl.Partitions(), nil
+}
+
+// maxPlanParts bounds the parts of a parallel plan.
+const maxPlanParts = 4
+
+// planPartBytes is the least Index.db a part of a parallel plan is given: below it the pass
+// is short enough as it is. A variable for the tests.
+var planPartBytes int64 = 1 << 20
+
+// indexCuts returns up to parts-1 Index.db offsets, in increasing order inside (0, size), at
+// which Summary.db says entries start, cutting the index into about equal parts of at least
+// planPartBytes; none when the index is too small or its summary unusable.
+func indexCuts(parent *sstable.Table, size int64, parts int) []int64 {
+	parts = min(parts, int(size/planPartBytes))
+	if parts < 2 {
+		return nil
+	}
+	raw, err := os.ReadFile(parent.Path(descriptor.Summary))
+	if err != nil {
+		return nil
+	}
+	sum, err := bigindex.ParseSummary(raw)
+	if err != nil || len(sum.Entries) < parts {
+		return nil
+	}
+	var cuts []int64
+	for i := 1; i < parts; i++ {
+		at := sum.Entries[i*len(sum.Entries)/parts].IndexPosition
+		if at <= 0 || at >= size || (len(cuts) > 0 && at <= cuts[len(cuts)-1]) {
+			return nil
+		}
+		cuts = append(cuts, at)
+	}
+	return cuts
+}
+
+// planParts plans Index.db [bounds[i], bounds[i+1]) for every i on goroutines of their own
+// and joins the parts, or returns nil when a part's scan failed.
+func planParts(parent *sstable.Table, ps *Pieces, bounds []int64) *measuredPass {
+	parts := make([]*measuredPass, len(bounds)-1)
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i := range parts {
+		parts[i] = newMeasuredPass(ps)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = parent.ScanPartitionsIn(bounds[i], bounds[i+1], parts[i].add)
+			parts[i].end(bounds[i+1])
+		}()
+	}
+	wg.Wait()
+	if errors.Join(errs...) != nil {
+		return nil
+	}
+	for _, p := range parts[1:] {
+		parts[0].join(p)
+	}
+	return parts[0]
+}
+
+// measuredPass is planMeasured's state over (a part of) the index: the plan, and by child its
+// slice's length and its entries' span in Index.db.
+type measuredPass struct {
+	pl       *Planner
+	bytes    []int64
+	span     [][2]int64
+	prev     int   // the child of the last partition, or -1
+	firstPos int64 // the data position of the first partition, -1 before it
+}
+
+func newMeasuredPass(ps *Pieces) *measuredPass {
+	return &measuredPass{pl: NewPlanner(ps), prev: -1, firstPos: -1}
+}
+
+func (m *measuredPass) add(p *sstable.Partition) error {
+	if m.firstPos < 0 {
+		m.firstPos = p.Position
+	}
+	k := m.pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
+	if k != m.prev {
+		m.end(p.IndexPos)
+		if k >= 0 { // a new child: Add appends them
+			m.span, m.bytes = append(m.span, [2]int64{p.IndexPos, 0}), append(m.bytes, 0)
+		}
+		m.prev = k
+	}
+	if k >= 0 {
+		m.bytes[k] += int64(indexRecordLength(p.Key, p.Position, -1, p.Promoted))
+	}
+	return nil
+}
+
+// end ends the span of the child open at the last partition at Index.db offset off.
+func (m *measuredPass) end(off int64) {
+	if m.prev >= 0 {
+		m.span[m.prev][1] = off
+	}
+}
+
+// join continues m with n, the pass over the part of the index that follows m's (both ended).
+func (m *measuredPass) join(n *measuredPass) {
+	if n.firstPos < 0 {
+		return
+	}
+	bytes, span := n.bytes, n.span
+	if m.pl.Append(n.pl, n.firstPos) {
+		last := len(m.bytes) - 1
+		m.bytes[last] += bytes[0]
+		m.span[last][1] = span[0][1]
+		bytes, span = bytes[1:], span[1:]
+	}
+	m.bytes, m.span = append(m.bytes, bytes...), append(m.span, span...)
 }
 
 // indexPiece is the size of the pieces in which IndexReader produces an index slice.
@@ -98,7 +274,7 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		var buf []byte
 		stopped := errors.New("stopped")
-		err := gatherIndex(parent, spec, one, func(_ int, rec []byte) error {
+		keep := func(_ int, rec []byte) error {
 			buf = append(buf, rec...)
 			if len(buf) >= indexPiece {
 				if !yield(buf) {
@@ -107,7 +283,13 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 				buf = buf[:0] // the reader copied it out before asking for more
 			}
 			return nil
-		})
+		}
+		var err error
+		if parent.Version().Format == version.Big && runsLocated(p.Plan.Runs) {
+			err = runsIndex(parent, p.Plan.Runs, keep)
+		} else {
+			err = gatherIndex(parent, spec, one, keep)
+		}
 		if err == nil && len(buf) > 0 {
 			yield(buf)
 		}
@@ -151,6 +333,51 @@ func (r *indexReader) Read(p []byte) (int, error) {
 }
 
 func (r *indexReader) Close() error { r.stop(); return nil }
+
+// runsLocated says whether every run knows where its entries lie in Index.db.
+func runsLocated(runs []RunPlan) bool {
+	for _, r := range runs {
+		if r.IndexHi <= r.IndexLo {
+			return false
+		}
+	}
+	return len(runs) > 0
+}
+
+// runsIndex hands keep the index records of a BIG parent's runs (child 0), reading only the
+// runs' entries of Index.db: a pass over the child, not over the parent. A run whose entries
+// are not its planned partitions (the index changed under the plan) is an error.
+func runsIndex(parent *sstable.Table, runs []RunPlan, keep func(k int, rec []byte) error) error {
+	path := parent.Path(descriptor.Index)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var rec []byte
+	for _, r := range runs {
+		sc := bigindex.NewScannerAt(f, r.IndexLo, r.IndexHi, int(min(r.IndexHi-r.IndexLo, indexBuffer)))
+		var n int64
+		for sc.Next() {
+			e := sc.Entry()
+			rec = AppendIndexRecord(rec[:0], e.Key, e.Position, -1, e.Promoted)
+			if err := keep(0, rec); err != nil {
+				return err
+			}
+			n++
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if n != r.Partitions {
+			return fmt.Errorf("slice: %s holds %d entries at [%d, %d), planned %d partitions", path, n, r.IndexLo, r.IndexHi, r.Partitions)
+		}
+	}
+	return nil
+}
+
+// indexBuffer bounds runsIndex's read buffer.
+const indexBuffer = 256 << 10
 
 // gatherIndex measures the index (and fills the BTI rows) slices of out in one index pass,
 // handing each child's records to keep (k is the child), when keep is set.
@@ -233,6 +460,12 @@ func AppendIndexRecord(dst, key []byte, position, indexPos int64, promoted []byt
 	dst = encoding.AppendUVint(dst, uint64(position))
 	dst = encoding.AppendVint(dst, indexPos)
 	return encoding.AppendVintBytes(dst, promoted)
+}
+
+// indexRecordLength is len(AppendIndexRecord(nil, key, position, indexPos, promoted)).
+func indexRecordLength(key []byte, position, indexPos int64, promoted []byte) int {
+	return encoding.UVintSize(uint64(len(key))) + len(key) + encoding.UVintSize(uint64(position)) +
+		encoding.VintSize(indexPos) + encoding.UVintSize(uint64(len(promoted))) + len(promoted)
 }
 
 // ForEachIndexRecord decodes an index slice, calling fn with each partition (token computed
@@ -345,18 +578,25 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 	return &PartialRebuild{b: b, p: spec.Partitioner, prevPos: -1}, nil
 }
 
-// Write takes the next bytes of the index slice, cut anywhere.
+// Write takes the next bytes of the index slice, cut anywhere. A record cut by the previous
+// Write is completed from as few of b's first bytes as it needs (doubling what it takes), and
+// the rest of b is read where it is: a frame is not copied to finish one record.
 func (r *PartialRebuild) Write(b []byte) error {
-	buf := b
-	if len(r.carry) > 0 {
-		r.carry = append(r.carry, b...)
-		buf = r.carry
+	for len(r.carry) > 0 && len(b) > 0 {
+		k := min(len(b), max(256, len(r.carry)))
+		r.carry = append(r.carry, b[:k]...)
+		b = b[k:]
+		n, err := r.records(r.carry, false)
+		if err != nil {
+			return err
+		}
+		r.carry = append(r.carry[:0], r.carry[n:]...)
 	}
-	n, err := r.records(buf, false)
+	n, err := r.records(b, false)
 	if err != nil {
 		return err
 	}
-	r.carry = append(r.carry[:0], buf[n:]...)
+	r.carry = append(r.carry, b[n:]...)
 	return nil
 }
 

@@ -131,14 +131,17 @@ func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte,
 		t.Errorf("LayoutDigest %08x (%v), the received Data.db's CRC32 %08x", want, err, data.Digest)
 	}
 	data.DataLength, data.FileLength, data.HasDigest = lay.DataLength, lay.FileLength, true
-	// The index slice as a receiver gets it: in pieces cut anywhere (7 bytes here, so records
-	// straddle every kind of boundary), each record rebuilt once its end has arrived.
+	// The index slice as a receiver gets it: in pieces cut anywhere (1, 7, 300 and 5000
+	// bytes in turn, so records straddle every kind of boundary, and a record cut short is
+	// completed from a piece both shorter and longer than what it needs), each record rebuilt
+	// once its end has arrived.
 	r, err := NewPartialRebuild(spec, inst, d, lay, pt.Plan.Partitions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for b := pt.Index; len(b) > 0; {
-		k := min(len(b), 7)
+	cuts := []int{1, 7, 300, 5000}
+	for i, b := 0, pt.Index; len(b) > 0; i++ {
+		k := min(len(b), cuts[i%len(cuts)])
 		if err := r.Write(b[:k]); err != nil {
 			t.Fatal(fmt.Errorf("rebuild: %w", err))
 		}

@@ -233,20 +233,29 @@ func summaryCuts(parent *sstable.Table, targets []int64, count int64) (*cutScan,
 	if sum.SamplingLevel != bigindex.BaseSamplingLevel || iv <= 0 || int64(len(sum.Entries)) != (count+iv-1)/iv {
 		return nil, false
 	}
-	tokenOf := func(p *sstable.Partition) token.Token { return cloneToken(parent.Partitioner.Token(p.Key)) }
-	// visit scans from sample j (ordinal j*iv), which must hold the sample's key, while fn
-	// asks for more.
-	visit := func(j int, fn func(p *sstable.Partition) bool) bool {
+	st, err := os.Stat(parent.Path(descriptor.Index))
+	if err != nil {
+		return nil, false
+	}
+	tokenOf := func(p *sstable.Partition) token.Token { return cloneToken(p.Token) }
+	// visit scans from sample j (ordinal j*iv), which must hold the sample's key, up to the
+	// sample two after it (what a cut and the partition after it need), while fn asks for more;
+	// fn gets each partition with its ordinal in the whole index.
+	visit := func(j int, fn func(p *sstable.Partition, ordinal int64) bool) bool {
 		e := sum.Entries[j]
+		end := st.Size()
+		if j+2 < len(sum.Entries) {
+			end = sum.Entries[j+2].IndexPosition
+		}
 		seen := false
-		err := parent.ScanKeysAt(e.IndexPosition, int64(j)*iv, func(p *sstable.Partition) error {
+		err := parent.ScanPartitionsIn(e.IndexPosition, end, func(p *sstable.Partition) error {
 			if !seen {
 				seen = true
 				if !bytes.Equal(p.Key, e.Key) {
 					return errStalePlan
 				}
 			}
-			if !fn(p) {
+			if !fn(p, int64(j)*iv+p.Ordinal) {
 				return errEnough
 			}
 			return nil
@@ -254,7 +263,7 @@ func summaryCuts(parent *sstable.Table, targets []int64, count int64) (*cutScan,
 		return seen && (err == nil || errors.Is(err, errEnough))
 	}
 	sc := &cutScan{count: count, samples: make([]cutSample, 0, len(targets))}
-	if !visit(0, func(p *sstable.Partition) bool {
+	if !visit(0, func(p *sstable.Partition, _ int64) bool {
 		sc.firstPos, sc.firstTok, sc.firstKey = p.Position, tokenOf(p), append([]byte(nil), p.Key...)
 		return false
 	}) {
@@ -262,8 +271,8 @@ func summaryCuts(parent *sstable.Table, targets []int64, count int64) (*cutScan,
 	}
 	for _, c := range targets {
 		found := false
-		if !visit(int(c/iv), func(p *sstable.Partition) bool {
-			switch p.Ordinal {
+		if !visit(int(c/iv), func(p *sstable.Partition, ordinal int64) bool {
+			switch ordinal {
 			case c:
 				sc.samples = append(sc.samples, cutSample{ordinal: c, token: tokenOf(p)})
 				found = true
@@ -279,9 +288,9 @@ func summaryCuts(parent *sstable.Table, targets []int64, count int64) (*cutScan,
 		}
 	}
 	var scanned int64
-	if !visit(len(sum.Entries)-1, func(p *sstable.Partition) bool {
+	if !visit(len(sum.Entries)-1, func(p *sstable.Partition, ordinal int64) bool {
 		sc.lastKey = append(sc.lastKey[:0], p.Key...)
-		scanned = p.Ordinal + 1
+		scanned = ordinal + 1
 		return true
 	}) || scanned != count {
 		return nil, false

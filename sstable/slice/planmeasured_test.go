@@ -1,0 +1,90 @@
+package slice
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/sluicedb/sluice/sstable/bigindex"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// A BIG parent's index planned in parts cut at Summary.db samples, in parallel, gives the plan,
+// slice lengths, Index.db spans and partition count of one pass, for 2 to 4 parts; a summary
+// whose positions are not where entries start makes the parts fail to meet, and the plan is
+// then one pass's.
+func TestPlanMeasuredInPartsIsOnePass(t *testing.T) {
+	old := planPartBytes
+	planPartBytes = 1
+	defer func() { planPartBytes = old }()
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "oa"), gen.Options{Version: v,
+		Partitions: 5000, PartitionSize: 512, RowSize: 128, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := openTable(t, res.Desc.Prefix())
+	for _, spec := range []string{"(-9000000000000000000,-1000000000000000000]",
+		"(-9000000000000000000,-6000000000000000000],(0,3000000000000000000],(5000000000000000000,-9100000000000000000]",
+		"(-100,-100]"} {
+		ranges, err := token.ParseRanges(token.Murmur3, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := NewPieces(parent.Partitioner, ranges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantN, err := planMeasuredIn(parent, ps, ranges, 1)
+		if err != nil || wantN != 5000 || len(want) == 0 {
+			t.Fatalf("%s: one pass: %d children of %d partitions (%v)", spec, len(want), wantN, err)
+		}
+		for parts := 2; parts <= 4; parts++ {
+			fi, _ := os.Stat(parent.Path(descriptor.Index))
+			if cuts := indexCuts(parent, fi.Size(), parts); len(cuts) != parts-1 {
+				t.Fatalf("%s: %d cuts for %d parts", spec, len(cuts), parts)
+			}
+			got, n, err := planMeasuredIn(parent, ps, ranges, parts)
+			if err != nil || n != wantN || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, %d parts: %d partitions (%v)\n got %+v\nwant %+v", spec, parts, n, err, got, want)
+			}
+		}
+	}
+
+	// Every sample one byte past its entry.
+	path := parent.Path(descriptor.Summary)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := bigindex.ParseSummary(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range sum.Entries {
+		sum.Entries[i].IndexPosition++
+	}
+	if err := os.WriteFile(path, sum.Append(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-9000000000000000000,-1000000000000000000]")
+	ps, _ := NewPieces(parent.Partitioner, ranges)
+	fi, _ := os.Stat(parent.Path(descriptor.Index))
+	cuts := indexCuts(parent, fi.Size(), 2)
+	if len(cuts) != 1 || planParts(parent, ps, []int64{0, cuts[0], fi.Size()}) != nil {
+		t.Fatalf("parts cut inside an entry (at %v) met", cuts)
+	}
+	want, wantN, err := planMeasuredIn(parent, ps, ranges, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, n, err := planMeasuredIn(parent, ps, ranges, 2)
+	if err != nil || n != wantN || !reflect.DeepEqual(got, want) {
+		t.Fatalf("misplaced samples: %d partitions (%v)\n got %+v\nwant %+v", n, err, got, want)
+	}
+}
