@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/stats"
@@ -163,3 +164,27 @@ func (t *Table) Close() error {
 // DataFile is the open Data.db, for movers that copy its bytes (reflink, copy_file_range).
 // It belongs to the Table: callers must not close it or move its file position.
 func (t *Table) DataFile() *os.File { return t.data }
+
+// PrefetchIndex asks the kernel to start reading, all at once, the components a whole-index
+// pass over the sstable at path reads (Statistics.db and CompressionInfo.db or CRC.db, which
+// Open parses; the partition index), and returns without waiting. An operation that reads
+// them whole, such as a split, then finds a cold sstable's index streaming from the device
+// while it parses what came first, instead of waiting for each read in turn. It is advice:
+// missing components and failures are ignored.
+func PrefetchIndex(path string) {
+	d, _, err := descriptor.Parse(path)
+	if err != nil {
+		return
+	}
+	for _, c := range []descriptor.Component{descriptor.Statistics, descriptor.CompressionInfo, descriptor.CRC,
+		descriptor.Index, descriptor.Summary, descriptor.Partitions, descriptor.Rows} {
+		f, err := os.Open(d.Path(c))
+		if err != nil {
+			continue
+		}
+		if st, err := f.Stat(); err == nil {
+			fsx.Prefetch(f, 0, st.Size())
+		}
+		f.Close()
+	}
+}

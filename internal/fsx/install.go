@@ -408,7 +408,8 @@ func removeIfExists(path string) error {
 
 // CommitAll commits several installs into one directory as Commit does each, but shares the
 // directory fsyncs between them: every file is synced, every intent record written, then one
-// directory sync; every non-marker renamed, one sync; every marker renamed, one sync. Each
+// directory sync; every non-marker renamed, one sync (none on XFS, see
+// renamesDurableInOrder); every marker renamed, one sync. Each
 // install keeps its own crash consistency (its record, its marker last), and together they
 // publish with three directory syncs instead of three each: what a split into many children
 // spends most of its time on otherwise. On failure every install is rolled back.
@@ -480,7 +481,10 @@ func CommitAll(ins ...*Install) error {
 		}
 	}
 	// Non-markers of every install, one sync, then the markers: a durable marker still implies
-	// a durable set.
+	// a durable set. Where renames become durable in the order they are made (XFS), the
+	// markers follow the other renames without a sync between: a durable marker implies the
+	// renames before it were made durable first, and one device flush is saved.
+	inOrder := renamesDurableInOrder(dir)
 	for _, markers := range []bool{false, true} {
 		for i, in := range ins {
 			order := orders[i]
@@ -499,6 +503,9 @@ func CommitAll(ins ...*Install) error {
 				}
 				f.renamed = true
 			}
+		}
+		if !markers && inOrder {
+			continue
 		}
 		if err := syncDir(dir); err != nil {
 			return fail(err)

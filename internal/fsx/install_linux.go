@@ -48,3 +48,14 @@ func syncFS(dir string) (bool, error) {
 	}
 	return true, nil
 }
+
+// renamesDurableInOrder reports whether dir's file system makes its directory operations
+// durable in the order they were made: XFS, which logs every rename as a transaction, writes
+// transactions to its log in commit order and replays the log in order up to the first
+// incomplete record, so a rename that is durable implies that every rename made before it is.
+// Ext4 (jbd2) behaves alike, but shares its magic number with ext2, which has no journal;
+// other file systems are not assumed to.
+func renamesDurableInOrder(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.XFS_SUPER_MAGIC
+}

@@ -34,5 +34,8 @@ func syncDir(dir string) error {
 // syncFS is unavailable here; callers fsync file by file.
 func syncFS(dir string) (bool, error) { return false, nil }
 
+// renamesDurableInOrder is not assumed on this platform.
+func renamesDurableInOrder(dir string) bool { return false }
+
 // openUnnamed has no O_TMPFILE here; Scratch falls back to a removed temporary file.
 func openUnnamed(string) (*os.File, error) { return nil, errors.ErrUnsupported }

@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"testing"
@@ -144,5 +145,26 @@ func TestParseDigest(t *testing.T) {
 	}
 	if got := string(AppendDigest([]byte("x"), 4294967295)); got != "x4294967295" {
 		t.Errorf("AppendDigest: %q", got)
+	}
+}
+
+// Encode writes exactly Append's bytes, whatever the offset count (none, fewer than one
+// buffer, several buffers, a buffer's worth exactly), for versions with and without
+// maxCompressedLength.
+func TestInfoEncodeIsAppend(t *testing.T) {
+	for _, n := range []int{0, 1, 500, 4<<10/8 - 2, 4 << 10, 33000} {
+		info := &Info{Compressor: LZ4, Options: []Option{{"k", "v"}}, ChunkLength: 16384, MaxCompressedLength: 15000, DataLength: int64(n) * 16384}
+		for i := 0; i < n; i++ {
+			info.Offsets = append(info.Offsets, int64(i)*9000+7)
+		}
+		for _, v := range []version.Version{vMD, vOA} {
+			var w bytes.Buffer
+			if err := info.Encode(&w, v); err != nil {
+				t.Fatal(err)
+			}
+			if want := info.Append(nil, v); !bytes.Equal(w.Bytes(), want) {
+				t.Fatalf("%d offsets, %s: Encode wrote %d bytes, Append %d", n, v.Name, w.Len(), len(want))
+			}
+		}
 	}
 }

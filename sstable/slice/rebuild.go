@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
@@ -124,7 +125,8 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 		if err != nil {
 			return nil, err
 		}
-		b.partitions = bufio.NewWriterSize(f, 256<<10)
+		b.partitions = indexWriters.Get().(*bufio.Writer)
+		b.partitions.Reset(f)
 		b.pib = bti.NewPartitionIndexBuilder(b.partitions)
 		b.rows = rowsSlice{parent: spec.ParentRows}
 		b.rows.begin(rowsCut)
@@ -133,7 +135,8 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 		if err != nil {
 			return nil, err
 		}
-		b.index = bufio.NewWriterSize(f, 256<<10)
+		b.index = indexWriters.Get().(*bufio.Writer)
+		b.index.Reset(f)
 		b.summary = bigindex.NewSummaryBuilder(spec.MinIndexInterval)
 		// Samples beyond a few hundred KiB wait in an unnamed file beside the child: the
 		// receiver of a child of any partition count then holds 4 bytes per sample.
@@ -251,6 +254,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.partitions.Flush(); err != nil {
 			return nil, err
 		}
+		recycle(&indexWriters, &b.partitions)
 		rows := b.rows.bytes()
 		for _, p := range b.patches {
 			e := p.entry
@@ -268,6 +272,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if err := b.index.Flush(); err != nil {
 			return nil, err
 		}
+		recycle(&indexWriters, &b.index)
 		// Encoded from the builder's samples: no entries or encoding held beside the filter.
 		if err := b.writeWith(descriptor.Summary, func(w io.Writer) error { return b.summary.Encode(w, b.first, b.last) }); err != nil {
 			return nil, err
@@ -313,7 +318,7 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 	}
 	written = append(written, descriptor.Statistics)
 	if d.Compression != nil {
-		if err := b.write(descriptor.CompressionInfo, d.Compression.Append(make([]byte, 0, 64+8*len(d.Compression.Offsets)), v)); err != nil {
+		if err := b.writeWith(descriptor.CompressionInfo, func(w io.Writer) error { return d.Compression.Encode(w, v) }); err != nil {
 			return nil, err
 		}
 		written = append(written, descriptor.CompressionInfo)
@@ -342,11 +347,32 @@ func (b *Builder) writeWith(c descriptor.Component, fn func(io.Writer) error) er
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 64<<10)
+	w := componentWriters.Get().(*bufio.Writer)
+	w.Reset(f)
 	if err := fn(w); err != nil {
 		return err
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	recycle(&componentWriters, &w)
+	return nil
+}
+
+// indexWriters and componentWriters recycle the builders' write buffers (Index.db or
+// Partitions.db; the other components): a split builds its children one after another, and a
+// receiver many, and a fresh 256 KiB buffer per child costs page faults and garbage where a
+// recycled one costs nothing. Only flushed writers go back.
+var (
+	indexWriters     = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+	componentWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+)
+
+// recycle detaches the flushed writer *w from its file and returns it to pool.
+func recycle(pool *sync.Pool, w **bufio.Writer) {
+	(*w).Reset(nil)
+	pool.Put(*w)
+	*w = nil
 }
 
 func (b *Builder) write(c descriptor.Component, data []byte) error {

@@ -2,12 +2,14 @@ package slice
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/crcx"
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -112,6 +114,7 @@ func Slice(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, di
 // execute splits (one child per piece) or slices (one is set). plans, when not nil, are the
 // children planned already (SplitEqual); otherwise an index pass plans them.
 func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, plans []ChildPlan, dir string, opts Options, one bool) (*Result, error) {
+	derived := plans != nil
 	if opts.Mode == "" {
 		opts.Mode = ModeAuto
 	}
@@ -183,6 +186,7 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	if err != nil {
 		return nil, err
 	}
+	sp.derived = derived
 	if err := sp.proveAhead(); err != nil {
 		return nil, err
 	}
@@ -287,9 +291,9 @@ type splitter struct {
 
 	next    int // next plan to start
 	cur     *openChild
-	pending []*openChild // built, waiting to be installed together
+	pending []*openChild // built, waiting to be installed together (the finisher's)
 	lastEnd int64        // end of the last Rows.db entry seen (BTI)
-	cloned  int64
+	cloned  int64        // the preparer's (prepareAhead), read once it is done
 	// prevTok is the token of the partition before (its bytes copied into prevBuf): plans
 	// derived from samples (SplitEqual) hold only if the index is in token order.
 	prevTok token.Token
@@ -297,7 +301,16 @@ type splitter struct {
 	table   *schema.Table // the parent's, compiled when a dead head is first filled
 	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
+	// derived: the plans were derived without the planner's pass over the index (SplitEqual),
+	// covering every partition; the index pass checks them (errStalePlan).
+	derived bool
+	seen    int64 // partitions the index pass has met
 }
+
+// errStalePlan reports an index that disagrees with plans derived before the split's index
+// pass (a child's first partition is not where its plan says, or the index ends elsewhere).
+// SplitEqual plans again from a whole pass when its plans came from Summary.db.
+var errStalePlan = errors.New("the index disagrees with the split's plan")
 
 type openChild struct {
 	plan    ChildPlan
@@ -343,15 +356,31 @@ func (sp *splitter) usedMode() Mode {
 	return ModeCopy
 }
 
+// run makes the children in three overlapping stages, so that a split uses a second core: a
+// preparer moves each child's Data.db bytes (clone or copy, dead-head fill, digest) in plan
+// order, one child ahead of the index pass; the index pass (this goroutine) feeds each child's
+// partitions to its builder; a finisher writes each built child's remaining components and
+// installs them in batches. Generations are still taken in plan order (the preparer's), and a
+// failure anywhere stops the others and discards every child not yet installed.
 func (sp *splitter) run(ctx context.Context) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pre := sp.prepareAhead(ctx)
+	fin := sp.startFinisher()
 	defer func() {
-		if err != nil {
-			if sp.cur != nil {
-				_ = sp.cur.inst.Abort()
+		if err != nil && sp.cur != nil {
+			_ = sp.cur.inst.Abort()
+		}
+		sp.cur = nil
+		cancel()
+		for p := range pre { // the preparer stops at the cancel; discard what it made
+			if p.oc != nil {
+				_ = p.oc.inst.Abort()
 			}
-			for _, oc := range sp.pending {
-				_ = oc.inst.Abort()
-			}
+		}
+		err = errors.Join(err, fin.close(err == nil))
+		if errors.Is(err, errFinisherFailed) {
+			err = fin.err // the finisher's own error says what failed
 		}
 	}()
 	err = sp.parent.ScanPartitions(func(p *sstable.Partition) error {
@@ -364,12 +393,18 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			return err
 		}
 		if sp.cur != nil && p.Ordinal > sp.cur.plan.LastOrdinal() {
-			if err := sp.finish(); err != nil {
+			if err := fin.take(sp.cur); err != nil {
 				return err
 			}
+			sp.cur = nil
 		}
+		sp.seen = p.Ordinal + 1
 		if sp.cur == nil && sp.next < len(sp.plans) && p.Ordinal == sp.plans[sp.next].FirstOrdinal {
-			if err := sp.start(sp.plans[sp.next]); err != nil {
+			if plan := &sp.plans[sp.next]; sp.derived && !bytes.Equal(p.Key, plan.First) {
+				return fmt.Errorf("%w: %w: %s: partition %d is not child %d's first partition",
+					sstable.ErrCorrupt, errStalePlan, sp.parent.Desc, p.Ordinal, sp.next+1)
+			}
+			if err := sp.start(ctx, pre); err != nil {
 				return err
 			}
 			sp.next++
@@ -395,13 +430,51 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 		}
 		return nil
 	})
-	if err == nil && sp.cur != nil {
-		err = sp.finish()
+	if last := sp.plans[len(sp.plans)-1].LastOrdinal(); err == nil && sp.derived && sp.seen != last+1 {
+		err = fmt.Errorf("%w: %w: %s: the index holds %d partitions, the plan %d",
+			sstable.ErrCorrupt, errStalePlan, sp.parent.Desc, sp.seen, last+1)
 	}
-	if err == nil {
-		err = sp.install()
+	if err == nil && sp.next < len(sp.plans) {
+		err = fmt.Errorf("%w: %s: the index ended before partition %d, where child %d of %d begins",
+			sstable.ErrCorrupt, sp.parent.Desc, sp.plans[sp.next].FirstOrdinal, sp.next+1, len(sp.plans))
+	}
+	if err == nil && sp.cur != nil {
+		err = fin.take(sp.cur)
+		sp.cur = nil
 	}
 	return err
+}
+
+// prepared is one child made by prepareAhead, or the error that stopped it.
+type prepared struct {
+	oc  *openChild
+	err error
+}
+
+// prepareAhead prepares the children in plan order on a goroutine of its own, at most two
+// ahead of the index pass (one waiting in the channel, one being made). It stops after an
+// error (sent) or when ctx is cancelled, closing the channel; a child it made but could not
+// hand over it discards.
+func (sp *splitter) prepareAhead(ctx context.Context) <-chan prepared {
+	out := make(chan prepared, 1)
+	go func() {
+		defer close(out)
+		for _, plan := range sp.plans {
+			oc, err := sp.prepare(plan)
+			select {
+			case out <- prepared{oc, err}:
+			case <-ctx.Done():
+				if oc != nil {
+					_ = oc.inst.Abort()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // prefetchEdges asks the kernel to start reading, all at once, the parent blocks at the ends of
@@ -462,8 +535,9 @@ func geometry(t *sstable.Table, crcChunkLength int) Geometry {
 	return Geometry{Info: t.Compression, FileLength: t.DataFileLength, DataLength: t.DataLength(), CRCChunkLength: int64(crcChunkLength)}
 }
 
-// start opens a child: it moves the Data.db bytes its partitions need and opens the builder.
-func (sp *splitter) start(plan ChildPlan) error {
+// prepare opens a child and moves the Data.db bytes its partitions need: everything a child
+// takes from its plan alone, so it can be done ahead of the index pass.
+func (sp *splitter) prepare(plan ChildPlan) (*openChild, error) {
 	var dst *os.File
 	inst, desc, err := generation.Install(sp.dir, sp.parent.Version(), func(inst *fsx.Install, d descriptor.Descriptor) error {
 		var err error
@@ -471,10 +545,9 @@ func (sp *splitter) start(plan ChildPlan) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	oc := &openChild{plan: plan, inst: inst, desc: desc}
-	sp.cur = oc
 	switch {
 	case sp.mode == ModeRechunk && sp.parent.Compression != nil:
 		err = sp.rechunk(oc, dst)
@@ -486,15 +559,30 @@ func (sp *splitter) start(plan ChildPlan) error {
 		err = sp.copyUncompressed(oc, dst)
 	}
 	if err != nil {
-		return fmt.Errorf("child %s (%s): %w", desc, plan.Range, err)
+		_ = inst.Abort()
+		return nil, fmt.Errorf("child %s (%s): %w", desc, plan.Range, err)
 	}
 	oc.child.Runs = len(oc.layout.Segments)
-	// A BTI child takes the parent's Rows.db from the page holding the end of the previous
-	// entry, so its tries keep their page layout.
-	rowsCut := sp.lastEnd &^ 4095
-	oc.builder, err = NewBuilder(sp.spec, inst, desc, &oc.layout, rowsCut)
+	return oc, nil
+}
+
+// start takes the next prepared child at its first partition and opens its builder. A BTI
+// child takes the parent's Rows.db from the page holding the end of the previous entry, so
+// its tries keep their page layout: that is known only here, in the index pass.
+func (sp *splitter) start(ctx context.Context, pre <-chan prepared) error {
+	p, ok := <-pre
+	switch {
+	case !ok:
+		return errors.Join(errors.New("slice: split stopped before every child was prepared"), ctx.Err())
+	case p.err != nil:
+		return p.err
+	}
+	oc := p.oc
+	sp.cur = oc
+	var err error
+	oc.builder, err = NewBuilder(sp.spec, oc.inst, oc.desc, &oc.layout, sp.lastEnd&^4095)
 	if err == nil {
-		err = oc.builder.Expect(plan.Partitions)
+		err = oc.builder.Expect(oc.plan.Partitions)
 	}
 	return err
 }
@@ -815,18 +903,85 @@ func rechunkRun(parent *sstable.Table, r RunPlan, w *compress.Writer) error {
 // files open until then).
 const installBatch = 16
 
-// finish writes the open child's components; install publishes it with its batch.
-func (sp *splitter) finish() error {
-	oc := sp.cur
-	if _, err := oc.builder.Finish(oc.data); err != nil {
-		return err
+// errFinisherFailed stops the index pass when the finisher has failed; run reports the
+// finisher's own error instead.
+var errFinisherFailed = errors.New("slice: finishing a child failed")
+
+// finisher writes each built child's remaining components (Builder.Finish) and installs them
+// in batches of installBatch, on a goroutine of its own, in the order the index pass hands
+// them over. It owns sp.pending and sp.children until close returns.
+type finisher struct {
+	sp     *splitter
+	in     chan *openChild
+	done   chan struct{}
+	commit bool // set by close before in is closed: install the last batch, or discard it
+	failed atomic.Bool
+	err    error // the first error, read after done
+}
+
+func (sp *splitter) startFinisher() *finisher {
+	f := &finisher{sp: sp, in: make(chan *openChild, installBatch), done: make(chan struct{})}
+	go f.loop()
+	return f
+}
+
+func (f *finisher) loop() {
+	defer close(f.done)
+	sp := f.sp
+	for oc := range f.in {
+		if f.err != nil {
+			_ = oc.inst.Abort()
+			continue
+		}
+		if _, err := oc.builder.Finish(oc.data); err != nil {
+			_ = oc.inst.Abort()
+			f.fail(err)
+			continue
+		}
+		sp.pending = append(sp.pending, oc)
+		if len(sp.pending) >= installBatch {
+			if err := sp.install(); err != nil {
+				f.fail(err)
+			}
+		}
 	}
-	sp.pending = append(sp.pending, oc)
-	sp.cur = nil
-	if len(sp.pending) >= installBatch {
-		return sp.install()
+	if f.err == nil && f.commit && len(sp.pending) > 0 {
+		if err := sp.install(); err != nil {
+			f.err = err
+		}
 	}
+	for _, oc := range sp.pending { // after a failure: built, never to be installed
+		_ = oc.inst.Abort()
+	}
+	sp.pending = nil
+}
+
+func (f *finisher) fail(err error) {
+	f.err = err
+	f.failed.Store(true)
+	for _, oc := range f.sp.pending {
+		_ = oc.inst.Abort()
+	}
+	f.sp.pending = nil
+}
+
+// take hands a built child over; it fails (discarding the child) once the finisher has.
+func (f *finisher) take(oc *openChild) error {
+	if f.failed.Load() {
+		_ = oc.inst.Abort()
+		return errFinisherFailed
+	}
+	f.in <- oc
 	return nil
+}
+
+// close waits for the finisher: with commit, after installing the last batch; without, after
+// discarding every child not yet installed. It returns the finisher's error.
+func (f *finisher) close(commit bool) error {
+	f.commit = commit
+	close(f.in)
+	<-f.done
+	return f.err
 }
 
 // install publishes the pending children, sharing the directory syncs between them; each is

@@ -1,11 +1,17 @@
 package slice
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/bigindex"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
 )
 
 // maxCutSamples bounds the tokens EqualRanges keeps while it scans: the cuts are exact for
@@ -24,7 +30,7 @@ var maxCutSamples = 1 << 16 // a variable for the tests of the sampled cuts
 // partition count (an index pass for the count
 // and another for the cuts cost twice the time on a many-partition parent).
 func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
-	rs, _, err := equalCuts(parent, n)
+	rs, _, _, err := equalCuts(parent, n, false)
 	return rs, err
 }
 
@@ -33,12 +39,26 @@ func EqualRanges(parent *sstable.Table, n int) (token.RangeSet, error) {
 // partition after it, which is where a child cut there ends and the next begins, so no
 // planning pass is needed. When the plans cannot be derived exactly (two partitions share the
 // token a cut falls on) it plans with a pass of its own, as Split does.
+//
+// With a full-sampling Summary.db it does not read the whole index to cut (summaryCuts):
+// the split's own index pass then checks the plans, and if the index disagrees with them
+// nothing has been installed and the split starts over from a pass over the whole index.
 func SplitEqual(ctx context.Context, parent *sstable.Table, n int, dir string, opts Options) (*Result, error) {
-	ranges, plans, err := equalCuts(parent, n)
+	// Few enough children to be installed together at the end of the split's index pass,
+	// after it has checked the plans, and a mode that goes through that pass.
+	fast := n <= installBatch && opts.Mode != ModeRewrite && Refusal(parent) == ""
+	ranges, plans, fromSummary, err := equalCuts(parent, n, fast)
 	if err != nil {
 		return nil, err
 	}
-	return execute(ctx, parent, ranges, plans, dir, opts, false)
+	res, err := execute(ctx, parent, ranges, plans, dir, opts, false)
+	if fromSummary && errors.Is(err, errStalePlan) {
+		if ranges, plans, _, err = equalCuts(parent, n, false); err != nil {
+			return nil, err
+		}
+		res, err = execute(ctx, parent, ranges, plans, dir, opts, false)
+	}
+	return res, err
 }
 
 // cutSample is the partition at ordinal, and the one after it (where a child cut at this
@@ -58,11 +78,24 @@ type cutSample struct {
 // With the partition count Statistics.db records, the cut ordinals are known before the scan:
 // it keeps exactly those partitions (n-1 keys hashed instead of up to maxCutSamples), and the
 // cuts are exact whatever the count. If the scan counts otherwise (a Statistics.db that
-// disagrees with its index), a second pass samples by stride as without a count.
-func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error) {
+// disagrees with its index), a second pass samples by stride as without a count. With fast,
+// it first tries summaryCuts, and says whether the plans came from there (fromSummary): they
+// must then be checked against the index before anything is installed.
+func equalCuts(parent *sstable.Table, n int, fast bool) (token.RangeSet, []ChildPlan, bool, error) {
 	if n < 1 {
-		return nil, nil, fmt.Errorf("--ways %d: want at least 1", n)
+		return nil, nil, false, fmt.Errorf("--ways %d: want at least 1", n)
 	}
+	sc, fromSummary, err := cutPass(parent, n, fast)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ranges, plans, err := sc.cut(parent, n)
+	return ranges, plans, fromSummary, err
+}
+
+// cutPass gathers the partitions equalCuts cuts at, and says whether they came from the
+// summary.
+func cutPass(parent *sstable.Table, n int, fast bool) (*cutScan, bool, error) {
 	if st := parent.Statistics; st != nil && st.Stats != nil {
 		if hint := st.Stats.EstimatedPartitionSize.Total(); hint > 0 {
 			m := min(int64(n), hint)
@@ -70,6 +103,11 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 			for k := int64(1); k < m; k++ {
 				if c := k*hint/m - 1; c >= 0 && (len(targets) == 0 || c > targets[len(targets)-1]) {
 					targets = append(targets, c)
+				}
+			}
+			if fast {
+				if sc, ok := summaryCuts(parent, targets, hint); ok {
+					return sc, true, nil
 				}
 			}
 			j := 0
@@ -81,10 +119,10 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 				return false
 			})
 			if err != nil {
-				return nil, nil, err
+				return nil, false, err
 			}
 			if sc.count == hint {
-				return sc.cut(parent, n)
+				return sc, false, nil
 			}
 		}
 	}
@@ -109,10 +147,7 @@ func equalCuts(parent *sstable.Table, n int) (token.RangeSet, []ChildPlan, error
 		}
 		return true
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return sc.cut(parent, n)
+	return sc, false, err
 }
 
 // cutScan is what a cut pass gathers: the samples it kept, the partition count, where the
@@ -164,6 +199,103 @@ func scanCuts(parent *sstable.Table, capacity int, keep func(sc *cutScan, ordina
 		return nil
 	})
 	return sc, err
+}
+
+// errEnough ends a partial index scan.
+var errEnough = errors.New("enough")
+
+// summaryCuts is the cut pass of equalCuts without reading the whole index: a full-sampling
+// Summary.db holds the key and Index.db offset of every MinIndexInterval-th partition, so with
+// the partition count Statistics.db records, the partitions at the cut ordinals (and the ones
+// after them) are found by scanning from the sample before each, at most one sampling
+// interval, and scanning from the last sample to the end of the index confirms the count. It
+// reads a few KiB of a 65,536-partition index instead of all of it. ok is false, and the
+// caller reads the whole index, when the summary cannot serve: a BTI parent, a missing,
+// unparsable or downsampled summary, a sample count that does not fit the count, a sample
+// whose key is not at its offset, an index that ends before the count or after it, any error.
+//
+// The ordinals rest on the summary's sampling: the split's index pass checks that every
+// child's first partition is where the plan says and that the index ends where it says
+// (errStalePlan), before anything is installed.
+func summaryCuts(parent *sstable.Table, targets []int64, count int64) (*cutScan, bool) {
+	if parent.Version().Format != version.Big {
+		return nil, false
+	}
+	raw, err := os.ReadFile(parent.Path(descriptor.Summary))
+	if err != nil {
+		return nil, false
+	}
+	sum, err := bigindex.ParseSummary(raw)
+	if err != nil {
+		return nil, false
+	}
+	iv := int64(sum.MinIndexInterval)
+	if sum.SamplingLevel != bigindex.BaseSamplingLevel || iv <= 0 || int64(len(sum.Entries)) != (count+iv-1)/iv {
+		return nil, false
+	}
+	st, err := os.Stat(parent.Path(descriptor.Index))
+	if err != nil {
+		return nil, false
+	}
+	tokenOf := func(p *sstable.Partition) token.Token { return cloneToken(p.Token) }
+	// visit scans from sample j (ordinal j*iv), which must hold the sample's key, up to the
+	// sample two after it (what a cut and the partition after it need), while fn asks for more;
+	// fn gets each partition with its ordinal in the whole index.
+	visit := func(j int, fn func(p *sstable.Partition, ordinal int64) bool) bool {
+		e := sum.Entries[j]
+		end := st.Size()
+		if j+2 < len(sum.Entries) {
+			end = sum.Entries[j+2].IndexPosition
+		}
+		seen := false
+		err := parent.ScanPartitionsIn(e.IndexPosition, end, func(p *sstable.Partition) error {
+			if !seen {
+				seen = true
+				if !bytes.Equal(p.Key, e.Key) {
+					return errStalePlan
+				}
+			}
+			if !fn(p, int64(j)*iv+p.Ordinal) {
+				return errEnough
+			}
+			return nil
+		})
+		return seen && (err == nil || errors.Is(err, errEnough))
+	}
+	sc := &cutScan{count: count, samples: make([]cutSample, 0, len(targets))}
+	if !visit(0, func(p *sstable.Partition, _ int64) bool {
+		sc.firstPos, sc.firstTok, sc.firstKey = p.Position, tokenOf(p), append([]byte(nil), p.Key...)
+		return false
+	}) {
+		return nil, false
+	}
+	for _, c := range targets {
+		found := false
+		if !visit(int(c/iv), func(p *sstable.Partition, ordinal int64) bool {
+			switch ordinal {
+			case c:
+				sc.samples = append(sc.samples, cutSample{ordinal: c, token: tokenOf(p)})
+				found = true
+				return c+1 < count
+			case c + 1:
+				s := &sc.samples[len(sc.samples)-1]
+				s.hasNext, s.nextPos, s.nextTok, s.nextKey = true, p.Position, tokenOf(p), append([]byte(nil), p.Key...)
+				return false
+			}
+			return true
+		}) || !found {
+			return nil, false
+		}
+	}
+	var scanned int64
+	if !visit(len(sum.Entries)-1, func(p *sstable.Partition, ordinal int64) bool {
+		sc.lastKey = append(sc.lastKey[:0], p.Key...)
+		scanned = ordinal + 1
+		return true
+	}) || scanned != count {
+		return nil, false
+	}
+	return sc, true
 }
 
 // cut makes the n ranges from the samples: range k ends at the last sample at or before

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/stats"
@@ -79,8 +80,8 @@ func equalRangesOnePass(t *testing.T, d descriptor.Descriptor, exact bool) {
 }
 
 // The plans the cut pass derives from its samples are the plans a planning pass finds for
-// the same ranges, for BIG and BTI parents, exact and sampled cuts, and more ways than
-// partitions.
+// the same ranges, for BIG and BTI parents, exact and sampled cuts, cuts read from Summary.db
+// (BIG with the count recorded right), and more ways than partitions.
 func TestEqualCutsPlanAsThePlanner(t *testing.T) {
 	for _, ver := range []string{"oa", "da"} {
 		v, _ := version.ParseWritable(ver)
@@ -98,14 +99,20 @@ func equalCutsPlanAsThePlanner(t *testing.T, d descriptor.Descriptor) {
 	ver := d.Version.String()
 	parent := openTable(t, d.Prefix())
 	{
-		for _, samples := range []int{1 << 16, 16, 3} {
+		for _, samples := range []int{1 << 16, 16, 3, 0} { // 0: from Summary.db where it can
 			for _, n := range []int{1, 2, 7, 8, 1000, 5000} {
 				old := maxCutSamples
-				maxCutSamples = samples
-				ranges, plans, err := equalCuts(parent, n)
+				if samples > 0 {
+					maxCutSamples = samples
+				}
+				ranges, plans, fromSummary, err := equalCuts(parent, n, samples == 0)
 				maxCutSamples = old
 				if err != nil {
 					t.Fatal(err)
+				}
+				wantSummary := samples == 0 && d.Version.Format == version.Big && statisticsCountRight(t, parent)
+				if fromSummary != wantSummary {
+					t.Fatalf("%s, %d ways: cut from Summary.db %v, want %v", ver, n, fromSummary, wantSummary)
 				}
 				ps, err := NewPieces(parent.Partitioner, ranges)
 				if err != nil {
@@ -128,6 +135,97 @@ func equalCutsPlanAsThePlanner(t *testing.T, d descriptor.Descriptor) {
 				}
 			}
 		}
+	}
+}
+
+// statisticsCountRight reports whether t's Statistics.db records its index's partition count.
+func statisticsCountRight(t *testing.T, parent *sstable.Table) bool {
+	var n int64
+	if err := parent.ScanKeys(func(*sstable.Partition) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return parent.Statistics.Stats.EstimatedPartitionSize.Total() == n
+}
+
+// A Summary.db whose middle samples sit one partition late (each key the one at its offset,
+// and the last sample right, so the count checks out: nothing gives it away until the split's
+// index pass) yields cuts off by one: the pass finds a child's first partition elsewhere,
+// installs nothing, and SplitEqual plans again from the whole index, giving exactly the
+// children of a split into EqualRanges.
+func TestSplitEqualReplansWhenTheSummaryMisleads(t *testing.T) {
+	v, _ := version.ParseWritable("oa")
+	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 1000, PartitionSize: 256, RowSize: 64, Seed: 11})
+	parent := openTable(t, res.Desc.Prefix())
+	type entry struct {
+		key []byte
+		off int64
+	}
+	var entries []entry
+	if err := parent.ScanKeys(func(p *sstable.Partition) error {
+		entries = append(entries, entry{append([]byte(nil), p.Key...), p.IndexPos})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	path := res.Desc.Path(descriptor.Summary)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := bigindex.ParseSummary(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := 1; j < len(sum.Entries)-1; j++ {
+		e := entries[j*int(sum.MinIndexInterval)+1]
+		sum.Entries[j] = bigindex.SummaryEntry{Key: e.key, IndexPosition: e.off}
+	}
+	if err := os.WriteFile(path, sum.Append(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ranges, plans, fromSummary, err := equalCuts(parent, 4, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := EqualRanges(parent, 4); !fromSummary || reflect.DeepEqual(ranges, want) || plans == nil {
+		t.Fatalf("the misleading summary was not used (from summary %v, ranges %v, EqualRanges %v)", fromSummary, ranges, want)
+	}
+	ranges, err = EqualRanges(parent, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := t.TempDir(), t.TempDir()
+	ra, err := Split(context.Background(), parent, ranges, a, Options{Mode: ModeCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := SplitEqual(context.Background(), parent, 4, b, Options{Mode: ModeCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Children) != len(ra.Children) {
+		t.Fatalf("%d children, a split into EqualRanges makes %d", len(rb.Children), len(ra.Children))
+	}
+	for i := range ra.Children {
+		for _, c := range []descriptor.Component{descriptor.Data, descriptor.Index, descriptor.Summary, descriptor.Filter, descriptor.Statistics, descriptor.CompressionInfo} {
+			x, err := os.ReadFile(ra.Children[i].Desc.Path(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := os.ReadFile(rb.Children[i].Desc.Path(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(x, y) {
+				t.Errorf("child %d: %s differs", i, c)
+			}
+		}
+	}
+	// Nothing of the abandoned attempt is left: the same files as the reference split's.
+	ea, _ := os.ReadDir(a)
+	eb, _ := os.ReadDir(b)
+	if len(eb) != len(ea) {
+		t.Errorf("%s holds %d entries, the reference split's directory %d", b, len(eb), len(ea))
 	}
 }
 

@@ -2,7 +2,7 @@ package stats
 
 import (
 	"math/bits"
-	"sort"
+	"slices"
 
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -20,8 +20,16 @@ import (
 // 6144, and otherwise registers equal to the per-index maximum run length. Bytes reproduces
 // HyperLogLogPlus.getBytes for that state.
 type Cardinality struct {
-	sparse    map[uint32]int32 // sparse index -> encoding, while in sparse mode
-	registers []int32          // 1366 words of six 5-bit registers, once converted
+	// sparse holds, while in sparse mode, one entry per key offered: the sparse index in the
+	// high 32 bits and the encoding, biased so that unsigned order is stream-lib's signed
+	// order, in the low 32. It is sorted and deduplicated (compact) only when it reaches
+	// limit and at Bytes, instead of keeping a map of the merged set up to date per key:
+	// appending is what a rebuild pays per partition, and a child of a few thousand keys is
+	// sorted once.
+	sparse    []uint64
+	limit     int      // compact at this many entries (at least 2·hllSparseThreshold)
+	scratch   []uint64 // sortSparse's second buffer
+	registers []int32  // 1366 words of six 5-bit registers, once converted
 }
 
 const (
@@ -29,10 +37,12 @@ const (
 	hllSP              = 25
 	hllSparseThreshold = (1 << hllP) * 3 / 4
 	hllRegisterWords   = (1<<hllP)/6 + 1 // RegisterSet.getSizeForCount(8192)
+	// sparseBias flips the sign bit of an encoding, so that unsigned order is signed order.
+	sparseBias = 1 << 31
 )
 
 // NewCardinality returns an empty estimator.
-func NewCardinality() *Cardinality { return &Cardinality{sparse: map[uint32]int32{}} }
+func NewCardinality() *Cardinality { return &Cardinality{} }
 
 // Add offers one partition key.
 func (c *Cardinality) Add(key []byte) { c.AddHash(token.Hash2_64(key, 0)) }
@@ -44,18 +54,76 @@ func (c *Cardinality) AddHash(x uint64) {
 		return
 	}
 	k := encodeHash(x)
-	idx := sparseIndex(k)
-	if old, ok := c.sparse[idx]; !ok || k < old {
-		c.sparse[idx] = k
-	}
-	if len(c.sparse) > hllSparseThreshold {
-		c.registers = make([]int32, hllRegisterWords)
-		for _, k := range c.sparse {
-			c.updateRegister(int(sparseIndex(k)>>(hllSP-hllP)), decodeRunLength(k))
-		}
-		c.sparse = nil
+	c.sparse = append(c.sparse, uint64(sparseIndex(k))<<32|uint64(uint32(k)^sparseBias))
+	if len(c.sparse) >= max(c.limit, 2*hllSparseThreshold) {
+		c.compact()
 	}
 }
+
+// compact merges the sparse entries into the set stream-lib keeps (per sparse index the
+// smallest encoding, which holds the longest run) and converts to registers once the set
+// exceeds the sparse threshold, as stream-lib does; otherwise the next compaction waits until
+// the entries have doubled, so that appending stays amortised O(1).
+func (c *Cardinality) compact() {
+	c.sortSparse()
+	set := c.sparse[:0]
+	for i, e := range c.sparse {
+		if i > 0 && e>>32 == set[len(set)-1]>>32 {
+			continue // a larger encoding of the same index
+		}
+		set = append(set, e)
+	}
+	c.sparse = set
+	if len(set) > hllSparseThreshold {
+		c.registers = make([]int32, hllRegisterWords)
+		for _, e := range set {
+			k := sparseEncoding(e)
+			c.updateRegister(int(sparseIndex(k)>>(hllSP-hllP)), decodeRunLength(k))
+		}
+		c.sparse, c.scratch = nil, nil
+		return
+	}
+	c.limit = 2 * len(set)
+}
+
+// sortSparse sorts the entries: a counting sort on the index's top 13 bits (the hash's
+// uniform top bits spread thousands of entries about one per bucket), then an insertion sort
+// within each bucket. A comparison sort of a child's few thousand entries costs more than the
+// map this replaced.
+func (c *Cardinality) sortSparse() {
+	e := c.sparse
+	if len(e) < 256 {
+		slices.Sort(e)
+		return
+	}
+	const shift = 32 + hllSP - hllP
+	var start [1<<hllP + 1]int32
+	for _, x := range e {
+		start[x>>shift+1]++
+	}
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	c.scratch = slices.Grow(c.scratch[:0], len(e))[:len(e)]
+	next := start
+	for _, x := range e {
+		b := x >> shift
+		c.scratch[next[b]] = x
+		next[b]++
+	}
+	for b := 0; b+1 < len(start); b++ {
+		bucket := c.scratch[start[b]:start[b+1]]
+		for i := 1; i < len(bucket); i++ {
+			for j := i; j > 0 && bucket[j] < bucket[j-1]; j-- {
+				bucket[j], bucket[j-1] = bucket[j-1], bucket[j]
+			}
+		}
+	}
+	c.sparse, c.scratch = c.scratch, e
+}
+
+// sparseEncoding is the encoding held in a sparse entry.
+func sparseEncoding(e uint64) int32 { return int32(uint32(e) ^ sparseBias) }
 
 // runLength is 1 + the leading zeros after the first p bits, capped by a sentinel bit.
 func runLength(x uint64) int32 {
@@ -102,6 +170,9 @@ func (c *Cardinality) updateRegister(pos int, value int32) {
 // register byte count and the register words as big-endian i32s. Varints are stream-lib's
 // little-endian base-128 varints of the 32-bit value.
 func (c *Cardinality) Bytes() []byte {
+	if c.registers == nil {
+		c.compact()
+	}
 	b := encoding.AppendI32(nil, -2)
 	b = appendVarint(b, hllP)
 	b = appendVarint(b, hllSP)
@@ -113,15 +184,11 @@ func (c *Cardinality) Bytes() []byte {
 		}
 		return b
 	}
-	set := make([]int32, 0, len(c.sparse))
-	for _, k := range c.sparse {
-		set = append(set, k)
-	}
-	sort.Slice(set, func(i, j int) bool { return sparseIndex(set[i]) < sparseIndex(set[j]) })
 	b = appendVarint(b, 1)
-	b = appendVarint(b, uint32(len(set)))
+	b = appendVarint(b, uint32(len(c.sparse)))
 	prev := int32(0)
-	for _, k := range set {
+	for _, e := range c.sparse {
+		k := sparseEncoding(e)
 		b = appendVarint(b, uint32(k-prev))
 		prev = k
 	}
