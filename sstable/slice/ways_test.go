@@ -206,21 +206,7 @@ func TestSplitEqualReplansWhenTheSummaryMisleads(t *testing.T) {
 	if len(rb.Children) != len(ra.Children) {
 		t.Fatalf("%d children, a split into EqualRanges makes %d", len(rb.Children), len(ra.Children))
 	}
-	for i := range ra.Children {
-		for _, c := range []descriptor.Component{descriptor.Data, descriptor.Index, descriptor.Summary, descriptor.Filter, descriptor.Statistics, descriptor.CompressionInfo} {
-			x, err := os.ReadFile(ra.Children[i].Desc.Path(c))
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, err := os.ReadFile(rb.Children[i].Desc.Path(c))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(x, y) {
-				t.Errorf("child %d: %s differs", i, c)
-			}
-		}
-	}
+	sameChildren(t, ra, rb)
 	// Nothing of the abandoned attempt is left: the same files as the reference split's.
 	ea, _ := os.ReadDir(a)
 	eb, _ := os.ReadDir(b)
@@ -268,14 +254,20 @@ func TestSplitEqualIsSplitOfEqualRanges(t *testing.T) {
 	if len(ra.Children) != 5 || len(rb.Children) != len(ra.Children) {
 		t.Fatalf("%d and %d children, want 5", len(ra.Children), len(rb.Children))
 	}
+	sameChildren(t, ra, rb)
+}
+
+// sameChildren checks that two splits made the same children, component for component.
+func sameChildren(t *testing.T, ra, rb *Result) {
+	t.Helper()
 	for i := range ra.Children {
-		ca, cb := ra.Children[i], rb.Children[i]
-		for _, c := range []string{"Data.db", "Index.db", "Summary.db", "Filter.db", "Statistics.db", "CompressionInfo.db", "Digest.crc32"} {
-			x, err := os.ReadFile(ca.Desc.Path(descriptor.Component(c)))
+		for _, c := range []descriptor.Component{descriptor.Data, descriptor.Index, descriptor.Summary, descriptor.Filter,
+			descriptor.Statistics, descriptor.CompressionInfo, descriptor.Digest} {
+			x, err := os.ReadFile(ra.Children[i].Desc.Path(c))
 			if err != nil {
 				t.Fatal(err)
 			}
-			y, err := os.ReadFile(cb.Desc.Path(descriptor.Component(c)))
+			y, err := os.ReadFile(rb.Children[i].Desc.Path(c))
 			if err != nil {
 				t.Fatal(err)
 			}
