@@ -190,19 +190,7 @@ func TestSplitEqualReplansWhenTheSummaryMisleads(t *testing.T) {
 	if want, _ := EqualRanges(parent, 4); !fromSummary || reflect.DeepEqual(ranges, want) || plans == nil {
 		t.Fatalf("the misleading summary was not used (from summary %v, ranges %v, EqualRanges %v)", fromSummary, ranges, want)
 	}
-	ranges, err = EqualRanges(parent, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := t.TempDir(), t.TempDir()
-	ra, err := Split(context.Background(), parent, ranges, a, Options{Mode: ModeCopy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := SplitEqual(context.Background(), parent, 4, b, Options{Mode: ModeCopy})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ra, rb, a, b := splitBothWays(t, parent, 4)
 	if len(rb.Children) != len(ra.Children) {
 		t.Fatalf("%d children, a split into EqualRanges makes %d", len(rb.Children), len(ra.Children))
 	}
@@ -238,23 +226,29 @@ func TestSplitEqualIsSplitOfEqualRanges(t *testing.T) {
 	v, _ := version.ParseWritable("oa")
 	res := generate(t, t.TempDir(), gen.Options{Version: v, Partitions: 600, PartitionSize: 512, RowSize: 64, Seed: 9})
 	parent := openTable(t, res.Desc.Prefix())
-	ranges, err := EqualRanges(parent, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := t.TempDir(), t.TempDir()
-	ra, err := Split(context.Background(), parent, ranges, a, Options{Mode: ModeCopy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := SplitEqual(context.Background(), parent, 5, b, Options{Mode: ModeCopy})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ra, rb, _, _ := splitBothWays(t, parent, 5)
 	if len(ra.Children) != 5 || len(rb.Children) != len(ra.Children) {
 		t.Fatalf("%d and %d children, want 5", len(ra.Children), len(rb.Children))
 	}
 	sameChildren(t, ra, rb)
+}
+
+// splitBothWays splits parent n ways by Split into EqualRanges' ranges (into a) and by
+// SplitEqual (into b), in copy mode.
+func splitBothWays(t *testing.T, parent *sstable.Table, n int) (ra, rb *Result, a, b string) {
+	t.Helper()
+	ranges, err := EqualRanges(parent, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b = t.TempDir(), t.TempDir()
+	if ra, err = Split(context.Background(), parent, ranges, a, Options{Mode: ModeCopy}); err != nil {
+		t.Fatal(err)
+	}
+	if rb, err = SplitEqual(context.Background(), parent, n, b, Options{Mode: ModeCopy}); err != nil {
+		t.Fatal(err)
+	}
+	return ra, rb, a, b
 }
 
 // sameChildren checks that two splits made the same children, component for component.
