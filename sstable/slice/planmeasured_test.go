@@ -57,21 +57,11 @@ func TestPlanMeasuredInPartsIsOnePass(t *testing.T) {
 	}
 
 	// Every sample one byte past its entry.
-	path := parent.Path(descriptor.Summary)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := bigindex.ParseSummary(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range sum.Entries {
-		sum.Entries[i].IndexPosition++
-	}
-	if err := os.WriteFile(path, sum.Append(nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rewriteSummary(t, parent, func(sum *bigindex.Summary) {
+		for i := range sum.Entries {
+			sum.Entries[i].IndexPosition++
+		}
+	})
 	ranges, _ := token.ParseRanges(token.Murmur3, "(-9000000000000000000,-1000000000000000000]")
 	ps, _ := NewPieces(parent.Partitioner, ranges)
 	fi, _ := os.Stat(parent.Path(descriptor.Index))

@@ -167,22 +167,12 @@ func TestSplitEqualReplansWhenTheSummaryMisleads(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	path := res.Desc.Path(descriptor.Summary)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := bigindex.ParseSummary(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for j := 1; j < len(sum.Entries)-1; j++ {
-		e := entries[j*int(sum.MinIndexInterval)+1]
-		sum.Entries[j] = bigindex.SummaryEntry{Key: e.key, IndexPosition: e.off}
-	}
-	if err := os.WriteFile(path, sum.Append(nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rewriteSummary(t, parent, func(sum *bigindex.Summary) {
+		for j := 1; j < len(sum.Entries)-1; j++ {
+			e := entries[j*int(sum.MinIndexInterval)+1]
+			sum.Entries[j] = bigindex.SummaryEntry{Key: e.key, IndexPosition: e.off}
+		}
+	})
 	ranges, plans, fromSummary, err := equalCuts(parent, 4, true)
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +190,24 @@ func TestSplitEqualReplansWhenTheSummaryMisleads(t *testing.T) {
 	eb, _ := os.ReadDir(b)
 	if len(eb) != len(ea) {
 		t.Errorf("%s holds %d entries, the reference split's directory %d", b, len(eb), len(ea))
+	}
+}
+
+// rewriteSummary rewrites t's Summary.db as edit leaves it.
+func rewriteSummary(t *testing.T, parent *sstable.Table, edit func(*bigindex.Summary)) {
+	t.Helper()
+	path := parent.Path(descriptor.Summary)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := bigindex.ParseSummary(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(sum)
+	if err := os.WriteFile(path, sum.Append(nil), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
