@@ -159,11 +159,7 @@ func indexCuts(parent *sstable.Table, size int64, parts int) []int64 {
 	if parts < 2 {
 		return nil
 	}
-	raw, err := os.ReadFile(parent.Path(descriptor.Summary))
-	if err != nil {
-		return nil
-	}
-	sum, err := bigindex.ParseSummary(raw)
+	sum, err := readSummary(parent)
 	if err != nil || len(sum.Entries) < parts {
 		return nil
 	}

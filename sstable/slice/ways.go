@@ -204,6 +204,16 @@ func scanCuts(parent *sstable.Table, capacity int, keep func(sc *cutScan, ordina
 // errEnough ends a partial index scan.
 var errEnough = errors.New("enough")
 
+// readSummary reads and parses parent's Summary.db, which the split's cuts and the
+// streaming sender's parallel plan both take their Index.db offsets from.
+func readSummary(parent *sstable.Table) (*bigindex.Summary, error) {
+	raw, err := os.ReadFile(parent.Path(descriptor.Summary))
+	if err != nil {
+		return nil, err
+	}
+	return bigindex.ParseSummary(raw)
+}
+
 // summaryCuts is the cut pass of equalCuts without reading the whole index: a full-sampling
 // Summary.db holds the key and Index.db offset of every MinIndexInterval-th partition, so with
 // the partition count Statistics.db records, the partitions at the cut ordinals (and the ones
@@ -221,11 +231,7 @@ func summaryCuts(parent *sstable.Table, targets []int64, count int64) (*cutScan,
 	if parent.Version().Format != version.Big {
 		return nil, false
 	}
-	raw, err := os.ReadFile(parent.Path(descriptor.Summary))
-	if err != nil {
-		return nil, false
-	}
-	sum, err := bigindex.ParseSummary(raw)
+	sum, err := readSummary(parent)
 	if err != nil {
 		return nil, false
 	}

@@ -196,17 +196,12 @@ func TestSplitEqualReplansWhenTheSummaryMisleads(t *testing.T) {
 // rewriteSummary rewrites t's Summary.db as edit leaves it.
 func rewriteSummary(t *testing.T, parent *sstable.Table, edit func(*bigindex.Summary)) {
 	t.Helper()
-	path := parent.Path(descriptor.Summary)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := bigindex.ParseSummary(raw)
+	sum, err := readSummary(parent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(sum)
-	if err := os.WriteFile(path, sum.Append(nil), 0o644); err != nil {
+	if err := os.WriteFile(parent.Path(descriptor.Summary), sum.Append(nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
