@@ -73,7 +73,7 @@
 //     entire sstables received whole wait in a batch (up to Config.CommitBatch, default 64,
 //     or 64 MiB; a batch also goes before an sstable of 64 MiB or more and when nothing more
 //     is to arrive), which one goroutine seals (rebuilds or verifies, as above) and
-//     commits with fsx.CommitAll (one syncfs for many files, three directory syncs) while
+//     commits with fsx.CommitAll (one syncfs for many files, at most three syncs in all) while
 //     the next sstables' bytes flow (commit.go); the resume record names a batch's
 //     sstables once, before its commit. A rows sstable is
 //     received and rebuilt like a partial one but in a private scratch directory inside

@@ -407,12 +407,12 @@ func removeIfExists(path string) error {
 }
 
 // CommitAll commits several installs into one directory as Commit does each, but shares the
-// directory fsyncs between them: every file is synced, every intent record written, then one
-// directory sync; every non-marker renamed, one sync (none on XFS, see
-// renamesDurableInOrder); every marker renamed, one sync. Each
-// install keeps its own crash consistency (its record, its marker last), and together they
-// publish with three directory syncs instead of three each: what a split into many children
-// spends most of its time on otherwise. On failure every install is rolled back.
+// syncs between them: every file and intent record made durable (one syncfs when there are
+// many files, else each fsynced and then one directory sync); every non-marker renamed, one
+// directory sync (none on XFS, see renamesDurableInOrder); every marker renamed, one directory
+// sync. Each install keeps its own crash consistency (its record, its marker last), and
+// together they publish with at most three syncs instead of three each: what a split into many
+// children spends most of its time on otherwise. On failure every install is rolled back.
 func CommitAll(ins ...*Install) error {
 	if len(ins) == 0 {
 		return nil
