@@ -166,7 +166,7 @@ func TestMayContainRejectsKeysWhoseBitsAreClear(t *testing.T) {
 		t.Fatalf("one key with 3 hashes set %d bits", set)
 	}
 	// Bit i is bit i&7 of byte i>>3 in the new layout: check one of the key's bits by hand.
-	i := abs(int64(h1) % 256)
+	i := javaIndex(int64(h1), 256)
 	raw := f.Append(nil)[8:]
 	if raw[i>>3]&(1<<(i&7)) == 0 {
 		t.Fatalf("bit %d not at byte %d bit %d", i, i>>3, i&7)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
+	"math/bits"
 
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -23,6 +25,9 @@ type Filter struct {
 	HashCount int
 	Words     []uint64
 	release   func() // unmaps Words (NewOffHeap), or nil
+	// words is the reduction by len(Words), kept beside the words so that finding a key's
+	// bits costs no division (see bitIndex).
+	words reducer
 }
 
 // New returns an empty filter sized as FilterFactory.getFilter(numElements, fpChance): the
@@ -53,7 +58,11 @@ func NewSized(hashCount, wordCount int) *Filter {
 	if hashCount < 1 || hashCount > MaxHashCount || wordCount < 1 {
 		panic(fmt.Sprintf("bloom: invalid filter size: %d hashes, %d words", hashCount, wordCount))
 	}
-	return &Filter{HashCount: hashCount, Words: make([]uint64, wordCount)}
+	return newFilter(hashCount, make([]uint64, wordCount))
+}
+
+func newFilter(hashCount int, words []uint64) *Filter {
+	return &Filter{HashCount: hashCount, Words: words, words: newReducer(uint64(len(words)))}
 }
 
 // Hash is the filter hash of a partition key, DecoratedKey.filterHash: Cassandra's
@@ -72,33 +81,68 @@ func (f *Filter) MayContain(key []byte) bool { return f.MayContainHash(Hash(key)
 // BloomFilter.setIndexes(base = h1, inc = h0, max = 64*len(Words)): abs(base % max) with Java's
 // signed remainder, then base += inc with int64 wrap-around, HashCount times.
 func (f *Filter) AddHash(h0, h1 uint64) {
-	limit := int64(len(f.Words)) * 64
-	base, inc := int64(h1), int64(h0)
+	if f.words.d != uint64(len(f.Words)) {
+		f.words = newReducer(uint64(len(f.Words))) // Words replaced since it was made
+	}
+	r, words := f.words, f.Words
+	base := h1
 	for range f.HashCount {
-		i := abs(base % limit)
-		f.Words[i>>6] |= 1 << (i & 63)
-		base += inc
+		w, bit := r.bitIndex(base)
+		words[w] |= 1 << bit
+		base += h0
 	}
 }
 
 // MayContainHash is MayContain for a precomputed filter hash.
 func (f *Filter) MayContainHash(h0, h1 uint64) bool {
-	limit := int64(len(f.Words)) * 64
-	base, inc := int64(h1), int64(h0)
+	r, words := f.words, f.Words
+	if r.d != uint64(len(words)) {
+		r = newReducer(uint64(len(words))) // not kept: lookups may run concurrently
+	}
+	base := h1
 	for range f.HashCount {
-		i := abs(base % limit)
-		if f.Words[i>>6]&(1<<(i&63)) == 0 {
+		w, bit := r.bitIndex(base)
+		if words[w]&(1<<bit) == 0 {
 			return false
 		}
-		base += inc
+		base += h0
 	}
 	return true
 }
 
-// abs is FBUtilities.abs; its argument here is a remainder, never math.MinInt64.
-func abs(v int64) int64 {
-	neg := v >> 63
-	return (v ^ neg) - neg
+// bitIndex is Java's abs(base % max) for max = 64·d bits, as a word and a bit in it, computed
+// without a division:
+//
+//   - for a positive divisor, abs(base % max) is |base| mod max: Java's remainder takes the
+//     dividend's sign and has magnitude |base| mod max. |base| is taken as an unsigned number,
+//     2^63 for math.MinInt64, whose remainder Java computes the same way.
+//   - max is 64·d, so u mod max is ((u>>6) mod d)·64 + (u & 63): the word is (u>>6) mod d, the
+//     bit is u & 63.
+func (x reducer) bitIndex(base uint64) (word, bit uint64) {
+	neg := uint64(int64(base) >> 63)
+	u := (base ^ neg) - neg
+	return x.mod(u >> 6), u & 63
+}
+
+// reducer computes u mod d for a fixed 1 <= d <= 2^63 without a division (Barrett reduction):
+// with r = floor((2^64-1)/d), q = floor(u·r / 2^64) is floor(u/d) or one less, for every
+// 64-bit u, so u - q·d is the remainder or the remainder plus d, and one conditional
+// subtraction is exact:
+//
+//	q ≤ u/d because r ≤ 2^64/d;
+//	q > u/d - 1 because r·d > 2^64-1-d, so u·r/2^64 > u/d - u/2^64 > u/d - 1.
+//
+// A 64-bit division costs several times the multiplication, and a filter takes HashCount of
+// them per key. The subtraction is branch-free: for a filter's dividends (below 2^58) it is
+// rarely needed, but for others it would be a coin toss for the branch predictor.
+type reducer struct{ d, r uint64 }
+
+func newReducer(d uint64) reducer { return reducer{d: d, r: math.MaxUint64 / max(d, 1)} }
+
+func (x reducer) mod(u uint64) uint64 {
+	q, _ := bits.Mul64(u, x.r)
+	t := u - q*x.d - x.d // the remainder minus d: negative (as d <= 2^63) unless q was one short
+	return t + x.d&uint64(int64(t)>>63)
 }
 
 // Parse decodes a Filter.db:
@@ -123,7 +167,7 @@ func Parse(b []byte, oldFormat bool) (*Filter, error) {
 	case r.Len() != 8*words:
 		return nil, parseErr(int64(8+8*words), "%d trailing bytes after %d words", r.Len()-8*words, words)
 	}
-	f := &Filter{HashCount: int(hashCount), Words: make([]uint64, words)}
+	f := newFilter(int(hashCount), make([]uint64, words))
 	raw := r.Rest()
 	for i := range f.Words {
 		if oldFormat {

@@ -25,7 +25,7 @@ func NewOffHeap(numElements int64, fpChance float64) (*Filter, error) {
 	if !ok {
 		return NewSized(k, words), nil
 	}
-	f.Words, f.release = w, release
+	f.Words, f.release, f.words = w, release, newReducer(uint64(words))
 	runtime.SetFinalizer(f, (*Filter).Free)
 	return f, nil
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/cputime"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
@@ -87,4 +89,95 @@ func BenchmarkRebuildAdd(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRebuildSmallPartitions is the receiver's rebuild of a child of 1M 512-byte
+// partitions, the shape of `bench stream --partition-size 512 --size 1GiB` (half the ring of
+// a 2M-partition oa parent): keys as the gen workload's, Data.db positions 512 bytes apart, no
+// promoted index. One op rebuilds the whole child; ns/partition is the metric.
+//
+//   - add: Builder.Expect, Add of every partition (token and hash already computed), Finish,
+//     the path `sstable split` takes too;
+//   - partial: RebuildPartial from the encoded index slice, as the receiver does (adds the
+//     record decoding, the token hash and the key-order check).
+func BenchmarkRebuildSmallPartitions(b *testing.B) {
+	const n = 1 << 20
+	v, _ := version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), b.TempDir(), gen.Options{Version: v, Partitions: 64,
+		PartitionSize: 512, RowSize: 256, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := SpecOf(t)
+	t.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The keys are laid out in order in one buffer, as a receiver reads them from the slice:
+	// gen.Keys's own, sorted from random order, would make every key read a cache miss.
+	keys := gen.Keys(1, n)
+	arena := make([]byte, 0, n*len(keys[0]))
+	parts := make([]sstable.Partition, n)
+	var slice []byte
+	for i, k := range keys {
+		arena = append(arena, k...)
+		k = arena[len(arena)-len(k):]
+		p := &parts[i]
+		p.Ordinal, p.Key, p.Position, p.IndexPos = int64(i), k, int64(i)*512, -1
+		p.Token, p.Hash, p.HasHash = token.TokenAndHash(spec.Partitioner, k)
+		slice = AppendIndexRecord(slice, k, p.Position, -1, nil)
+	}
+	lay := &Layout{Segments: []Segment{{PHi: n * 512}}, DataLength: n * 512}
+	out := b.TempDir()
+	child := func(i int, rebuild func(inst *fsx.Install, desc descriptor.Descriptor) error) {
+		inst, err := fsx.NewInstall(out, "x-TOC.txt")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer inst.Abort()
+		if err := rebuild(inst, descriptor.Descriptor{Dir: out, Version: v, ID: fmt.Sprint(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data := DataResult{DataLength: n * 512, FileLength: n * 400}
+	b.Run("add", func(b *testing.B) {
+		b.ReportAllocs()
+		m := cputime.Start(b)
+		for i := 0; b.Loop(); i++ {
+			child(i, func(inst *fsx.Install, desc descriptor.Descriptor) error {
+				bl, err := NewBuilder(spec, inst, desc, lay, 0)
+				if err != nil {
+					return err
+				}
+				if err := bl.Expect(n); err != nil {
+					return err
+				}
+				for k := range parts {
+					if err := bl.Add(&parts[k]); err != nil {
+						return err
+					}
+				}
+				_, err = bl.Finish(data)
+				return err
+			})
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/partition")
+		m.Report(n, "cpu-ns/partition")
+	})
+	b.Run("partial", func(b *testing.B) {
+		b.ReportAllocs()
+		m := cputime.Start(b)
+		for i := 0; b.Loop(); i++ {
+			child(i, func(inst *fsx.Install, desc descriptor.Descriptor) error {
+				_, err := RebuildPartial(spec, inst, desc, lay, slice, data, n)
+				return err
+			})
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/partition")
+		m.Report(n, "cpu-ns/partition")
+	})
 }
