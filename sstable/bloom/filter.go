@@ -93,6 +93,25 @@ func (f *Filter) AddHash(h0, h1 uint64) {
 	}
 }
 
+// AddHashes is AddHash of each (h0, h1) in hs. Setting many keys' bits in one tight loop lets
+// the processor fetch many of the filter's cache lines at once, where AddHash between other
+// work waits for each key's few: once the filter no longer fits the cache (a big child's, or
+// any while data streams through), those waits are most of a key's cost.
+func (f *Filter) AddHashes(hs [][2]uint64) {
+	if f.words.d != uint64(len(f.Words)) {
+		f.words = newReducer(uint64(len(f.Words)))
+	}
+	r, words, k := f.words, f.Words, f.HashCount
+	for _, h := range hs {
+		base := h[1]
+		for range k {
+			w, bit := r.bitIndex(base)
+			words[w] |= 1 << bit
+			base += h[0]
+		}
+	}
+}
+
 // MayContainHash is MayContain for a precomputed filter hash.
 func (f *Filter) MayContainHash(h0, h1 uint64) bool {
 	r, words := f.words, f.Words

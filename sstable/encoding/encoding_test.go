@@ -2,8 +2,10 @@ package encoding
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -118,4 +120,48 @@ func FuzzReader(f *testing.F) {
 			_ = r.Count("x", 4)
 		}
 	})
+}
+
+// appendUVintWidthByBytes is AppendUVintWidth byte by byte, as Cassandra's VIntCoding writes it.
+func appendUVintWidthByBytes(b []byte, v uint64, width int) []byte {
+	extra := width - 1
+	if extra >= 8 {
+		b = append(b, 0xFF)
+		return binary.BigEndian.AppendUint64(b, v)
+	}
+	b = append(b, byte(0xFF<<(8-uint(extra)))|byte(v>>(8*uint(extra))))
+	for i := extra - 1; i >= 0; i-- {
+		b = append(b, byte(v>>(8*uint(i))))
+	}
+	return b
+}
+
+// AppendUVintWidth writes Cassandra's bytes whether it has spare capacity to store a word at
+// once or is patching a slice cut to the vint's width, and leaves the bytes around it alone.
+func TestAppendUVintWidthIsCassandrasBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var vs []uint64
+	for shift := range 64 {
+		vs = append(vs, 1<<shift, 1<<shift-1, 1<<shift+1, rng.Uint64()>>shift)
+	}
+	vs = append(vs, 0, math.MaxUint64)
+	for _, v := range vs {
+		for w := UVintSize(v); w <= 9; w++ {
+			want := appendUVintWidthByBytes([]byte{0xAB}, v, w)
+			roomy := append(make([]byte, 0, 32), 0xAB)
+			if got := AppendUVintWidth(roomy, v, w); !bytes.Equal(got, want) {
+				t.Fatalf("%d in %d bytes: %x, want %x", v, w, got, want)
+			}
+			buf := bytes.Repeat([]byte{0xCD}, 12)
+			AppendUVintWidth(buf[1:1:1+w], v, w)
+			if !bytes.Equal(buf[:1+w], append([]byte{0xCD}, want[1:]...)) || !bytes.Equal(buf[1+w:], bytes.Repeat([]byte{0xCD}, 11-w)) {
+				t.Fatalf("%d patched in %d bytes: %x, want %x between 0xcd bytes", v, w, buf, want[1:])
+			}
+			if w == UVintSize(v) {
+				if got := AppendUVint(roomy[:1], v); !bytes.Equal(got, want) {
+					t.Fatalf("AppendUVint(%d): %x, want %x", v, got, want)
+				}
+			}
+		}
+	}
 }

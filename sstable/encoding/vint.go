@@ -1,6 +1,9 @@
 package encoding
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // UVintSize is the number of bytes Cassandra's VIntCoding uses for v (1..9).
 func UVintSize(v uint64) int {
@@ -33,6 +36,14 @@ func AppendUVintWidth(b []byte, v uint64, width int) []byte {
 			b = append(b, byte(v>>(8*uint(i))))
 		}
 		return b
+	}
+	if n := len(b); cap(b)-n >= 8 {
+		// The vint is the low `width` bytes of v with `extra` one-bits above the value's,
+		// big-endian: one 8-byte store into the spare capacity (a slice cut to its width,
+		// as a patch in place is, takes the loop below).
+		marker := uint64(byte(0xFF<<(8-uint(extra)))) << (8 * uint(extra))
+		b = binary.BigEndian.AppendUint64(b, (v|marker)<<(64-8*uint(width)))
+		return b[:n+width]
 	}
 	// The first byte carries `extra` leading one-bits followed by the top value bits.
 	first := byte(0xFF<<(8-uint(extra))) | byte(v>>(8*uint(extra)))

@@ -79,7 +79,6 @@ type Builder struct {
 	index    *bufio.Writer
 	indexPos int64
 	summary  *bigindex.SummaryBuilder
-	entry    []byte
 	// BTI
 	partitions *bufio.Writer
 	pib        *bti.PartitionIndexBuilder
@@ -87,8 +86,13 @@ type Builder struct {
 	rows       rowsSlice // the child's Rows.db, assembled from the parent's
 	patches    []patch
 
-	hashes      [][2]uint64   // the keys' filter hashes, when the filter is built at the end
-	filter      *bloom.Filter // the filter, when sized up front (Expect)
+	hashes [][2]uint64   // the keys' filter hashes, when the filter is built at the end
+	filter *bloom.Filter // the filter, when sized up front (Expect)
+	// pending holds the last keys' hashes until filterBatch have come, to set their bits
+	// together (bloom.AddHashes): each key's bits are a few random cache lines of a filter
+	// the data streaming through the receiver keeps evicting.
+	pending     [filterBatch][2]uint64
+	npending    int
 	expected    int64
 	sizes       stats.EstimatedHistogram
 	cardinality *stats.Cardinality
@@ -97,6 +101,9 @@ type Builder struct {
 	first, last []byte
 	lastTok     token.Token
 }
+
+// filterBatch is how many keys' filter bits a Builder sets at once.
+const filterBatch = 32
 
 type patch struct {
 	entry bti.RowIndexEntry
@@ -188,7 +195,11 @@ func (b *Builder) Add(p *sstable.Partition) error {
 		h0, h1 = bloom.Hash(p.Key)
 	}
 	if b.filter != nil {
-		b.filter.AddHash(h0, h1)
+		b.pending[b.npending] = [2]uint64{h0, h1}
+		if b.npending++; b.npending == filterBatch {
+			b.filter.AddHashes(b.pending[:])
+			b.npending = 0
+		}
 	} else {
 		b.hashes = append(b.hashes, [2]uint64{h0, h1})
 	}
@@ -208,11 +219,18 @@ func (b *Builder) Add(p *sstable.Partition) error {
 		return b.pib.Add(b.comparable, byte(h1), indexPos)
 	}
 	b.summary.Add(p.Key, b.indexPos)
-	b.entry = bigindex.AppendEntry(b.entry[:0], p.Key, pos, p.Promoted)
-	if _, err := b.index.Write(b.entry); err != nil {
+	// The entry is encoded straight into the writer's free space (the Write is then a copy
+	// onto itself); the buffer is flushed first when the entry would not fit what is left.
+	n := bigindex.EntrySize(len(p.Key), pos, len(p.Promoted))
+	if b.index.Available() < n {
+		if err := b.index.Flush(); err != nil {
+			return err
+		}
+	}
+	if _, err := b.index.Write(bigindex.AppendEntry(b.index.AvailableBuffer(), p.Key, pos, p.Promoted)); err != nil {
 		return err
 	}
-	b.indexPos += int64(len(b.entry))
+	b.indexPos += int64(n)
 	return nil
 }
 
@@ -286,14 +304,16 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		if f != nil && b.count != b.expected {
 			return nil, fmt.Errorf("slice: %d partitions added to a child expected to hold %d", b.count, b.expected)
 		}
+		if f != nil {
+			f.AddHashes(b.pending[:b.npending])
+			b.npending = 0
+		}
 		if f == nil {
 			var err error
 			if f, err = bloom.New(b.count, fp); err != nil {
 				return nil, err
 			}
-			for _, h := range b.hashes {
-				f.AddHash(h[0], h[1])
-			}
+			f.AddHashes(b.hashes)
 		}
 		// Written through a small buffer: the filter is most of a big child's rebuild
 		// memory, and a serialised copy of it would double that.
