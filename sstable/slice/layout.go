@@ -145,11 +145,20 @@ func uncompressedLayout(g Geometry, runs []RunPlan, align int64) Layout {
 
 // Map returns the child position of parent position pos, which must lie in a segment.
 func (l *Layout) Map(pos int64) (int64, error) {
-	k := sort.Search(len(l.Segments), func(k int) bool { return l.Segments[k].PHi > pos })
-	if k == len(l.Segments) || pos < l.Segments[k].PLo {
-		return 0, fmt.Errorf("slice: parent position %d lies in no run of the child", pos)
+	child, _, err := l.mapFrom(0, pos)
+	return child, err
+}
+
+// mapFrom is Map for a caller whose positions ascend: it tries segment k (the one the
+// previous position fell in) before searching, and returns the segment pos fell in.
+func (l *Layout) mapFrom(k int, pos int64) (child int64, seg int, err error) {
+	if k >= len(l.Segments) || pos < l.Segments[k].PLo || pos >= l.Segments[k].PHi {
+		k = sort.Search(len(l.Segments), func(k int) bool { return l.Segments[k].PHi > pos })
+		if k == len(l.Segments) || pos < l.Segments[k].PLo {
+			return 0, 0, fmt.Errorf("slice: parent position %d lies in no run of the child", pos)
+		}
 	}
-	return pos - l.Segments[k].Shift, nil
+	return pos - l.Segments[k].Shift, k, nil
 }
 
 // Info is the child's CompressionInfo.db: the parent's compressor, options, chunk length and

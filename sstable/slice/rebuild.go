@@ -74,6 +74,7 @@ type Builder struct {
 	desc descriptor.Descriptor
 	inst *fsx.Install
 	lay  *Layout
+	seg  int // the segment of lay the last partition fell in
 
 	// BIG
 	index    *bufio.Writer
@@ -174,7 +175,8 @@ func (b *Builder) Expect(n int64) error {
 
 // Add appends one partition of the parent (positions as in the parent).
 func (b *Builder) Add(p *sstable.Partition) error {
-	pos, err := b.lay.Map(p.Position)
+	pos, seg, err := b.lay.mapFrom(b.seg, p.Position)
+	b.seg = seg
 	if err != nil {
 		return fmt.Errorf("partition %d: %w", p.Ordinal, err)
 	}
