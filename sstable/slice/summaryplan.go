@@ -119,13 +119,13 @@ type edge struct {
 // edgeFinder finds edges from a full-sampling summary, hashing a sample's key the first time
 // the binary search asks for its token.
 type edgeFinder struct {
-	parent *sstable.Table
-	sum    *bigindex.Summary
-	f      *os.File
-	size   int64
-	iv     int64
-	tokens []token.Token
-	known  []bool
+	parent  *sstable.Table
+	sum     *bigindex.Summary
+	f       *os.File
+	size    int64
+	iv      int64
+	tokens  []token.Token
+	known   []bool
 	total   int64       // the parent's partition count (count)
 	lastTok token.Token // the last partition's token (count)
 }
