@@ -142,10 +142,7 @@ func TestPartialRebuildHostileEntries(t *testing.T) {
 func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
 	key := []byte("key")
 	tok := token.Murmur3.Token(key)
-	ps, err := NewPieces(token.Murmur3, token.RangeSet{{Left: tok, Right: token.Token{Kind: tok.Kind, Long: tok.Long + 1000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ranges := token.RangeSet{{Left: tok, Right: token.Token{Kind: tok.Kind, Long: tok.Long + 1000}}}
 	for _, tc := range []struct {
 		format IndexFormat
 		rec    []byte
@@ -153,27 +150,9 @@ func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
 		{IndexRecords, AppendIndexRecord(nil, key, 100, -1, nil)},
 		{IndexBig, bigindex.AppendEntry(nil, key, 100, nil)},
 	} {
-		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format, within: &within{ps: ps, k: -1}}
+		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format, within: ranges.Within()}
 		if err := r.Write(tc.rec); err == nil || !strings.Contains(err.Error(), "outside the ranges") {
 			t.Errorf("%s: a partition at the range's open end: %v", tc.format, err)
-		}
-	}
-}
-
-// within follows increasing tokens through pieces, a gap, the ring's end and back.
-func TestWithinFollowsTheRanges(t *testing.T) {
-	ranges, err := token.ParseRanges(token.Murmur3, "(-100,0],(10,20],(1000,-5000]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, _ := NewPieces(token.Murmur3, ranges)
-	w := &within{ps: ps, k: -1}
-	for _, c := range []struct {
-		t  int64
-		in bool
-	}{{-9000, true}, {-5000, true}, {-4999, false}, {-100, false}, {-99, true}, {0, true}, {1, false}, {10, false}, {11, true}, {20, true}, {21, false}, {1000, false}, {1001, true}, {1 << 60, true}} {
-		if got := w.holds(token.Token{Kind: token.Murmur3.MinToken().Kind, Long: c.t}); got != c.in {
-			t.Errorf("token %d: in the ranges %v, want %v", c.t, got, c.in)
 		}
 	}
 }
