@@ -8,6 +8,7 @@ import (
 	"github.com/sluicedb/sluice/internal/cputime"
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -98,8 +99,9 @@ func BenchmarkRebuildAdd(b *testing.B) {
 //
 //   - add: Builder.Expect, Add of every partition (token and hash already computed), Finish,
 //     the path `sstable split` takes too;
-//   - partial: RebuildPartial from the encoded index slice, as the receiver does (adds the
-//     record decoding, the token hash and the key-order check).
+//   - partial-records, partial-big: RebuildPartial from the index slice as a receiver gets
+//     it, AppendIndexRecord's records or (what a BIG sender ships) the Index.db entries
+//     verbatim; adds the decoding, the token hash and the key-order check.
 func BenchmarkRebuildSmallPartitions(b *testing.B) {
 	const n = 1 << 20
 	v, _ := version.ParseWritable("oa")
@@ -122,14 +124,15 @@ func BenchmarkRebuildSmallPartitions(b *testing.B) {
 	keys := gen.Keys(1, n)
 	arena := make([]byte, 0, n*len(keys[0]))
 	parts := make([]sstable.Partition, n)
-	var slice []byte
+	var records, big []byte
 	for i, k := range keys {
 		arena = append(arena, k...)
 		k = arena[len(arena)-len(k):]
 		p := &parts[i]
 		p.Ordinal, p.Key, p.Position, p.IndexPos = int64(i), k, int64(i)*512, -1
 		p.Token, p.Hash, p.HasHash = token.TokenAndHash(spec.Partitioner, k)
-		slice = AppendIndexRecord(slice, k, p.Position, -1, nil)
+		records = AppendIndexRecord(records, k, p.Position, -1, nil)
+		big = bigindex.AppendEntry(big, k, p.Position, nil)
 	}
 	lay := &Layout{Segments: []Segment{{PHi: n * 512}}, DataLength: n * 512}
 	out := b.TempDir()
@@ -168,16 +171,22 @@ func BenchmarkRebuildSmallPartitions(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/partition")
 		m.Report(n, "cpu-ns/partition")
 	})
-	b.Run("partial", func(b *testing.B) {
-		b.ReportAllocs()
-		m := cputime.Start(b)
-		for i := 0; b.Loop(); i++ {
-			child(i, func(inst *fsx.Install, desc descriptor.Descriptor) error {
-				_, err := RebuildPartial(spec, inst, desc, lay, slice, data, n)
-				return err
-			})
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/partition")
-		m.Report(n, "cpu-ns/partition")
-	})
+	for _, f := range []struct {
+		name   string
+		format IndexFormat
+		slice  []byte
+	}{{"partial-records", IndexRecords, records}, {"partial-big", IndexBig, big}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			m := cputime.Start(b)
+			for i := 0; b.Loop(); i++ {
+				child(i, func(inst *fsx.Install, desc descriptor.Descriptor) error {
+					_, err := RebuildPartial(spec, inst, desc, lay, f.slice, data, RebuildOptions{Partitions: n, Format: f.format})
+					return err
+				})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/partition")
+			m.Report(n, "cpu-ns/partition")
+		})
+	}
 }
