@@ -96,6 +96,7 @@ type Builder struct {
 	npending    int
 	expected    int64
 	sizes       stats.EstimatedHistogram
+	sizeBucket  int // the bucket of the last size: a child's partitions are often alike
 	cardinality *stats.Cardinality
 	count       int64
 	prevPos     int64 // child position of the previous partition
@@ -184,7 +185,7 @@ func (b *Builder) Add(p *sstable.Partition) error {
 		return fmt.Errorf("slice: partition %d at child position %d is out of order or past the data's end %d", p.Ordinal, pos, b.lay.DataLength)
 	}
 	if b.prevPos >= 0 {
-		b.sizes.Add(pos - b.prevPos)
+		b.sizeBucket = b.sizes.AddNear(pos-b.prevPos, b.sizeBucket)
 	}
 	b.prevPos = pos
 	if b.count == 0 {

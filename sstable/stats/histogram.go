@@ -54,15 +54,28 @@ func NewEstimatedHistogram(bucketCount int) EstimatedHistogram {
 
 // Add counts v in the first bucket whose offset is >= v, or in the overflow bucket
 // (EstimatedHistogram.add: Arrays.binarySearch, insertion point when absent).
-func (h *EstimatedHistogram) Add(v int64) {
-	if len(h.Counts) == 0 {
-		return
+func (h *EstimatedHistogram) Add(v int64) { h.AddNear(v, -1) }
+
+// AddNear is Add for a caller whose values repeat: it tries bucket hint (the bucket AddNear
+// returned for the previous value) before searching, and returns the bucket v went to. The
+// offsets must ascend, as NewEstimatedHistogram's do; then a bucket's range
+// (Offsets[i-1], Offsets[i]] holds v exactly when i is the bucket Add finds.
+func (h *EstimatedHistogram) AddNear(v int64, hint int) int {
+	off := h.Offsets
+	if hint >= 0 && hint < len(h.Counts) && hint <= len(off) &&
+		(hint == 0 || off[hint-1] < v) && (hint == len(off) || v <= off[hint]) {
+		h.Counts[hint]++
+		return hint
 	}
-	i := sort.Search(len(h.Offsets), func(i int) bool { return h.Offsets[i] >= v })
+	if len(h.Counts) == 0 {
+		return 0
+	}
+	i := sort.Search(len(off), func(i int) bool { return off[i] >= v })
 	if i >= len(h.Counts) {
 		i = len(h.Counts) - 1
 	}
 	h.Counts[i]++
+	return i
 }
 
 // Total is the sum of all bucket counts.
