@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -214,7 +215,7 @@ func BenchmarkAddHash(b *testing.B) {
 			name string
 			add  func(f *Filter, h0, h1 uint64)
 		}{{"reducer", (*Filter).AddHash}, {"remainder", addHashByRemainder}} {
-			b.Run(impl.name+"/"+sizeName(n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%dK", impl.name, n>>10), func(b *testing.B) {
 				i := 0
 				m := cputime.Start(b)
 				for b.Loop() {
@@ -226,20 +227,6 @@ func BenchmarkAddHash(b *testing.B) {
 			})
 		}
 	}
-}
-
-func sizeName(n int64) string {
-	if n >= 1<<20 {
-		return itoa(n>>20) + "M"
-	}
-	return itoa(n)
-}
-
-func itoa(n int64) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 // BenchmarkAddHashStreaming is BenchmarkAddHash for a 1M-key filter while data streams through
