@@ -191,9 +191,9 @@ func (c Config) validate() error {
 }
 
 func (c Config) hello() wire.Hello {
-	h := wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
+	h := wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node, Features: []string{wire.FeatureIndexBig}}
 	if f := c.dataFeature(); f != "" {
-		h.Features = []string{f}
+		h.Features = append(h.Features, f)
 	}
 	return h
 }

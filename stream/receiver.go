@@ -301,6 +301,9 @@ type Incoming struct {
 	CRCChunkLength int
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
+	// Ranges are the ranges the session asked for (partial, rows): the rebuild fails a
+	// partition outside them.
+	Ranges []wire.TokenRange
 
 	sinceCheckpoint int64 // bytes accepted since the verified prefix was last recorded
 
@@ -536,6 +539,14 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 	}
 	in.Layout = lay
 	in.want = []uint64{m.DataFileLength, m.IndexSliceLength}
+	switch {
+	case m.IndexFormat == wire.IndexRecords:
+	case m.IndexFormat == wire.IndexBig && in.Version.Format == version.Big:
+		// Offered in every Hello (Config.hello).
+	default:
+		return bad("index slice format %d for a %s sstable", m.IndexFormat, in.Version.Format)
+	}
+	in.Ranges = r.req.Ranges
 	switch in.Version.Format {
 	case version.BTI:
 		if len(m.Components) != 1 || m.Components[0].Name != string(descriptor.Rows) {

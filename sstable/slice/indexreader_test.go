@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/sstable/bigindex"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -101,14 +103,77 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 	}
 }
 
-// A slice that ends inside a record fails the rebuild at Finish, naming the record.
+// A slice that ends inside a record fails the rebuild at Finish, naming the record, in either
+// format.
 func TestPartialRebuildTruncatedSlice(t *testing.T) {
-	rec := AppendIndexRecord(nil, []byte("key"), 100, -1, nil)
-	r := &PartialRebuild{prevPos: -1, p: token.Murmur3}
-	if err := r.Write(rec[:len(rec)-1]); err != nil {
-		t.Fatal(err) // its end may yet come
+	for _, tc := range []struct {
+		format IndexFormat
+		rec    []byte
+	}{
+		{IndexRecords, AppendIndexRecord(nil, []byte("key"), 100, -1, nil)},
+		{IndexBig, bigindex.AppendEntry(nil, []byte("key"), 100, []byte{1, 2, 3})},
+	} {
+		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format}
+		if err := r.Write(tc.rec[:len(tc.rec)-1]); err != nil {
+			t.Fatal(err) // its end may yet come
+		}
+		if _, err := r.Finish(DataResult{}); err == nil || !strings.Contains(err.Error(), "record 0") {
+			t.Errorf("%s: truncated slice: %v", tc.format, err)
+		}
 	}
-	if _, err := r.Finish(DataResult{}); err == nil || !strings.Contains(err.Error(), "record 0") {
-		t.Errorf("truncated slice: %v", err)
+}
+
+// An Index.db entry no Cassandra writes (a position past int64) fails the rebuild with its
+// offset in the slice; a BIG slice for a BTI sstable is refused before anything is rebuilt.
+func TestPartialRebuildHostileEntries(t *testing.T) {
+	bad := append([]byte{0, 1, 'b'}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0)
+	r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: IndexBig}
+	if err := r.Write(bad); err == nil || !strings.Contains(err.Error(), "exceeds int64") || !strings.Contains(err.Error(), "offset 0") {
+		t.Errorf("position past int64: %v", err)
+	}
+	v, _ := version.ParseWritable("da")
+	if _, err := NewPartialRebuild(&Spec{Version: v, Partitioner: token.Murmur3}, nil, descriptor.Descriptor{}, nil, RebuildOptions{Format: IndexBig}); err == nil {
+		t.Error("a BIG index slice for a BTI sstable was taken")
+	}
+}
+
+// A partition outside the ranges asked for fails the rebuild, in either format, before it
+// reaches the builder: a sender cannot slip in data the receiver did not ask for.
+func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
+	key := []byte("key")
+	tok := token.Murmur3.Token(key)
+	ps, err := NewPieces(token.Murmur3, token.RangeSet{{Left: tok, Right: token.Token{Kind: tok.Kind, Long: tok.Long + 1000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		format IndexFormat
+		rec    []byte
+	}{
+		{IndexRecords, AppendIndexRecord(nil, key, 100, -1, nil)},
+		{IndexBig, bigindex.AppendEntry(nil, key, 100, nil)},
+	} {
+		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format, within: &within{ps: ps, k: -1}}
+		if err := r.Write(tc.rec); err == nil || !strings.Contains(err.Error(), "outside the ranges") {
+			t.Errorf("%s: a partition at the range's open end: %v", tc.format, err)
+		}
+	}
+}
+
+// within follows increasing tokens through pieces, a gap, the ring's end and back.
+func TestWithinFollowsTheRanges(t *testing.T) {
+	ranges, err := token.ParseRanges(token.Murmur3, "(-100,0],(10,20],(1000,-5000]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := NewPieces(token.Murmur3, ranges)
+	w := &within{ps: ps, k: -1}
+	for _, c := range []struct {
+		t  int64
+		in bool
+	}{{-9000, true}, {-5000, true}, {-4999, false}, {-100, false}, {-99, true}, {0, true}, {1, false}, {10, false}, {11, true}, {20, true}, {21, false}, {1000, false}, {1001, true}, {1 << 60, true}} {
+		if got := w.holds(token.Token{Kind: token.Murmur3.MinToken().Kind, Long: c.t}); got != c.in {
+			t.Errorf("token %d: in the ranges %v, want %v", c.t, got, c.in)
+		}
 	}
 }
