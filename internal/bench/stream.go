@@ -228,22 +228,29 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	if !pair {
+	if pair {
+		rep.Checks = pairRunChecks(rep, groups, samples)
+	} else {
 		rep.Checks = streamChecks(rep.Rows)
-		return rep, nil
 	}
-	// The two parents against each other first, the pair run's point; then each parent's
-	// rows against the usual targets.
+	return rep, nil
+}
+
+// pairRunChecks is a pair run's checks: the two parents against each other first, the run's
+// point (pairCheck, for every group of two); then each parent's rows against the usual
+// targets (streamChecks), named after its partition size.
+func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]streamSample) []StreamCheck {
+	var out []StreamCheck
 	for i, g := range groups {
 		if len(g) != 2 {
 			continue
 		}
 		j := groupStart(groups, i)
 		if c, ok := pairCheck(g[0].name, g[0].partitionSize, g[1].partitionSize, samples[j], samples[j+1]); ok {
-			rep.Checks = append(rep.Checks, c)
+			out = append(out, c)
 		}
 	}
-	for _, p := range []int{w.partitionSize, rep.Reference.PartitionSize} {
+	for _, p := range []int{rep.PartitionSize, rep.Reference.PartitionSize} {
 		var rows []StreamRow
 		for _, r := range rep.Rows {
 			if r.PartitionSize == p {
@@ -252,10 +259,10 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 		}
 		for _, c := range streamChecks(rows) {
 			c.Name = PartitionLabel(p) + ": " + c.Name
-			rep.Checks = append(rep.Checks, c)
+			out = append(out, c)
 		}
 	}
-	return rep, nil
+	return out
 }
 
 // Validate checks the options a command line sets, before anything is generated.
@@ -336,11 +343,7 @@ func (w *streamWorld) configs(ctx context.Context) ([][]streamConfig, error) {
 		fetch(cfgRows, legacyTable, w.half, "quic"),
 		fetch(cfgEntire, benchTable, whole, "quic"),
 	}
-	if o.Transport == "tcp" || o.Transport == "tls" {
-		raw, partial := cfgRawTCP, cfgPartialTCP
-		if o.Transport == "tls" {
-			raw, partial = cfgRawTLS, cfgPartialTLS
-		}
+	if raw, partial, ok := planeConfigs(o.Transport); ok {
 		configs = append(configs, streamConfig{name: raw, file: profileName(raw), run: w.runRawTCP},
 			fetch(partial, benchTable, w.half, o.Transport))
 	}
@@ -374,15 +377,23 @@ func pairConfigs(w, ref *streamWorld, transport string) [][]streamConfig {
 			}}
 	}
 	groups := [][]streamConfig{{fetch(w, cfgPartial, "quic"), fetch(ref, cfgPartial, "quic")}}
-	if transport == "tcp" || transport == "tls" {
-		raw, partial := cfgRawTCP, cfgPartialTCP
-		if transport == "tls" {
-			raw, partial = cfgRawTLS, cfgPartialTLS
-		}
+	if raw, partial, ok := planeConfigs(transport); ok {
 		groups = append(groups, []streamConfig{fetch(w, partial, transport), fetch(ref, partial, transport)},
 			[]streamConfig{{name: raw, file: fmt.Sprintf("%s-p%d", profileName(raw), w.partitionSize), partitionSize: w.partitionSize, run: w.runRawTCP}})
 	}
 	return groups
+}
+
+// planeConfigs names the raw transfer and the partial fetch of the tcp or tls data plane;
+// false for quic, whose rows every run has.
+func planeConfigs(transport string) (raw, partial string, ok bool) {
+	switch transport {
+	case "tcp":
+		return cfgRawTCP, cfgPartialTCP, true
+	case "tls":
+		return cfgRawTLS, cfgPartialTLS, true
+	}
+	return "", "", false
 }
 
 // groupStart is the index, among all the groups' configurations in order, of group i's first.

@@ -329,3 +329,42 @@ func TestPartitionLabel(t *testing.T) {
 		}
 	}
 }
+
+// A pair run reports the two parents against each other first, then each parent's rows
+// against the usual targets under its partition size; the raw transfer, alone in its group,
+// is no pair.
+func TestPairRunChecks(t *testing.T) {
+	ok := func(mb int64) streamSample { return streamSample{status: "ok", bytes: mb * 1e6, wall: time.Second} }
+	groups := [][]streamConfig{
+		{{name: cfgPartial, partitionSize: 512}, {name: cfgPartial, partitionSize: 64 << 10}},
+		{{name: cfgPartialTLS, partitionSize: 512}, {name: cfgPartialTLS, partitionSize: 64 << 10}},
+		{{name: cfgRawTLS, partitionSize: 512}},
+	}
+	samples := [][]streamSample{{ok(90)}, {ok(100)}, {ok(300)}, {ok(500)}, {ok(400)}}
+	rep := &StreamReport{StreamParent: StreamParent{PartitionSize: 512}, Reference: &StreamParent{PartitionSize: 64 << 10}}
+	mb := []float64{90, 100, 300, 500, 400}
+	for i, g := range []streamConfig{groups[0][0], groups[0][1], groups[1][0], groups[1][1], groups[2][0]} {
+		rep.Rows = append(rep.Rows, StreamRow{Config: g.name, PartitionSize: g.partitionSize, Status: "ok", MBps: mb[i],
+			ReceiverCPUPerGiB: 1, ReceiverHeapPerGiB: 1 << 20, ReceiverPeakRSS: 32 << 20})
+	}
+	var got []string
+	for _, c := range pairRunChecks(rep, groups, samples) {
+		got = append(got, fmt.Sprintf("%s %.2f %v", c.Name, c.Measured, c.Met))
+	}
+	want := []string{
+		"(b) 512 B MB/s / (b) 64 KiB MB/s 0.90 true",
+		"(h) 512 B MB/s / (h) 64 KiB MB/s 0.60 false",
+		"512 B: (h) MB/s / (g) MB/s 0.75 false",
+		"512 B: b: receiver heap per GiB streamed 1.00 true",
+		"512 B: b: receiver peak RSS 32.00 true",
+		"512 B: h: receiver heap per GiB streamed 1.00 true",
+		"512 B: h: receiver peak RSS 32.00 true",
+		"64 KiB: b: receiver heap per GiB streamed 1.00 true",
+		"64 KiB: b: receiver peak RSS 32.00 true",
+		"64 KiB: h: receiver heap per GiB streamed 1.00 true",
+		"64 KiB: h: receiver peak RSS 32.00 true",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
