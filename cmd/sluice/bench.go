@@ -339,7 +339,7 @@ func printStreamReport(w io.Writer, rep *bench.StreamReport) error {
 			for i, r := range c.PerRun {
 				runs[i] = fmt.Sprintf("%.2f", r)
 			}
-			fmt.Fprintf(w, "%s, run by run: %s\n", c.Name, strings.Join(runs, " "))
+			fmt.Fprintf(w, "%s, run by run: %s; ratio of the rows' medians %.2f\n", c.Name, strings.Join(runs, " "), c.RatioOfMedians)
 		}
 	}
 	return nil

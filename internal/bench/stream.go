@@ -108,6 +108,9 @@ type StreamCheck struct {
 	PerRun []float64 `json:"per_run,omitempty"`
 	RunMin float64   `json:"run_min,omitempty"`
 	RunMax float64   `json:"run_max,omitempty"`
+	// RatioOfMedians is the same comparison made from the two rows' median MB/s: the
+	// median of the ratios pairs each run's fetches, but under noise the two can differ.
+	RatioOfMedians float64 `json:"ratio_of_medians,omitempty"`
 }
 
 // StreamParent is a parent the benchmark fetched from.
@@ -237,7 +240,7 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 }
 
 // pairRunChecks is a pair run's checks: the two parents against each other first, the run's
-// point (pairCheck, for every group of two); then each parent's rows against the usual
+// point (pairCheck, for every group of two, with the ratio of the rows' medians beside it); then each parent's rows against the usual
 // targets (streamChecks), named after its partition size.
 func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]streamSample) []StreamCheck {
 	var out []StreamCheck
@@ -247,6 +250,10 @@ func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]strea
 		}
 		j := groupStart(groups, i)
 		if c, ok := pairCheck(g[0].name, g[0].partitionSize, g[1].partitionSize, samples[j], samples[j+1]); ok {
+			// The rows are in the configurations' order.
+			if small, ref := rep.Rows[j], rep.Rows[j+1]; small.OK() && ref.OK() && ref.MBps > 0 {
+				c.RatioOfMedians = small.MBps / ref.MBps
+			}
 			out = append(out, c)
 		}
 	}
