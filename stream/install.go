@@ -564,7 +564,16 @@ func (j *installJob) verify() error {
 			return err
 		}
 	}
-	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{})
+	// The sender chose to send it whole because the ranges hold every partition: checked.
+	spec, err := slice.SpecFromStatistics(j.in.Version, j.in.Manifest.Statistics, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	ranges, err := DecodeRanges(spec.Partitioner, j.in.Ranges)
+	if err != nil {
+		return fmt.Errorf("%w: the requested ranges in the sstable's partitioner: %w", ErrManifest, err)
+	}
+	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: ranges})
 	if err != nil {
 		return fmt.Errorf("%w: verify: %w", ErrChecksum, err)
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
@@ -28,11 +30,13 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 		vn         string
 		partitions int64
 		size, row  int
-	}{{"oa", 3000, 512, 128}, {"da", 3000, 512, 128}, {"oa", 300, 16 << 10, 512}, {"da", 300, 16 << 10, 512}} {
+		block      int
+	}{{"oa", 3000, 512, 128, 4 << 10}, {"da", 3000, 512, 128, 4 << 10}, {"oa", 300, 16 << 10, 512, 4 << 10}, {"da", 300, 16 << 10, 512, 4 << 10},
+		{"nb", 100, 96 << 10, 256, 512}} { // promoted indexes longer than a piece
 		vn := tc.vn
 		v, _ := version.ParseWritable(vn)
 		res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), vn), gen.Options{Version: v,
-			Partitions: tc.partitions, PartitionSize: tc.size, RowSize: tc.row, IndexBlockSize: 4 << 10, Seed: 8})
+			Partitions: tc.partitions, PartitionSize: tc.size, RowSize: tc.row, IndexBlockSize: tc.block, Seed: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +103,50 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 			r, _ = IndexReader(parent, later[0]) // closed before the end: the pass stops
 			r.Read(make([]byte, 10))
 			r.Close()
+			if v.Format == version.Big {
+				spansMatch(t, parent, ranges)
+			}
+		}
+	}
+}
+
+// spansMatch checks that an IndexBig child's slice is its runs' Index.db spans, read in pieces
+// that end on entries' ends (a piece smaller than an entry grows), and that a span planned with
+// a partition too many, or whose first entry is not at its run's data start, fails the read
+// naming Index.db.
+func spansMatch(t *testing.T, parent *sstable.Table, ranges token.RangeSet) {
+	t.Helper()
+	spans, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}, Format: IndexBig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := os.ReadFile(parent.Path(descriptor.Index))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range spans {
+		var want []byte
+		for _, r := range p.Plan.Runs {
+			want = append(want, index[r.IndexLo:r.IndexHi]...)
+		}
+		r, err := IndexReader(parent, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, want) || int64(len(got)) != p.IndexLength {
+			t.Fatalf("child %d: read %d bytes (%v), spans hold %d, planned %d", i, len(got), err, len(want), p.IndexLength)
+		}
+		for _, bad := range []func(*RunPlan){func(r *RunPlan) { r.Partitions++ }, func(r *RunPlan) { r.Lo++ }} {
+			wrong := p
+			wrong.Plan.Runs = append([]RunPlan(nil), p.Plan.Runs...)
+			bad(&wrong.Plan.Runs[0])
+			r, _ := IndexReader(parent, wrong)
+			if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "Index.db") {
+				t.Errorf("child %d: a span that is not its plan read without naming Index.db: %v", i, err)
+			}
+			r.Close()
 		}
 	}
 }
@@ -142,10 +190,7 @@ func TestPartialRebuildHostileEntries(t *testing.T) {
 func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
 	key := []byte("key")
 	tok := token.Murmur3.Token(key)
-	ps, err := NewPieces(token.Murmur3, token.RangeSet{{Left: tok, Right: token.Token{Kind: tok.Kind, Long: tok.Long + 1000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ranges := token.RangeSet{{Left: tok, Right: token.Token{Kind: tok.Kind, Long: tok.Long + 1000}}}
 	for _, tc := range []struct {
 		format IndexFormat
 		rec    []byte
@@ -153,27 +198,9 @@ func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
 		{IndexRecords, AppendIndexRecord(nil, key, 100, -1, nil)},
 		{IndexBig, bigindex.AppendEntry(nil, key, 100, nil)},
 	} {
-		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format, within: &within{ps: ps, k: -1}}
+		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format, within: ranges.Within()}
 		if err := r.Write(tc.rec); err == nil || !strings.Contains(err.Error(), "outside the ranges") {
 			t.Errorf("%s: a partition at the range's open end: %v", tc.format, err)
-		}
-	}
-}
-
-// within follows increasing tokens through pieces, a gap, the ring's end and back.
-func TestWithinFollowsTheRanges(t *testing.T) {
-	ranges, err := token.ParseRanges(token.Murmur3, "(-100,0],(10,20],(1000,-5000]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, _ := NewPieces(token.Murmur3, ranges)
-	w := &within{ps: ps, k: -1}
-	for _, c := range []struct {
-		t  int64
-		in bool
-	}{{-9000, true}, {-5000, true}, {-4999, false}, {-100, false}, {-99, true}, {0, true}, {1, false}, {10, false}, {11, true}, {20, true}, {21, false}, {1000, false}, {1001, true}, {1 << 60, true}} {
-		if got := w.holds(token.Token{Kind: token.Murmur3.MinToken().Kind, Long: c.t}); got != c.in {
-			t.Errorf("token %d: in the ranges %v, want %v", c.t, got, c.in)
 		}
 	}
 }

@@ -92,6 +92,18 @@ func summaryPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plan
 	return plans, partitions, true
 }
 
+// PlanFromSummary is the plan Partials makes with IndexBig when the summary serves
+// (summaryPlan), one child per piece of ranges, and whether it served: the same plan PlanTable
+// makes from every entry, but for IndexBytes, with each run's Index.db span.
+func PlanFromSummary(parent *sstable.Table, ranges token.RangeSet) ([]ChildPlan, int64, bool, error) {
+	ps, err := NewPieces(parent.Partitioner, ranges)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	plans, n, ok := summaryPlan(parent, ps, ranges)
+	return plans, n, ok, nil
+}
+
 // edge is the first partition above a token: its ordinal, Index.db offset, data position, key
 // and token, and the token of the partition before it. Past the last partition, ordinal is the
 // partition count, indexOff the index's size and pos the data length.
@@ -107,13 +119,13 @@ type edge struct {
 // edgeFinder finds edges from a full-sampling summary, hashing a sample's key the first time
 // the binary search asks for its token.
 type edgeFinder struct {
-	parent *sstable.Table
-	sum    *bigindex.Summary
-	f      *os.File
-	size   int64
-	iv     int64
-	tokens []token.Token
-	known  []bool
+	parent  *sstable.Table
+	sum     *bigindex.Summary
+	f       *os.File
+	size    int64
+	iv      int64
+	tokens  []token.Token
+	known   []bool
 	total   int64       // the parent's partition count (count)
 	lastTok token.Token // the last partition's token (count)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/fixtures"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/gen"
@@ -184,3 +185,48 @@ func TestSummaryPlanMisleadingSummary(t *testing.T) {
 }
 
 func zeroBytes(p ChildPlan) ChildPlan { p.IndexBytes = 0; return p }
+
+// On every fixture whose Summary.db Cassandra wrote with enough samples to serve (the 10,000
+// partitions of sstable-transformer's testtable_10k), the plan from the summary is the plan of
+// a pass over every entry, for ranges whose ends fall on samples, next to them and between.
+func TestSummaryPlanOnCassandraSummaries(t *testing.T) {
+	served := 0
+	for _, f := range fixtures.All(t) {
+		if f.Format != "big" {
+			continue
+		}
+		parent := openTable(t, f.Prefix)
+		var toks []token.Token
+		if err := parent.ScanPartitions(func(p *sstable.Partition) error { toks = append(toks, cloneToken(p.Token)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(toks) < 4096 {
+			continue
+		}
+		at := func(i int) string { return toks[i].String() }
+		for _, spec := range []string{
+			fmt.Sprintf("(%s,%s]", at(128), at(1280)),
+			fmt.Sprintf("(%s,%s]", at(127), at(1281)),
+			fmt.Sprintf("(%s,%s],(%s,%s]", at(1000), at(2000), at(len(toks)-300), at(64)),
+			fmt.Sprintf("(%s,%s]", at(0), at(0)),
+		} {
+			ranges, err := token.ParseRanges(parent.Partitioner, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, _ := NewPieces(parent.Partitioner, ranges)
+			want, wantN := measuredPlan(t, parent, ps, ranges)
+			got, n, ok := summaryPlan(parent, ps, ranges)
+			if !ok {
+				t.Fatalf("%s %s: the summary did not serve", f.Name, spec)
+			}
+			if n != wantN || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s %s: %d partitions, want %d\n got %+v\nwant %+v", f.Name, spec, n, wantN, got, want)
+			}
+			served++
+		}
+	}
+	if served == 0 {
+		t.Fatal("no fixture of 4,096 partitions or more: the test tests nothing")
+	}
+}

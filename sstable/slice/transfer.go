@@ -615,9 +615,9 @@ type PartialRebuild struct {
 	b       *Builder
 	p       token.Partitioner
 	format  IndexFormat
-	within  *within // nil: no range check
-	carry   []byte  // the start of a record whose end has not arrived
-	taken   int64   // slice bytes before carry
+	within  *token.Within // nil: no range check
+	carry   []byte        // the start of a record whose end has not arrived
+	taken   int64         // slice bytes before carry
 	ordinal int64
 	prev    token.Token
 	prevKey []byte
@@ -637,11 +637,7 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 	}
 	r := &PartialRebuild{p: spec.Partitioner, format: opts.Format, prevPos: -1}
 	if len(opts.Ranges) > 0 {
-		ps, err := NewPieces(spec.Partitioner, opts.Ranges)
-		if err != nil {
-			return nil, err
-		}
-		r.within = &within{ps: ps, k: -1}
+		r.within = opts.Ranges.Within()
 	}
 	b, err := NewBuilder(spec, inst, desc, lay, 0)
 	if err != nil {
@@ -765,7 +761,7 @@ func (r *PartialRebuild) add(p *sstable.Partition) error {
 	if r.prevPos >= 0 && token.CompareKeys(r.prev, r.prevKey, p.Token, p.Key) >= 0 {
 		return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
 	}
-	if r.within != nil && !r.within.holds(p.Token) {
+	if r.within != nil && !r.within.Holds(p.Token) {
 		return fmt.Errorf("index slice record %d: key %x (token %s) is outside the ranges asked for", p.Ordinal, p.Key, p.Token)
 	}
 	if r.firstKey == nil {
@@ -778,24 +774,6 @@ func (r *PartialRebuild) add(p *sstable.Partition) error {
 	}
 	r.prevPos = p.Position
 	return r.b.Add(p)
-}
-
-// within answers whether tokens in increasing order fall in a range set: most continue the
-// piece of the one before, for two comparisons.
-type within struct {
-	ps *Pieces
-	k  int // the piece that held the last token, or -1
-}
-
-func (w *within) holds(t token.Token) bool {
-	if w.k >= 0 && w.ps.holds(w.k, t) {
-		return true
-	}
-	k, in := w.ps.locate(t)
-	if in {
-		w.k = k
-	}
-	return in
 }
 
 // SpecFromStatistics is the Spec of a parent known only by its version, its Statistics.db
