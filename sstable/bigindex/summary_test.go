@@ -270,3 +270,35 @@ func encodeParse(t *testing.T, sb *SummaryBuilder, first, last []byte) *Summary 
 	}
 	return s
 }
+
+// Samples reads every fixture's samples as ParseSummary parses them, and fails, naming the
+// file, on a summary cut short or with an offset outside its entries.
+func TestSamplesReadWhatParseSummaryParses(t *testing.T) {
+	for _, f := range bigFixtures(t) {
+		b := f.Read(t, "Summary.db")
+		s, err := ParseSummary(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSamples(t, s, b)
+		if len(s.Entries) == 0 {
+			continue
+		}
+		cut, err := OpenSamples(bytes.NewReader(b[:summaryHeaderSize+4]), int64(summaryHeaderSize+4), "cut-Summary.db")
+		if err == nil {
+			_, _, err = cut.Sample(len(s.Entries) - 1)
+		}
+		if err == nil || !strings.Contains(err.Error(), "cut-Summary.db") {
+			t.Errorf("%s: a cut summary: %v", f.Name, err)
+		}
+		bad := bytes.Clone(b)
+		bad[summaryHeaderSize] ^= 0x40 // the first offset
+		sm, err := OpenSamples(bytes.NewReader(bad), int64(len(bad)), "bad-Summary.db")
+		if err == nil {
+			_, _, err = sm.Sample(0)
+		}
+		if err == nil || !strings.Contains(err.Error(), "bad-Summary.db") {
+			t.Errorf("%s: a summary whose first offset is wrong: %v", f.Name, err)
+		}
+	}
+}
