@@ -82,9 +82,41 @@ type wnode struct {
 	hasOutOfPageChildren bool
 	// packed: the node's branch is serialised in the writer's arena from mark on (its
 	// children released); see trieWriter.pack.
-	packed  bool
-	mark    int // len(trieWriter.arena) when the node was made: where its branch's bytes start
+	packed bool
+	mark   int // len(trieWriter.arena) when the node was made: where its branch's bytes start
+	// placed replaces children once they are all written and n waits only to be written
+	// itself (trieWriter.place): their transitions and positions are all its serialisation
+	// needs, in 16 bytes a child instead of a node.
+	placed  []placedChild
 	payload payload
+}
+
+// placedChild is a written child of a node: its transition and file position.
+type placedChild struct {
+	pos        int64
+	transition int
+}
+
+func (n *wnode) childCount() int {
+	if n.placed != nil {
+		return len(n.placed)
+	}
+	return len(n.children)
+}
+
+func (n *wnode) childTransition(i int) int {
+	if n.placed != nil {
+		return n.placed[i].transition
+	}
+	return n.children[i].transition
+}
+
+// childPos is child i's file position, -1 while it is not written.
+func (n *wnode) childPos(i int) int64 {
+	if n.placed != nil {
+		return n.placed[i].pos
+	}
+	return n.children[i].filePos
 }
 
 // maxPositionDelta is Node.maxPositionDelta: the most negative distance to a child, either
@@ -94,6 +126,9 @@ func (n *wnode) maxPositionDelta(nodePos int64) int64 {
 		return -int64(n.branchSize - n.children[0].branchSize)
 	}
 	minPlaced, minUnplaced := int64(0), int64(1)
+	for _, p := range n.placed {
+		minPlaced = min(minPlaced, p.pos-nodePos)
+	}
 	for _, ch := range n.children {
 		if ch.filePos != -1 {
 			minPlaced = min(minPlaced, ch.filePos-nodePos)
@@ -151,12 +186,15 @@ func (o *pagedOutput) flush() error {
 // order, keeps only the path of the last key and the not yet written branches below it,
 // and writes completed branches bottom-up, packing them into pages.
 //
-// A completed branch smaller than a page waits until its parent is laid out. Cassandra keeps
-// it as nodes; with random keys that peaks at about 130,000 nodes (13 MiB here) for a
-// partition index of 10M keys, and grows with the key count up to where such branches fill
-// pages. A waiting branch that points at nothing written is position-independent (its
-// pointers are distances within it), so this writer serialises it at once into the arena
-// and keeps one node for it (pack): the same bytes, later copied out, at a few bytes per node.
+// A completed branch smaller than a page waits until its parent is laid out, and a node whose
+// children were laid out waits with them until it is written itself. Cassandra keeps both as
+// nodes; with random keys that peaks at about 133,000 nodes (14 MiB here) for a partition
+// index of 10M keys and grows with the key count up to where such branches fill pages. This
+// writer keeps the same layout in less: a waiting branch that points at nothing written is
+// position-independent (its pointers are distances within it), so it is serialised at once
+// into the arena and one node stands for it (pack); a node whose children are all written
+// keeps only their transitions and positions (place). What stays is a few hundred nodes, the
+// arena (below a page per waiting branch) and 16 bytes per placed child.
 type trieWriter struct {
 	out   *pagedOutput
 	codec payloadCodec
@@ -171,9 +209,10 @@ type trieWriter struct {
 	// arena is cut back to its mark.
 	arena []byte
 
-	free     []*wnode      // recycled nodes
-	slices   [7][][]*wnode // recycled children slices by capacity class 4<<i
-	scratch  [][]*wnode    // layoutChildren working sets, one per recursion depth
+	free     []*wnode           // recycled nodes
+	slices   [7][][]*wnode      // recycled children slices by capacity class 4<<i
+	placed   [7][][]placedChild // recycled placed slices by capacity class 4<<i
+	scratch  [][]*wnode         // layoutChildren working sets, one per recursion depth
 	depth    int
 	sentinel wnode
 }
@@ -208,6 +247,7 @@ func (tw *trieWriter) release(n *wnode) {
 		tw.release(ch)
 	}
 	tw.putChildren(n)
+	tw.putPlaced(n)
 	tw.free = append(tw.free, n)
 }
 
@@ -233,6 +273,50 @@ func (tw *trieWriter) appendChild(n, ch *wnode) {
 	n.children = append(n.children, ch)
 }
 
+// sizeClass is the class of a recycled slice of capacity c: the smallest 4<<class >= c.
+func sizeClass(c int) int {
+	class := 0
+	for 4<<class < c {
+		class++
+	}
+	return class
+}
+
+// place replaces n's children, every one written, by their placed records, and releases
+// them: a node whose children were laid out because its branch passed a page waits for its
+// parent's layout, and with random keys a quarter of a big partition index's nodes wait so
+// (the children of the nodes one and two levels down from the root: 32,000 of them for half
+// the Murmur3 ring, whatever the key count).
+func (tw *trieWriter) place(n *wnode) error {
+	class := sizeClass(len(n.children))
+	var ps []placedChild
+	if free := tw.placed[class]; len(free) > 0 {
+		ps = free[len(free)-1]
+		tw.placed[class] = free[:len(free)-1]
+	} else {
+		ps = make([]placedChild, 0, 4<<class)
+	}
+	for _, ch := range n.children {
+		if ch.filePos == -1 {
+			return fmt.Errorf("%w: placing child %#x, which is not written", errInternal, ch.transition)
+		}
+		ps = append(ps, placedChild{pos: ch.filePos, transition: ch.transition})
+		tw.release(ch)
+	}
+	tw.putChildren(n)
+	n.placed = ps
+	return nil
+}
+
+// putPlaced recycles n's placed slice.
+func (tw *trieWriter) putPlaced(n *wnode) {
+	if c := cap(n.placed); c > 0 {
+		class := sizeClass(c)
+		tw.placed[class] = append(tw.placed[class], n.placed[:0])
+	}
+	n.placed = nil
+}
+
 // putChildren recycles n's children slice (its capacity is always 4<<class or zero).
 func (tw *trieWriter) putChildren(n *wnode) {
 	if c := cap(n.children); c > 0 {
@@ -255,6 +339,7 @@ func (tw *trieWriter) finalize(n *wnode, pos int64) {
 		tw.release(ch)
 	}
 	tw.putChildren(n)
+	tw.putPlaced(n)
 	n.payload = payload{}
 	n.packed = false
 }
@@ -352,6 +437,9 @@ func (tw *trieWriter) complete(n *wnode) error {
 	// Every branch below n is written now, and only n's subtree wrote into the arena since
 	// n was made.
 	tw.arena = tw.arena[:n.mark]
+	if len(n.children) > 0 {
+		return tw.place(n)
+	}
 	return nil
 }
 
