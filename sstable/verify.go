@@ -45,6 +45,10 @@ type VerifyOptions struct {
 	// sampled with (0 means Cassandra's default, 128). Cassandra discards and rebuilds a
 	// summary whose interval differs from the table's.
 	MinIndexInterval int
+	// Ranges, when set, are the token ranges every partition must lie in: a streaming
+	// receiver checks an entire sstable against the ranges its session asked for. The first
+	// partition outside them is a problem.
+	Ranges token.RangeSet
 }
 
 // Report is what Verify found. OK means no problem at all.
@@ -314,7 +318,11 @@ func (v *verifier) checkIndexAndData() {
 		firstMiss                 string
 		badRun                    int // consecutive index entries with problems
 		card                      = stats.NewCardinality()
+		within                    *token.Within
 	)
+	if len(v.opts.Ranges) > 0 {
+		within = v.opts.Ranges.Within()
+	}
 	visit := func(p *Partition, be *bti.PartitionEntry) error {
 		// trieWhy: this row-indexed key disagrees with the trie entry leading to it. Normally
 		// checkPartition settles who is wrong; an entry that never gets there (its position out
@@ -355,6 +363,10 @@ func (v *verifier) checkIndexAndData() {
 		}
 		if !keyOK {
 			keysUnknown = true
+		}
+		if keyOK && within != nil && !within.Holds(p.Token) {
+			v.add(keyFile, keyAt, "partition %d (key %x, token %s) is outside the ranges %s", p.Ordinal, p.Key, p.Token, v.opts.Ranges)
+			within = nil // one is enough: the rest would each cost a look at every range
 		}
 		if count == 0 {
 			firstKey = append(firstKey[:0], p.Key...)

@@ -72,6 +72,10 @@ type Config struct {
 	// goes at 64 MiB received, before an sstable of 64 MiB or more, and when nothing more is
 	// to arrive. Default 64; 1 commits each sstable alone (still while the next streams).
 	CommitBatch int
+
+	// recordsOnly makes a receiver's Hello leave out wire.FeatureIndexBig, as a receiver that
+	// rebuilds only from records would (tests).
+	recordsOnly bool
 }
 
 // The data planes of Config.Transport.
@@ -192,8 +196,11 @@ func (c Config) validate() error {
 
 func (c Config) hello() wire.Hello {
 	h := wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
+	if !c.recordsOnly {
+		h.Features = append(h.Features, wire.FeatureIndexBig)
+	}
 	if f := c.dataFeature(); f != "" {
-		h.Features = []string{f}
+		h.Features = append(h.Features, f)
 	}
 	return h
 }

@@ -50,10 +50,12 @@
 //     that stream (FIN). Partial and rows: BTI, first the Rows.db slice as component 0 (the
 //     index records point into it); the Data.db segments in order (StreamRuns, each
 //     announced as a wire.Run with its parent chunks and child offset); the index slice
-//     (StreamIndex; made while it is sent by one more pass, slice.IndexReader: over the
-//     runs' own Index.db entries for BIG, over the parent's index for BTI, on a goroutine of
-//     its own from the Manifest on, so that the pass runs while the runs are sent, at most 4
-//     MiB ahead: readAhead); the child's rebased CompressionInfo rides in the Manifest.
+//     (StreamIndex; made while it is sent, slice.IndexReader: for BIG, when the receiver's
+//     Hello offers wire.FeatureIndexBig, the runs' Index.db spans verbatim
+//     (Manifest.IndexFormat = IndexBig), else records from the runs' own Index.db entries;
+//     for BTI records from a pass over the parent's index; on a goroutine of its own from the
+//     Manifest on, so that it is read while the runs are sent, at most 4 MiB ahead:
+//     readAhead); the child's rebased CompressionInfo rides in the Manifest.
 //     Entire: every component file but TOC.txt,
 //     Statistics.db and CompressionInfo.db, which ride in the Manifest (Compression,
 //     Statistics). For a resumed sstable the Data.db bytes start at the first chunk the

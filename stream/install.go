@@ -221,11 +221,26 @@ func (j *installJob) startRebuild() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrManifest, err)
 	}
-	if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, int64(m.Partitions)); err != nil {
+	opts, err := j.rebuildOptions(spec)
+	if err != nil {
+		return err
+	}
+	if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, opts); err != nil {
 		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 	}
 	j.feed = newRebuildFeed(j.rebuild)
 	return nil
+}
+
+// rebuildOptions says what the index slice is and what it must hold: the announced count, its
+// format and the ranges the session asked for, in the parent's partitioner.
+func (j *installJob) rebuildOptions(spec *slice.Spec) (slice.RebuildOptions, error) {
+	m := j.in.Manifest
+	ranges, err := DecodeRanges(spec.Partitioner, j.in.Ranges)
+	if err != nil {
+		return slice.RebuildOptions{}, fmt.Errorf("%w: the requested ranges in the sstable's partitioner: %w", ErrManifest, err)
+	}
+	return slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: ranges}, nil
 }
 
 // file is the file a Data frame's payload goes to at its offset, or nil for the index
@@ -337,7 +352,12 @@ func (j *installJob) seal() (int64, error) {
 	if j.rebuild != nil {
 		_, err = j.rebuild.Finish(data)
 	} else {
-		_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, partitions)
+		opts, oerr := j.rebuildOptions(spec)
+		if oerr != nil {
+			return 0, oerr
+		}
+		opts.Partitions = partitions
+		_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, opts)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
@@ -540,7 +560,16 @@ func (j *installJob) verify() error {
 			return err
 		}
 	}
-	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{})
+	// The sender chose to send it whole because the ranges hold every partition: checked.
+	spec, err := slice.SpecFromStatistics(j.in.Version, j.in.Manifest.Statistics, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	ranges, err := DecodeRanges(spec.Partitioner, j.in.Ranges)
+	if err != nil {
+		return fmt.Errorf("%w: the requested ranges in the sstable's partitioner: %w", ErrManifest, err)
+	}
+	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: ranges})
 	if err != nil {
 		return fmt.Errorf("%w: verify: %w", ErrChecksum, err)
 	}

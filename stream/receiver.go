@@ -301,6 +301,9 @@ type Incoming struct {
 	CRCChunkLength int
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
+	// Ranges are the ranges the session asked for: a partial's or rows sstable's rebuild, or
+	// an entire sstable's verification, fails a partition outside them.
+	Ranges []wire.TokenRange
 
 	sinceCheckpoint int64 // bytes accepted since the verified prefix was last recorded
 
@@ -489,7 +492,7 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 	if _, err := stats.Parse(m.Statistics, v); err != nil {
 		return nil, bad("Statistics.db: %v", err)
 	}
-	in := &Incoming{ID: m.SSTableID, Manifest: m, Kind: m.Kind, Version: v, DataComponent: -1}
+	in := &Incoming{ID: m.SSTableID, Manifest: m, Kind: m.Kind, Version: v, DataComponent: -1, Ranges: r.req.Ranges}
 	if len(m.Compression) > 0 {
 		info, err := compress.ParseInfo(m.Compression, v)
 		if err != nil {
@@ -560,6 +563,13 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 	}
 	in.Layout = lay
 	in.want = []uint64{m.DataFileLength, m.IndexSliceLength}
+	switch {
+	case m.IndexFormat == wire.IndexRecords:
+	case m.IndexFormat == wire.IndexBig && in.Version.Format == version.Big:
+		// Offered in every Hello (Config.hello).
+	default:
+		return bad("index slice format %d for a %s sstable", m.IndexFormat, in.Version.Format)
+	}
 	switch in.Version.Format {
 	case version.BTI:
 		if len(m.Components) != 1 || m.Components[0].Name != string(descriptor.Rows) {

@@ -519,8 +519,14 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		if err != nil {
 			return nil, err
 		}
-		partials, fallback, err := slice.Partials(t, ranges, slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds,
-			IndexLater: true}) // each index slice is produced as it is sent (manifestFor)
+		opts := slice.PartialOptions{OnePerParent: true, Bounds: ss.srv.cfg.SliceBounds,
+			IndexLater: true} // each index slice is produced as it is sent (manifestFor)
+		if t.Version().Format == version.Big && ss.sm.PeerOffers(wire.FeatureIndexBig) {
+			// The receiver takes Index.db spans as they are: planned from Summary.db, read
+			// verbatim, no entry decoded here.
+			opts.Format = slice.IndexBig
+		}
+		partials, fallback, err := slice.Partials(t, ranges, opts)
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
 				return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -679,7 +685,7 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		}
 		// The index slice is made by a pass over the parent's index while it is sent, in
 		// pieces: the sender holds no slice for the session, whatever its partition count.
-		m.IndexSliceLength = uint64(p.IndexLength)
+		m.IndexSliceLength, m.IndexFormat = uint64(p.IndexLength), wire.IndexFormat(p.IndexFormat)
 		if p.Index != nil || p.IndexLength == 0 {
 			srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
 		} else {

@@ -264,6 +264,11 @@ func TestReceiverRejectsHostileManifests(t *testing.T) {
 		{"index slice over the limit", partial, func(m *wire.Manifest) { m.IndexSliceLength = 1 << 40 }},
 		{"no index slice", partial, func(m *wire.Manifest) { m.IndexSliceLength = 0 }},
 		{"no partitions", partial, func(m *wire.Manifest) { m.Partitions = 0 }},
+		{"unknown index slice format", partial, func(m *wire.Manifest) { m.IndexFormat = 7 }},
+		{"Index.db spans for a BTI sstable", partial, func(m *wire.Manifest) {
+			m.IndexFormat, m.Format, m.Version = wire.IndexBig, "bti", "da"
+			m.Components = []wire.ComponentSpec{{Name: "Rows.db", Length: 1}}
+		}},
 		{"garbage statistics", partial, func(m *wire.Manifest) { m.Statistics = []byte{1, 2, 3} }},
 		{"garbage compression", partial, func(m *wire.Manifest) { m.Compression = []byte{1, 2, 3} }},
 		{"unknown version", partial, func(m *wire.Manifest) { m.Version = "zz" }},

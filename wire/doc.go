@@ -82,6 +82,7 @@
 //	                     13  Statistics        bytes (opaque)
 //	                     14  Digest            uint (uint32)
 //	                     15  DeadBytes         uint
+//	                     16  IndexFormat       uint (IndexFormat, uint8)
 //	      Run            1   FirstChunk        uint
 //	                     2   ChunkCount        uint
 //	                     3   FileOffset        uint

@@ -42,7 +42,25 @@ type Manifest struct {
 	// DeadBytes is what the sender's layout left dead in a partial child's data: bytes of the
 	// parent's chunks no partition of the child occupies (informational: shown to operators).
 	DeadBytes uint64
+	// IndexFormat is how the index slice encodes its partitions (IndexRecords, or IndexBig: the
+	// parent's Index.db entries verbatim, sent only to a receiver whose Hello offers
+	// FeatureIndexBig).
+	IndexFormat IndexFormat
 }
+
+// IndexFormat is the encoding of a partial's index slice.
+type IndexFormat uint8
+
+const (
+	// IndexRecords: one record per partition (key, parent position, rows-slice position,
+	// promoted index), the only form a BTI slice takes.
+	IndexRecords IndexFormat = 0
+	// IndexBig: a BIG parent's Index.db entries as they are on disk, run after run.
+	IndexBig IndexFormat = 1
+)
+
+// FeatureIndexBig, in a receiver's Hello.Features, says it rebuilds from IndexBig slices.
+const FeatureIndexBig = "index-slice-big"
 
 const (
 	manifestSSTableID        = 1
@@ -60,6 +78,7 @@ const (
 	manifestStatistics       = 13
 	manifestDigest           = 14
 	manifestDeadBytes        = 15
+	manifestIndexFormat      = 16
 
 	runFirstChunk = 1
 	runChunkCount = 2
@@ -89,6 +108,7 @@ var manifestSchema = schema{
 		manifestStatistics:       "Statistics",
 		manifestDigest:           "Digest",
 		manifestDeadBytes:        "DeadBytes",
+		manifestIndexFormat:      "IndexFormat",
 	},
 	repeated: 1<<manifestRuns | 1<<manifestComponents,
 }
@@ -133,6 +153,7 @@ func (m *Manifest) encode(w *writer) {
 	w.bytes(manifestStatistics, m.Statistics)
 	w.uint(manifestDigest, uint64(m.Digest))
 	w.uint(manifestDeadBytes, m.DeadBytes)
+	w.uint(manifestIndexFormat, uint64(m.IndexFormat))
 }
 
 func (m *Manifest) decode(d *decoder) {
@@ -186,6 +207,8 @@ func (m *Manifest) decode(d *decoder) {
 			m.Digest = d.u32()
 		case manifestDeadBytes:
 			m.DeadBytes = d.u64()
+		case manifestIndexFormat:
+			m.IndexFormat = IndexFormat(d.u8())
 		}
 	}
 }

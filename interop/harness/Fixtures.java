@@ -53,6 +53,8 @@ final class Fixtures
                 f.collections(fmt, fmt.equals("big") ? "LZ4Compressor" : "DeflateCompressor");
                 f.statics(fmt, fmt.equals("big") ? "ZstdCompressor" : "LZ4Compressor");
                 f.deletions(fmt, fmt.equals("big") ? "none" : "SnappyCompressor");
+                if (fmt.equals("big"))
+                    f.many(fmt, "LZ4Compressor");
             }
             f.counters();
         }
@@ -297,6 +299,16 @@ final class Fixtures
         t.write("DELETE v FROM %t USING TIMESTAMP ? WHERE pk = ? AND ck = ?", w -> {
             for (int pk = 0; pk < 200; pk += 7)
                 add(w, TS + 4, pk, 5);
+        });
+    }
+
+    /** Many small partitions of one row: a Summary.db of many samples (min_index_interval 128) to plan from. */
+    void many(String fmt, String compressor) throws IOException
+    {
+        Table t = new Table("many", fmt, compressor, "pk int PRIMARY KEY, v text", "");
+        t.write("INSERT INTO %t (pk, v) VALUES (?, ?) USING TIMESTAMP ?", w -> {
+            for (int pk = 0; pk < 12000; pk++)
+                add(w, pk, "value-" + pk, TS + pk);
         });
     }
 

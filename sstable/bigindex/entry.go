@@ -107,6 +107,23 @@ func decodeEntry(b []byte, e *Entry) (n int, f fault, at, need int) {
 	return end, faultNone, 0, 0
 }
 
+// DecodeEntry decodes the entry at the start of b, whose first byte is at Index.db offset off
+// (for errors), into e, whose Key and Promoted then alias b, and returns its size. For a stream
+// of entries cut anywhere (an index slice arriving in frames) it returns 0 and a nil error
+// when b ends before the entry does; the caller waits for more bytes, and at the stream's end
+// reports what is left. A value no entry can hold is an error carrying its offset.
+func DecodeEntry(b []byte, off int64, e *Entry) (int, error) {
+	n, f, at, need := decodeEntry(b, e)
+	switch f {
+	case faultNone:
+		e.Offset = off
+		return n, nil
+	case faultPositionRange, faultPromotedRange:
+		return 0, entryError(f, off, at, need, len(b))
+	}
+	return 0, nil
+}
+
 // vintNeed is the width of the vint starting at b, as far as its first byte tells.
 func vintNeed(b []byte) int {
 	if len(b) == 0 {

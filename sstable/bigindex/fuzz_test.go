@@ -2,6 +2,7 @@ package bigindex
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"testing/iotest"
 
@@ -47,6 +48,30 @@ func FuzzIndexIterator(f *testing.F) {
 		}
 		if (mem.Err() == nil) != (stream.Err() == nil) {
 			t.Fatalf("iterator err %v, scanner err %v", mem.Err(), stream.Err())
+		}
+		// DecodeEntry, the decoder of an index slice arriving in frames, walks the same
+		// entries and ends where the iterator did: at the end, waiting for more bytes at a
+		// truncated entry, or with an error at a malformed one.
+		off, walk := 0, NewIterator(b)
+		for {
+			var e Entry
+			n, err := DecodeEntry(b[off:], int64(off), &e)
+			if !walk.Next() {
+				switch {
+				case walk.Err() == nil && (n != 0 || err != nil || off != len(b)):
+					t.Fatalf("DecodeEntry at the end (%d): %d, %v", off, n, err)
+				case walk.Err() != nil && n != 0:
+					t.Fatalf("DecodeEntry decoded %d bytes at %d, where the iterator failed: %v", n, off, walk.Err())
+				case walk.Err() != nil && errors.Is(walk.Err(), ErrMalformed) != (err != nil):
+					t.Fatalf("DecodeEntry at %d: %v; the iterator: %v", off, err, walk.Err())
+				}
+				break
+			}
+			w := walk.Entry()
+			if err != nil || off+n != int(walk.Offset()) || !bytes.Equal(e.Key, w.Key) || e.Position != w.Position || !bytes.Equal(e.Promoted, w.Promoted) || e.Offset != w.Offset {
+				t.Fatalf("DecodeEntry at %d: %d bytes (%v), the iterator's entry ends at %d", off, n, err, walk.Offset())
+			}
+			off += n
 		}
 		if mem.Err() != nil {
 			return

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/bigindex"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -26,11 +30,13 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 		vn         string
 		partitions int64
 		size, row  int
-	}{{"oa", 3000, 512, 128}, {"da", 3000, 512, 128}, {"oa", 300, 16 << 10, 512}, {"da", 300, 16 << 10, 512}} {
+		block      int
+	}{{"oa", 3000, 512, 128, 4 << 10}, {"da", 3000, 512, 128, 4 << 10}, {"oa", 300, 16 << 10, 512, 4 << 10}, {"da", 300, 16 << 10, 512, 4 << 10},
+		{"nb", 100, 96 << 10, 256, 512}} { // promoted indexes longer than a piece
 		vn := tc.vn
 		v, _ := version.ParseWritable(vn)
 		res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), vn), gen.Options{Version: v,
-			Partitions: tc.partitions, PartitionSize: tc.size, RowSize: tc.row, IndexBlockSize: 4 << 10, Seed: 8})
+			Partitions: tc.partitions, PartitionSize: tc.size, RowSize: tc.row, IndexBlockSize: tc.block, Seed: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,18 +103,104 @@ func TestIndexReaderMatchesGatheredSlice(t *testing.T) {
 			r, _ = IndexReader(parent, later[0]) // closed before the end: the pass stops
 			r.Read(make([]byte, 10))
 			r.Close()
+			if v.Format == version.Big {
+				spansMatch(t, parent, ranges)
+			}
 		}
 	}
 }
 
-// A slice that ends inside a record fails the rebuild at Finish, naming the record.
-func TestPartialRebuildTruncatedSlice(t *testing.T) {
-	rec := AppendIndexRecord(nil, []byte("key"), 100, -1, nil)
-	r := &PartialRebuild{prevPos: -1, p: token.Murmur3}
-	if err := r.Write(rec[:len(rec)-1]); err != nil {
-		t.Fatal(err) // its end may yet come
+// spansMatch checks that an IndexBig child's slice is its runs' Index.db spans, read in pieces
+// that end on entries' ends (a piece smaller than an entry grows), and that a span planned with
+// a partition too many, or whose first entry is not at its run's data start, fails the read
+// naming Index.db.
+func spansMatch(t *testing.T, parent *sstable.Table, ranges token.RangeSet) {
+	t.Helper()
+	spans, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}, Format: IndexBig})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := r.Finish(DataResult{}); err == nil || !strings.Contains(err.Error(), "record 0") {
-		t.Errorf("truncated slice: %v", err)
+	index, err := os.ReadFile(parent.Path(descriptor.Index))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range spans {
+		var want []byte
+		for _, r := range p.Plan.Runs {
+			want = append(want, index[r.IndexLo:r.IndexHi]...)
+		}
+		r, err := IndexReader(parent, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, want) || int64(len(got)) != p.IndexLength {
+			t.Fatalf("child %d: read %d bytes (%v), spans hold %d, planned %d", i, len(got), err, len(want), p.IndexLength)
+		}
+		for _, bad := range []func(*RunPlan){func(r *RunPlan) { r.Partitions++ }, func(r *RunPlan) { r.Lo++ }} {
+			wrong := p
+			wrong.Plan.Runs = append([]RunPlan(nil), p.Plan.Runs...)
+			bad(&wrong.Plan.Runs[0])
+			r, _ := IndexReader(parent, wrong)
+			if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "Index.db") {
+				t.Errorf("child %d: a span that is not its plan read without naming Index.db: %v", i, err)
+			}
+			r.Close()
+		}
+	}
+}
+
+// A slice that ends inside a record fails the rebuild at Finish, naming the record, in either
+// format.
+func TestPartialRebuildTruncatedSlice(t *testing.T) {
+	for _, tc := range []struct {
+		format IndexFormat
+		rec    []byte
+	}{
+		{IndexRecords, AppendIndexRecord(nil, []byte("key"), 100, -1, nil)},
+		{IndexBig, bigindex.AppendEntry(nil, []byte("key"), 100, []byte{1, 2, 3})},
+	} {
+		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format}
+		if err := r.Write(tc.rec[:len(tc.rec)-1]); err != nil {
+			t.Fatal(err) // its end may yet come
+		}
+		if _, err := r.Finish(DataResult{}); err == nil || !strings.Contains(err.Error(), "record 0") {
+			t.Errorf("%s: truncated slice: %v", tc.format, err)
+		}
+	}
+}
+
+// An Index.db entry no Cassandra writes (a position past int64) fails the rebuild with its
+// offset in the slice; a BIG slice for a BTI sstable is refused before anything is rebuilt.
+func TestPartialRebuildHostileEntries(t *testing.T) {
+	bad := append([]byte{0, 1, 'b'}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0)
+	r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: IndexBig}
+	if err := r.Write(bad); err == nil || !strings.Contains(err.Error(), "exceeds int64") || !strings.Contains(err.Error(), "offset 0") {
+		t.Errorf("position past int64: %v", err)
+	}
+	v, _ := version.ParseWritable("da")
+	if _, err := NewPartialRebuild(&Spec{Version: v, Partitioner: token.Murmur3}, nil, descriptor.Descriptor{}, nil, RebuildOptions{Format: IndexBig}); err == nil {
+		t.Error("a BIG index slice for a BTI sstable was taken")
+	}
+}
+
+// A partition outside the ranges asked for fails the rebuild, in either format, before it
+// reaches the builder: a sender cannot slip in data the receiver did not ask for.
+func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
+	key := []byte("key")
+	tok := token.Murmur3.Token(key)
+	ranges := token.RangeSet{{Left: tok, Right: token.Token{Kind: tok.Kind, Long: tok.Long + 1000}}}
+	for _, tc := range []struct {
+		format IndexFormat
+		rec    []byte
+	}{
+		{IndexRecords, AppendIndexRecord(nil, key, 100, -1, nil)},
+		{IndexBig, bigindex.AppendEntry(nil, key, 100, nil)},
+	} {
+		r := &PartialRebuild{prevPos: -1, p: token.Murmur3, format: tc.format, within: ranges.Within()}
+		if err := r.Write(tc.rec); err == nil || !strings.Contains(err.Error(), "outside the ranges") {
+			t.Errorf("%s: a partition at the range's open end: %v", tc.format, err)
+		}
 	}
 }

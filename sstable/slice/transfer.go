@@ -33,6 +33,8 @@ type Partial struct {
 	Index  []byte         // index records (AppendIndexRecord); nil with PartialOptions.IndexLater
 	// IndexLength is the index slice's length in bytes, also when it is not held.
 	IndexLength int64
+	// IndexFormat is the index slice's encoding (PartialOptions.Format).
+	IndexFormat IndexFormat
 	Rows        []byte // BTI only
 	// ParentPartitions is the parent's partition count, from the same index pass.
 	ParentPartitions int64
@@ -48,6 +50,10 @@ type PartialOptions struct {
 	// it is sent, so that a sender holds no index slice for the session (memory independent
 	// of the partition count), at the cost of one more index pass per child.
 	IndexLater bool
+	// Format IndexBig (a BIG parent only) makes each slice the runs' Index.db spans, read
+	// verbatim when sent (it implies IndexLater), and plans from Summary.db when that serves
+	// (summaryPlan): the sender then reads the index only at the ranges' edges.
+	Format IndexFormat
 }
 
 // Partials plans the children of parent for ranges and gathers what each needs shipped.
@@ -67,12 +73,23 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	if err != nil {
 		return nil, "", err
 	}
-	measured := opts.IndexLater && parent.Version().Format == version.Big
+	isBig := parent.Version().Format == version.Big
+	spans := opts.Format == IndexBig
+	if spans && !isBig {
+		return nil, "", fmt.Errorf("slice: %s: Index.db spans for a %s sstable", parent.Desc, parent.Version().Format)
+	}
+	measured := (opts.IndexLater || spans) && isBig
 	var plans []ChildPlan
 	var partitions int64
-	if measured {
+	planned := false
+	if spans {
+		plans, partitions, planned = summaryPlan(parent, ps, ranges)
+	}
+	switch {
+	case planned:
+	case measured:
 		plans, partitions, err = planMeasured(parent, ps, ranges)
-	} else {
+	default:
 		plans, err = PlanTable(parent, ps, ranges)
 	}
 	if err != nil {
@@ -90,6 +107,12 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 		}
 		if measured {
 			out[i].IndexLength, out[i].ParentPartitions = p.IndexBytes, partitions
+		}
+		if spans {
+			out[i].IndexFormat, out[i].IndexLength = IndexBig, 0
+			for _, r := range p.Runs {
+				out[i].IndexLength += r.IndexHi - r.IndexLo
+			}
 		}
 	}
 	if measured {
@@ -259,8 +282,15 @@ var indexPiece = 256 << 10 // a variable for the tests
 // IndexReader produces p's index slice (p from Partials of parent, IndexLater or not) with
 // one pass over parent's index, in pieces of about 256 KiB as it is read: its memory does not
 // grow with the partition count. Close ends the pass early. A slice that comes out of another
-// length than p.IndexLength (the index changed under it) fails the read.
+// length than p.IndexLength (the index changed under it) fails the read. An IndexBig slice is
+// the runs' Index.db spans, read verbatim (spanReader).
 func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
+	if p.IndexFormat == IndexBig {
+		if !runsLocated(p.Plan.Runs) {
+			return nil, fmt.Errorf("slice: %s: Index.db spans of runs whose entries were not located", parent.Desc)
+		}
+		return newSpanReader(parent.Path(descriptor.Index), p.Plan.Runs, p.IndexLength)
+	}
 	spec, err := SpecOf(parent)
 	if err != nil {
 		return nil, err
@@ -524,16 +554,51 @@ func decodeIndexRecords(slice []byte, p token.Partitioner, fn func(*sstable.Part
 	return nil
 }
 
+// IndexFormat is how an index slice encodes its partitions.
+type IndexFormat uint8
+
+const (
+	// IndexRecords is AppendIndexRecord's records: key, parent position, rows-slice position,
+	// promoted index. A BTI slice always takes this form.
+	IndexRecords IndexFormat = iota
+	// IndexBig is a BIG parent's Index.db entries verbatim, each run's span of Index.db after
+	// the one before (parent positions, as in records). The sender reads the spans and decodes
+	// no entry: for small partitions its index work stops growing with their number. Every
+	// check a records slice gets, it gets on the receiver.
+	IndexBig
+)
+
+func (f IndexFormat) String() string {
+	switch f {
+	case IndexRecords:
+		return "records"
+	case IndexBig:
+		return "big"
+	}
+	return fmt.Sprintf("IndexFormat(%d)", uint8(f))
+}
+
+// RebuildOptions says what a received index slice is and what it must hold.
+type RebuildOptions struct {
+	// Partitions, when positive, is the number of partitions the slice holds (the Manifest's,
+	// checked): the filter is then sized up front and filled record by record instead of from
+	// a list of every key's hash.
+	Partitions int64
+	Format     IndexFormat
+	// Ranges, when set, are the ranges the child was asked for, and a partition outside them
+	// fails the rebuild: a sender cannot slip in partitions the receiver did not ask for, and
+	// with the order check this vouches for every key of a slice the sender did not read (a
+	// plan from Summary.db and Index.db spans sent verbatim).
+	Ranges token.RangeSet
+}
+
 // RebuildPartial writes every component of a received child but Data.db, which must already
 // be complete in inst under desc: spec carries the parent's metadata (ParentRows is the shipped
 // rows slice), lay comes from the sender's segments (ReceivedLayout), index is the shipped
-// index slice. It checks the records' order and that their positions fall inside a segment.
-//
-// partitions, when positive, is the number of records index holds (the Manifest's, checked):
-// the filter is then sized up front and filled record by record instead of from a list of
-// every key's hash.
-func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult, partitions int64) ([]descriptor.Component, error) {
-	r, err := NewPartialRebuild(spec, inst, desc, lay, partitions)
+// index slice. It checks the records' order, that their positions fall inside a segment and,
+// with opts.Ranges, that their keys fall inside the ranges.
+func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, index []byte, data DataResult, opts RebuildOptions) ([]descriptor.Component, error) {
+	r, err := NewPartialRebuild(spec, inst, desc, lay, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +614,10 @@ func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, l
 type PartialRebuild struct {
 	b       *Builder
 	p       token.Partitioner
-	carry   []byte // the start of a record whose end has not arrived
+	format  IndexFormat
+	within  *token.Within // nil: no range check
+	carry   []byte        // the start of a record whose end has not arrived
+	taken   int64         // slice bytes before carry
 	ordinal int64
 	prev    token.Token
 	prevKey []byte
@@ -562,16 +630,24 @@ type PartialRebuild struct {
 // First is the first partition's key and position, once a record has been written.
 func (r *PartialRebuild) First() ([]byte, int64) { return r.firstKey, r.firstPos }
 
-// NewPartialRebuild starts the rebuild RebuildPartial does; partitions as there.
-func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, partitions int64) (*PartialRebuild, error) {
+// NewPartialRebuild starts the rebuild RebuildPartial does.
+func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, opts RebuildOptions) (*PartialRebuild, error) {
+	if opts.Format != IndexRecords && (opts.Format != IndexBig || spec.Version.Format != version.Big) {
+		return nil, fmt.Errorf("slice: a %s index slice for a %s sstable", opts.Format, spec.Version.Format)
+	}
+	r := &PartialRebuild{p: spec.Partitioner, format: opts.Format, prevPos: -1}
+	if len(opts.Ranges) > 0 {
+		r.within = opts.Ranges.Within()
+	}
 	b, err := NewBuilder(spec, inst, desc, lay, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Expect(partitions); err != nil {
+	if err := b.Expect(opts.Partitions); err != nil {
 		return nil, err
 	}
-	return &PartialRebuild{b: b, p: spec.Partitioner, prevPos: -1}, nil
+	r.b = b
+	return r, nil
 }
 
 // Write takes the next bytes of the index slice, cut anywhere. A record cut by the previous
@@ -586,12 +662,14 @@ func (r *PartialRebuild) Write(b []byte) error {
 		if err != nil {
 			return err
 		}
+		r.taken += int64(n)
 		r.carry = append(r.carry[:0], r.carry[n:]...)
 	}
 	n, err := r.records(b, false)
 	if err != nil {
 		return err
 	}
+	r.taken += int64(n)
 	r.carry = append(r.carry, b[n:]...)
 	return nil
 }
@@ -613,6 +691,9 @@ func (r *PartialRebuild) Finish(data DataResult) ([]descriptor.Component, error)
 // records adds the complete records at the start of buf and returns the bytes they took. A
 // record cut short ends the scan without an error unless last (no more bytes will come).
 func (r *PartialRebuild) records(buf []byte, last bool) (int, error) {
+	if r.format == IndexBig {
+		return r.entries(buf, last)
+	}
 	var pt sstable.Partition
 	off := 0
 	for off < len(buf) {
@@ -637,6 +718,35 @@ func (r *PartialRebuild) records(buf []byte, last bool) (int, error) {
 	return off, nil
 }
 
+// entries is records for a slice of Index.db entries (IndexBig).
+func (r *PartialRebuild) entries(buf []byte, last bool) (int, error) {
+	var (
+		pt  sstable.Partition
+		e   bigindex.Entry
+		off int
+	)
+	pt.IndexPos = -1
+	for off < len(buf) {
+		n, err := bigindex.DecodeEntry(buf[off:], r.taken+int64(off), &e)
+		if err == nil && n == 0 {
+			if !last {
+				return off, nil // its end is still to come
+			}
+			err = fmt.Errorf("%d bytes at slice offset %d are not a whole entry", len(buf)-off, r.taken+int64(off))
+		}
+		if err != nil {
+			return off, fmt.Errorf("index slice record %d: %w", r.ordinal, err)
+		}
+		pt.Key, pt.Position, pt.Promoted, pt.Ordinal = e.Key, e.Position, e.Promoted, r.ordinal
+		if err := r.add(&pt); err != nil {
+			return off, err
+		}
+		off += n
+		r.ordinal++
+	}
+	return off, nil
+}
+
 func (r *PartialRebuild) add(p *sstable.Partition) error {
 	if p.Position < 0 || p.IndexPos < -1 {
 		return fmt.Errorf("index slice record %d: position %d, index position %d", p.Ordinal, p.Position, p.IndexPos)
@@ -650,6 +760,9 @@ func (r *PartialRebuild) add(p *sstable.Partition) error {
 	}
 	if r.prevPos >= 0 && token.CompareKeys(r.prev, r.prevKey, p.Token, p.Key) >= 0 {
 		return fmt.Errorf("index slice record %d: key %x out of order", p.Ordinal, p.Key)
+	}
+	if r.within != nil && !r.within.Holds(p.Token) {
+		return fmt.Errorf("index slice record %d: key %x (token %s) is outside the ranges asked for", p.Ordinal, p.Key, p.Token)
 	}
 	if r.firstKey == nil {
 		r.firstKey, r.firstPos = append([]byte{}, p.Key...), p.Position

@@ -104,3 +104,28 @@ func ParseRanges(p Partitioner, spec string) (RangeSet, error) {
 	}
 	return out, nil
 }
+
+// Within answers whether tokens fall in a RangeSet for a pass that asks in increasing order:
+// each question starts with the range that held the last token, so most cost a comparison or
+// two; a token the cached range does not hold costs a look at every range.
+type Within struct {
+	rs RangeSet
+	k  int // the range that held the last token, or -1
+}
+
+// Within starts a pass over s.
+func (s RangeSet) Within() *Within { return &Within{rs: s, k: -1} }
+
+// Holds reports whether a range of the set holds t.
+func (w *Within) Holds(t Token) bool {
+	if w.k >= 0 && w.rs[w.k].Contains(t) {
+		return true
+	}
+	for i := range w.rs {
+		if w.rs[i].Contains(t) {
+			w.k = i
+			return true
+		}
+	}
+	return false
+}

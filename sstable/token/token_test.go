@@ -104,3 +104,22 @@ func TestTokenAndHash(t *testing.T) {
 		}
 	}
 }
+
+// Within answers as RangeSet.Contains does, for tokens through ranges, gaps, the ring's end
+// and a wrapping range, asked in increasing order and out of it.
+func TestWithinIsContains(t *testing.T) {
+	ranges, err := ParseRanges(Murmur3, "(-100,0],(10,20],(1000,-5000]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := []int64{math.MinInt64 + 1, -9000, -5000, -4999, -100, -99, 0, 1, 10, 11, 20, 21, 1000, 1001, 1 << 60, math.MaxInt64}
+	w := ranges.Within()
+	for _, order := range [][]int64{toks, {20, -9000, 1001, 5, 11, -5000}} {
+		for _, v := range order {
+			tk := Token{Kind: KindMurmur3, Long: v}
+			if got, want := w.Holds(tk), ranges.Contains(tk); got != want {
+				t.Errorf("token %d: Holds %v, Contains %v", v, got, want)
+			}
+		}
+	}
+}
