@@ -284,9 +284,9 @@ func sizeClass(c int) int {
 
 // place replaces n's children, every one written, by their placed records, and releases
 // them: a node whose children were laid out because its branch passed a page waits for its
-// parent's layout, and with random keys a quarter of a big partition index's nodes wait so
-// (the children of the nodes one and two levels down from the root: 32,000 of them for half
-// the Murmur3 ring, whatever the key count).
+// parent's layout. With random keys the root's children wait so until the very end, holding
+// the root's grandchildren: 32,000 of them for half the Murmur3 ring, whatever the key count
+// past a few hundred thousand.
 func (tw *trieWriter) place(n *wnode) error {
 	class := sizeClass(len(n.children))
 	var ps []placedChild
