@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -150,12 +152,12 @@ configurations (rewrite, copy, reflink, reflink-nodigest, rechunk) beside rewrit
 }
 
 func newBenchStreamCmd() *cobra.Command {
-	var size, dir, transport, congestion, profiles, partSize string
+	var size, dir, transport, congestion, profiles, partSize, refPartSize string
 	var runs, sstables int
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--sstables N] [--dir D] [--runs N] [--json]",
+		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--sstables N] [--partition-size S [--reference-partition-size R]] [--dir D] [--runs N] [--json]",
 		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
 partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
@@ -179,6 +181,14 @@ With --sstables N (e.g. 256 with --size 512MiB: 256 sstables of 2 MiB) also:
   (i) the whole ring of a table made of the parent split into N sstables (rewrite mode,
       made once and reused), over QUIC as (d): the check compares its time per byte with
       (d)'s, the same bytes as one sstable.
+--partition-size makes the parent of smaller (or larger) partitions, e.g. 512 (128-byte rows).
+--reference-partition-size R (e.g. --partition-size 512 --reference-partition-size 64KiB)
+makes a pair run instead, for the small-partitions target: a second parent of the same size
+with R-byte partitions, and only (b) and, with tcp or tls, (f) or (h) on each parent, the two
+fetches of a configuration back to back in every run (their order swapped every other run),
+plus (e) or (g) once per run as the machine's reference. Each run's ratio of the two
+fetches' MB/s is checked against >= 0.80: the median of the runs' ratios, with their minimum
+and maximum.
 --tcp-congestion sets the congestion control of (f)/(h)'s data connection on both ends.
 Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
 allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
@@ -189,25 +199,30 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if err != nil {
 				return usagef("bench stream: --size: %v", err)
 			}
-			if transport != "quic" && transport != "tcp" && transport != "tls" {
-				return usagef("bench stream: --transport %q: want quic, tls or tcp", transport)
-			}
-			if sstables < 0 || sstables == 1 {
-				return usagef("bench stream: --sstables %d: want at least 2 (0: no many-sstables row)", sstables)
-			}
-			var ps int64
-			if partSize != "" {
-				if ps, err = parseSize(partSize); err != nil || ps <= 0 || ps > 1<<30 {
-					return usagef("bench stream: --partition-size %q: want a size up to 1GiB", partSize)
+			var ps, rps int64
+			for _, f := range []struct {
+				flag, val string
+				out       *int64
+			}{{"--partition-size", partSize, &ps}, {"--reference-partition-size", refPartSize, &rps}} {
+				if f.val == "" {
+					continue
+				}
+				if *f.out, err = parseSize(f.val); err != nil || *f.out <= 0 || *f.out > 1<<30 {
+					return usagef("bench stream: %s %q: want a size up to 1GiB", f.flag, f.val)
 				}
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			rep, err := bench.Stream(cmd.Context(), bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), Transport: transport, TCPCongestion: congestion, Exe: exe,
+			o := bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), ReferencePartitionSize: int(rps),
+				Transport: transport, TCPCongestion: congestion, Exe: exe,
 				Runs: runs, Timeout: timeout, CPUProfileDir: profiles, SSTables: sstables,
-				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }})
+				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }}
+			if err := o.Validate(); err != nil {
+				return usagef("bench stream: %v", err)
+			}
+			rep, err := bench.Stream(cmd.Context(), o)
 			if err != nil {
 				return fmt.Errorf("bench stream: %w", err)
 			}
@@ -217,47 +232,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 				}
 				return streamFailed(rep)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions; transport %s; 127.0.0.1; page cache warm; medians of %d run(s)\n",
-				rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
-			fmt.Fprintf(w, "partial ranges: %s\n", rep.PartialRanges)
-			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS\tsender peak RSS")
-			for _, r := range rep.Rows {
-				if !r.OK() {
-					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", r.Config, r.Status)
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\t%s\n", r.Config, r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
-					r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS), human(r.SenderPeakRSS))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			for _, r := range rep.Rows {
-				if r.Note != "" {
-					fmt.Fprintf(w, "%s: %s\n", r.Config, r.Note)
-				}
-			}
-			fmt.Fprintln(w)
-			tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "target\tmeasured\ttarget\tmet")
-			for _, c := range rep.Checks {
-				met := "yes"
-				if !c.Met {
-					met = "NO"
-				}
-				measured := fmt.Sprintf("%.2fx", c.Measured)
-				if c.Unit != "x" {
-					measured = fmt.Sprintf("%.1f %s", c.Measured, c.Unit)
-				}
-				target := c.Target
-				if c.Unit != "x" {
-					target += " " + c.Unit
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, measured, target, met)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printStreamReport(cmd.OutOrStdout(), rep); err != nil {
 				return err
 			}
 			return streamFailed(rep)
@@ -266,6 +241,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
 	f.StringVar(&partSize, "partition-size", "", "partition size of the generated parent (default 64KiB; e.g. 512 for many partitions)")
+	f.StringVar(&refPartSize, "reference-partition-size", "", "pair run: a second parent of this partition size, its partial fetches run by run beside the parent's and their MB/s compared (e.g. 64KiB)")
 	f.StringVar(&transport, "transport", "quic", "data plane: quic; tcp to add (e) raw TCP and (f) partial over the TCP data plane; tls to add (g) raw Go TLS and (h) partial over the TLS data plane")
 	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of (f)/(h)'s data connection, e.g. bbr (default: the kernel's)")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
@@ -275,6 +251,98 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	f.StringVar(&profiles, "cpuprofile", "", "directory for CPU profiles of every sender and receiver process")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// printStreamReport prints bench stream's report as tables: the parent(s), the rows, the
+// checks; a pair run adds each row's partition size and the spread of the runs' ratios.
+func printStreamReport(w io.Writer, rep *bench.StreamReport) error {
+	pair := rep.Reference != nil
+	if pair {
+		for _, p := range []struct {
+			what string
+			p    bench.StreamParent
+		}{{"parent", rep.StreamParent}, {"reference", *rep.Reference}} {
+			fmt.Fprintf(w, "%s: %s partitions, %d bytes uncompressed, %d on disk, %d partitions; partial ranges %s\n",
+				p.what, bench.PartitionLabel(p.p.PartitionSize), p.p.ParentData, p.p.ParentDataFile, p.p.Partitions, p.p.PartialRanges)
+		}
+		fmt.Fprintf(w, "transport %s; 127.0.0.1; page cache warm; medians of %d interleaved run(s)\n", rep.Transport, rep.Runs)
+	} else {
+		fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions; transport %s; 127.0.0.1; page cache warm; medians of %d run(s)\n",
+			rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
+		fmt.Fprintf(w, "partial ranges: %s\n", rep.PartialRanges)
+	}
+	// A pair run's rows have a partitions column after the configuration.
+	config := func(r bench.StreamRow) string {
+		if pair {
+			return r.Config + "\t" + bench.PartitionLabel(r.PartitionSize)
+		}
+		return r.Config
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	header := "configuration\tsstables\tpayload\twall s\tMB/s\tsender cpu s/GiB\treceiver cpu s/GiB\treceiver heap/GiB\treceiver peak RSS\tsender peak RSS"
+	if pair {
+		header = strings.Replace(header, "configuration\t", "configuration\tpartitions\t", 1)
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range rep.Rows {
+		if !r.OK() {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\n", config(r), r.Status)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%s\t%s\n", config(r), r.Kinds, human(r.Bytes), r.WallSeconds, r.MBps,
+			r.SenderCPUPerGiB, r.ReceiverCPUPerGiB, human(int64(r.ReceiverHeapPerGiB)), human(r.ReceiverPeakRSS), human(r.SenderPeakRSS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Rows {
+		if r.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Config, r.Note)
+		}
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	if pair {
+		fmt.Fprintln(tw, "target\tmeasured\ttarget\tmet\truns: min / median / max")
+	} else {
+		fmt.Fprintln(tw, "target\tmeasured\ttarget\tmet")
+	}
+	for _, c := range rep.Checks {
+		met := "yes"
+		if !c.Met {
+			met = "NO"
+		}
+		measured := fmt.Sprintf("%.2fx", c.Measured)
+		if c.Unit != "x" {
+			measured = fmt.Sprintf("%.1f %s", c.Measured, c.Unit)
+		}
+		target := c.Target
+		if c.Unit != "x" {
+			target += " " + c.Unit
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s", c.Name, measured, target, met)
+		if pair {
+			spread := ""
+			if len(c.PerRun) > 0 {
+				spread = fmt.Sprintf("%.2f / %.2f / %.2f (%d runs)", c.RunMin, c.Measured, c.RunMax, len(c.PerRun))
+			}
+			line += "\t" + spread
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range rep.Checks {
+		if len(c.PerRun) > 0 {
+			runs := make([]string, len(c.PerRun))
+			for i, r := range c.PerRun {
+				runs[i] = fmt.Sprintf("%.2f", r)
+			}
+			fmt.Fprintf(w, "%s, run by run: %s; ratio of the rows' medians %.2f\n", c.Name, strings.Join(runs, " "), c.RatioOfMedians)
+		}
+	}
+	return nil
 }
 
 // streamFailed is exit status 1, with the report printed, when a configuration failed.

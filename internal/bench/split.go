@@ -211,6 +211,10 @@ func parentFor(ctx context.Context, dir string, o SplitOptions) (descriptor.Desc
 	if err != nil {
 		return descriptor.Descriptor{}, err
 	}
+	if o.PartitionSize == defaultPartitionSize {
+		// gen's default: --partition-size 64KiB names the default parent, not a second copy.
+		o.PartitionSize = 0
+	}
 	root := filepath.Join(dir, fmt.Sprintf("parent-%d", o.Size))
 	if o.PartitionSize > 0 {
 		root += fmt.Sprintf("-p%d", o.PartitionSize)

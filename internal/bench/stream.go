@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,7 +47,13 @@ type StreamOptions struct {
 	// PartitionSize is the parent's partition size (default 64 KiB); small ones make a
 	// many-partition parent, for memory against partition count.
 	PartitionSize int
-	Transport     string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
+	// ReferencePartitionSize, when set, makes a pair run: a second parent of the same size
+	// with partitions of this size, and only the partial fetches, of both parents run by run
+	// ((b) over QUIC and, with tcp or tls, (f) or (h), plus that plane's raw transfer as
+	// the machine's reference), each compared with the reference parent's in the same run:
+	// the small-partitions target. Not with SSTables.
+	ReferencePartitionSize int
+	Transport              string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
 	// TCPCongestion, for tcp and tls, is the node's tcp_congestion and fetch's
 	// --tcp-congestion ("" = the kernel's default); the raw rows use the kernel's default.
 	TCPCongestion string
@@ -83,6 +90,8 @@ type StreamRow struct {
 	ReceiverPeakRSS    int64   `json:"receiver_peak_rss_bytes"`
 	// SenderPeakRSS is the sending process's VmHWM after the transfer (the node, for fetches).
 	SenderPeakRSS int64 `json:"sender_peak_rss_bytes"`
+	// PartitionSize, in a pair run, is the partition size of the parent the row fetched from.
+	PartitionSize int `json:"partition_size,omitempty"`
 }
 
 // OK reports whether the configuration ran.
@@ -95,19 +104,35 @@ type StreamCheck struct {
 	Unit     string  `json:"unit"` // "x" for ratios, "MiB" for memory
 	Target   string  `json:"target"`
 	Met      bool    `json:"met"`
+	// PerRun, for a pair run's comparison of the two parents, is each run's ratio; Measured
+	// is their median and RunMin and RunMax their extremes, the spread of the noise.
+	PerRun []float64 `json:"per_run,omitempty"`
+	RunMin float64   `json:"run_min,omitempty"`
+	RunMax float64   `json:"run_max,omitempty"`
+	// RatioOfMedians is the same comparison made from the two rows' median MB/s: the
+	// median of the ratios pairs each run's fetches, but under noise the two can differ.
+	RatioOfMedians float64 `json:"ratio_of_medians,omitempty"`
+}
+
+// StreamParent is a parent the benchmark fetched from.
+type StreamParent struct {
+	PartitionSize  int    `json:"partition_size"`
+	ParentData     int64  `json:"parent_data_length"`
+	ParentDataFile int64  `json:"parent_data_file_length"`
+	Partitions     int64  `json:"parent_partitions"`
+	PartialRanges  string `json:"partial_ranges"`
 }
 
 // StreamReport is the whole benchmark.
 type StreamReport struct {
-	Dir            string        `json:"dir"`
-	Transport      string        `json:"transport"`
-	ParentData     int64         `json:"parent_data_length"`
-	ParentDataFile int64         `json:"parent_data_file_length"`
-	Partitions     int64         `json:"parent_partitions"`
-	PartialRanges  string        `json:"partial_ranges"`
-	Runs           int           `json:"runs"`
-	Rows           []StreamRow   `json:"rows"`
-	Checks         []StreamCheck `json:"checks"`
+	Dir       string `json:"dir"`
+	Transport string `json:"transport"`
+	StreamParent
+	// Reference, in a pair run, is the parent of ReferencePartitionSize.
+	Reference *StreamParent `json:"reference,omitempty"`
+	Runs      int           `json:"runs"`
+	Rows      []StreamRow   `json:"rows"`
+	Checks    []StreamCheck `json:"checks"`
 }
 
 // The configurations, in the order they run and print.
@@ -139,14 +164,15 @@ const (
 )
 
 // Stream measures streaming on one parent of the seed workload's shape against a raw
-// quic-go transfer of the same bytes between the same kind of endpoints.
+// quic-go transfer of the same bytes between the same kind of endpoints; with
+// ReferencePartitionSize, the partial fetches of two parents that differ only in their
+// partition size against each other (pairConfigs).
 func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
-	switch o.Transport {
-	case "", "quic":
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Transport == "" {
 		o.Transport = "quic"
-	case "tcp", "tls":
-	default:
-		return nil, fmt.Errorf("--transport %q: want quic, tls or tcp", o.Transport)
 	}
 	if o.Exe == "" {
 		return nil, errors.New("bench stream: no sluice binary to run the sender and receiver")
@@ -160,10 +186,6 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, PartitionSize: o.PartitionSize, Logf: o.Logf})
-	if err != nil {
-		return nil, err
-	}
 	tmp, err := os.MkdirTemp(o.Dir, "sluice-bench-stream-")
 	if err != nil {
 		return nil, err
@@ -174,119 +196,368 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 			return nil, err
 		}
 	}
-
-	w := &streamWorld{o: o, tmp: tmp, tlsDir: filepath.Join(tmp, "tls"), data: filepath.Join(tmp, "node")}
-	if err := w.makeTLS(); err != nil {
+	tlsDir := filepath.Join(tmp, "tls")
+	if err := (&streamWorld{tlsDir: tlsDir}).makeTLS(); err != nil {
 		return nil, err
 	}
-	if err := w.makeNodeData(parent); err != nil {
+	pair := o.ReferencePartitionSize > 0
+	sub := ""
+	if pair {
+		sub = fmt.Sprintf("p%d", partitionSizeOrDefault(o.PartitionSize))
+	}
+	w, parent, err := newStreamWorld(ctx, o, tmp, sub, o.PartitionSize)
+	if err != nil {
 		return nil, err
+	}
+	rep := &StreamReport{Dir: o.Dir, Transport: o.Transport, StreamParent: parent, Runs: o.Runs}
+	var groups [][]streamConfig
+	if pair {
+		ref, refParent, err := newStreamWorld(ctx, o, tmp, fmt.Sprintf("p%d", partitionSizeOrDefault(o.ReferencePartitionSize)), o.ReferencePartitionSize)
+		if err != nil {
+			return nil, err
+		}
+		rep.Reference = &refParent
+		groups = pairConfigs(w, ref, o.Transport)
+	} else if groups, err = w.configs(ctx); err != nil {
+		return nil, err
+	}
+	configs, samples, err := runInterleaved(ctx, o, groups)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range configs {
+		row := streamMedians(c.name, samples[i])
+		if pair {
+			row.PartitionSize = c.partitionSize
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	if pair {
+		rep.Checks = pairRunChecks(rep, groups, samples)
+	} else {
+		rep.Checks = streamChecks(rep.Rows)
+	}
+	return rep, nil
+}
+
+// pairRunChecks is a pair run's checks: the two parents against each other first, the run's
+// point (pairCheck, for every group of two, with the ratio of the rows' medians beside it); then each parent's rows against the usual
+// targets (streamChecks), named after its partition size.
+func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]streamSample) []StreamCheck {
+	var out []StreamCheck
+	for i, g := range groups {
+		if len(g) != 2 {
+			continue
+		}
+		j := groupStart(groups, i)
+		if c, ok := pairCheck(g[0].name, g[0].partitionSize, g[1].partitionSize, samples[j], samples[j+1]); ok {
+			// The rows are in the configurations' order.
+			if small, ref := rep.Rows[j], rep.Rows[j+1]; small.OK() && ref.OK() && ref.MBps > 0 {
+				c.RatioOfMedians = small.MBps / ref.MBps
+			}
+			out = append(out, c)
+		}
+	}
+	for _, p := range []int{rep.PartitionSize, rep.Reference.PartitionSize} {
+		var rows []StreamRow
+		for _, r := range rep.Rows {
+			if r.PartitionSize == p {
+				rows = append(rows, r)
+			}
+		}
+		for _, c := range streamChecks(rows) {
+			c.Name = PartitionLabel(p) + ": " + c.Name
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Validate checks the options a command line sets, before anything is generated.
+func (o StreamOptions) Validate() error {
+	switch o.Transport {
+	case "", "quic", "tcp", "tls":
+	default:
+		return fmt.Errorf("--transport %q: want quic, tls or tcp", o.Transport)
+	}
+	if o.SSTables < 0 || o.SSTables == 1 {
+		return fmt.Errorf("--sstables %d: want at least 2 (0: no many-sstables row)", o.SSTables)
+	}
+	for _, f := range []struct {
+		flag string
+		size int
+	}{{"--partition-size", o.PartitionSize}, {"--reference-partition-size", o.ReferencePartitionSize}} {
+		if f.size < 0 || f.size > 1<<30 {
+			return fmt.Errorf("%s %d: want a size up to 1GiB", f.flag, f.size)
+		}
+	}
+	if o.ReferencePartitionSize == 0 {
+		return nil
+	}
+	if o.SSTables > 0 {
+		return errors.New("--reference-partition-size compares the partial fetches of two parents; --sstables (the whole ring of one parent) is not part of that run")
+	}
+	if p := partitionSizeOrDefault(o.PartitionSize); p == partitionSizeOrDefault(o.ReferencePartitionSize) {
+		return fmt.Errorf("--reference-partition-size %d: the parent's partitions are %d bytes too; nothing to compare", o.ReferencePartitionSize, p)
+	}
+	return nil
+}
+
+// defaultPartitionSize is gen.Options' default partition size, the seed workload's.
+const defaultPartitionSize = 64 << 10
+
+func partitionSizeOrDefault(n int) int {
+	if n == 0 {
+		return defaultPartitionSize
+	}
+	return n
+}
+
+// PartitionLabel names a partition size in the largest binary unit that divides it:
+// "512 B", "64 KiB", "1 MiB".
+func PartitionLabel(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// streamConfig is one configuration of the benchmark: its row's name, the stem of its
+// files (profiles, received data) and one run of it.
+type streamConfig struct {
+	name          string
+	file          string
+	partitionSize int // a pair run's: the partition size of the parent it fetches from
+	run           func(ctx context.Context, file string) (streamSample, error)
+}
+
+// configs is the configurations of a run on one parent: (a) to (d), the data plane's raw
+// transfer and partial fetch for tcp and tls, and (i) with SSTables; each a group of its own.
+func (w *streamWorld) configs(ctx context.Context) ([][]streamConfig, error) {
+	o := w.o
+	ringStart := token.Murmur3.MinToken()
+	whole := token.RangeSet{{Left: ringStart, Right: ringStart}}
+	fetch := func(name, table string, ranges token.RangeSet, transport string) streamConfig {
+		return streamConfig{name: name, file: profileName(name), run: func(ctx context.Context, file string) (streamSample, error) {
+			return w.runFetch(ctx, file, table, ranges, transport)
+		}}
+	}
+	configs := []streamConfig{
+		{name: cfgRaw, file: profileName(cfgRaw), run: w.runRaw},
+		fetch(cfgPartial, benchTable, w.half, "quic"),
+		fetch(cfgRows, legacyTable, w.half, "quic"),
+		fetch(cfgEntire, benchTable, whole, "quic"),
+	}
+	if raw, partial, ok := planeConfigs(o.Transport); ok {
+		configs = append(configs, streamConfig{name: raw, file: profileName(raw), run: w.runRawTCP},
+			fetch(partial, benchTable, w.half, o.Transport))
 	}
 	if o.SSTables > 1 {
-		many, err := manyFor(ctx, parent, o.SSTables, o.Logf)
+		many, err := manyFor(ctx, w.parent, o.SSTables, o.Logf)
 		if err != nil {
 			return nil, err
 		}
 		if err := linkTable(many, gen.TableDir(w.data, benchKeyspace, manyTable)); err != nil {
 			return nil, err
 		}
+		configs = append(configs, fetch(cfgMany, manyTable, whole, "quic"))
 	}
+	groups := make([][]streamConfig, len(configs))
+	for i, c := range configs {
+		groups[i] = []streamConfig{c}
+	}
+	return groups, nil
+}
 
+// pairConfigs is a pair run's configurations: (b), partial over QUIC, of the parent w and
+// of the reference parent ref side by side, and with tcp or tls the same over that data
+// plane, then that plane's raw transfer of w's partial byte count, once: the machine's
+// reference. Raw QUIC, the rows path and the entire sstable say nothing about partition
+// size and are left out to keep the run short.
+func pairConfigs(w, ref *streamWorld, transport string) [][]streamConfig {
+	fetch := func(x *streamWorld, name, transport string) streamConfig {
+		return streamConfig{name: name, file: fmt.Sprintf("%s-p%d", profileName(name), x.partitionSize), partitionSize: x.partitionSize,
+			run: func(ctx context.Context, file string) (streamSample, error) {
+				return x.runFetch(ctx, file, benchTable, x.half, transport)
+			}}
+	}
+	groups := [][]streamConfig{{fetch(w, cfgPartial, "quic"), fetch(ref, cfgPartial, "quic")}}
+	if raw, partial, ok := planeConfigs(transport); ok {
+		groups = append(groups, []streamConfig{fetch(w, partial, transport), fetch(ref, partial, transport)},
+			[]streamConfig{{name: raw, file: fmt.Sprintf("%s-p%d", profileName(raw), w.partitionSize), partitionSize: w.partitionSize, run: w.runRawTCP}})
+	}
+	return groups
+}
+
+// planeConfigs names the raw transfer and the partial fetch of the tcp or tls data plane;
+// false for quic, whose rows every run has.
+func planeConfigs(transport string) (raw, partial string, ok bool) {
+	switch transport {
+	case "tcp":
+		return cfgRawTCP, cfgPartialTCP, true
+	case "tls":
+		return cfgRawTLS, cfgPartialTLS, true
+	}
+	return "", "", false
+}
+
+// groupStart is the index, among all the groups' configurations in order, of group i's first.
+func groupStart(groups [][]streamConfig, i int) int {
+	n := 0
+	for _, g := range groups[:i] {
+		n += len(g)
+	}
+	return n
+}
+
+// runInterleaved runs every configuration o.Runs times and returns the configurations in
+// order with each one's samples. Runs are the outer loop so that a change in the machine's
+// load during the benchmark falls on every configuration alike; the configurations of a
+// group run back to back, their order reversed every other run (runOrder) so that neither
+// always runs in the other's wake. A configuration whose first run was not "ok" is not run
+// again.
+func runInterleaved(ctx context.Context, o StreamOptions, groups [][]streamConfig) ([]streamConfig, [][]streamSample, error) {
+	var configs []streamConfig
+	for _, g := range groups {
+		configs = append(configs, g...)
+	}
+	samples := make([][]streamSample, len(configs))
+	for run := 0; run < o.Runs; run++ {
+		for gi, g := range groups {
+			start := groupStart(groups, gi)
+			for _, k := range runOrder(len(g), run) {
+				i := start + k
+				c := configs[i]
+				if run > 0 && samples[i][0].status != "ok" {
+					continue
+				}
+				rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+				s, err := c.run(rctx, c.file)
+				cancel()
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s, run %d: %w", configLabel(c), run+1, err)
+				}
+				samples[i] = append(samples[i], s)
+				if s.status == "ok" {
+					o.Logf("%s run %d: %d bytes in %.3fs", configLabel(c), run+1, s.bytes, s.wall.Seconds())
+				}
+			}
+		}
+	}
+	return configs, samples, nil
+}
+
+// runOrder is the order of a group of n configurations in run number run (from 0): as
+// listed in even runs, reversed in odd ones.
+func runOrder(n, run int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+		if run%2 == 1 {
+			order[i] = n - 1 - i
+		}
+	}
+	return order
+}
+
+// configLabel names a configuration in logs and errors, with its parent's partition size
+// in a pair run.
+func configLabel(c streamConfig) string {
+	if c.partitionSize == 0 {
+		return c.name
+	}
+	return c.name + " [" + PartitionLabel(c.partitionSize) + " partitions]"
+}
+
+// newStreamWorld makes (or reuses) the parent of partitionSize in o.Dir and the world that
+// fetches from it, in tmp/sub with tmp/tls's certificates (made by the caller): the node's
+// tables, the two non-adjacent quarters of the ring its partial fetches ask for and their
+// payload.
+func newStreamWorld(ctx context.Context, o StreamOptions, tmp, sub string, partitionSize int) (*streamWorld, StreamParent, error) {
+	var info StreamParent
+	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, PartitionSize: partitionSize, Logf: o.Logf})
+	if err != nil {
+		return nil, info, err
+	}
+	wtmp := filepath.Join(tmp, sub)
+	if err := os.MkdirAll(wtmp, 0o755); err != nil {
+		return nil, info, err
+	}
+	w := &streamWorld{o: o, tmp: wtmp, tlsDir: filepath.Join(tmp, "tls"), data: filepath.Join(wtmp, "node"),
+		parent: parent, partitionSize: partitionSizeOrDefault(partitionSize)}
+	if err := w.makeNodeData(parent); err != nil {
+		return nil, info, err
+	}
 	t, err := sstable.Open(parent.Prefix())
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
-	rep := &StreamReport{Dir: o.Dir, Transport: o.Transport, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength, Runs: o.Runs}
+	info = StreamParent{PartitionSize: w.partitionSize, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength}
 	quarters, err := slice.EqualRanges(t, 4)
 	if err == nil && len(quarters) < 4 {
 		err = fmt.Errorf("bench stream: the parent is too small for four token ranges")
 	}
 	if err != nil {
 		t.Close()
-		return nil, err
+		return nil, info, err
 	}
 	// Two non-adjacent quarters, so the partial stream carries one child of two runs.
 	w.half = token.RangeSet{quarters[0], quarters[2]}
-	rep.PartialRanges = w.half.String()
+	info.PartialRanges = w.half.String()
 	partials, _, err := slice.Partials(t, w.half, slice.PartialOptions{OnePerParent: true})
 	if err == nil {
-		err = t.ScanPartitions(func(*sstable.Partition) error { rep.Partitions++; return nil })
+		err = t.ScanPartitions(func(*sstable.Partition) error { info.Partitions++; return nil })
 	}
 	w.dataFile = t.Path(descriptor.Data)
 	t.Close()
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	// The raw transfer moves as many bytes as the partial stream's payload.
 	for _, p := range partials {
 		w.halfBytes += p.Layout.FileLength + int64(len(p.Index)+len(p.Rows))
 	}
+	return w, info, nil
+}
 
-	ringStart := token.Murmur3.MinToken()
-	whole := token.RangeSet{{Left: ringStart, Right: ringStart}}
-	configs := []struct {
-		name string
-		run  func(context.Context, string) (streamSample, error)
-	}{
-		{cfgRaw, w.runRaw},
-		{cfgPartial, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, benchTable, w.half, "quic")
-		}},
-		{cfgRows, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, legacyTable, w.half, "quic")
-		}},
-		{cfgEntire, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, benchTable, whole, "quic")
-		}},
-	}
-	if o.Transport == "tcp" || o.Transport == "tls" {
-		raw, partial := cfgRawTCP, cfgPartialTCP
-		if o.Transport == "tls" {
-			raw, partial = cfgRawTLS, cfgPartialTLS
+// pairCheck is the small-partitions target for one configuration of a pair run: its MB/s on
+// the parent of partitionSize over its MB/s on the parent of refSize, at least 0.80. The
+// ratio is taken run by run (the two fetches of a run ran back to back, under about the same
+// load) and Measured is the median of the runs' ratios, with their spread beside it. False
+// when no run of both went through.
+func pairCheck(config string, partitionSize, refSize int, ss, refs []streamSample) (StreamCheck, bool) {
+	var ratios []float64
+	for i := range min(len(ss), len(refs)) {
+		s, r := ss[i], refs[i]
+		if s.status != "ok" || r.status != "ok" || s.wall <= 0 || r.wall <= 0 || r.bytes <= 0 {
+			continue
 		}
-		configs = append(configs, []struct {
-			name string
-			run  func(context.Context, string) (streamSample, error)
-		}{
-			{raw, w.runRawTCP},
-			{partial, func(ctx context.Context, name string) (streamSample, error) {
-				return w.runFetch(ctx, name, benchTable, w.half, o.Transport)
-			}},
-		}...)
+		ratios = append(ratios, MBps(s.bytes, s.wall)/MBps(r.bytes, r.wall))
 	}
-	if o.SSTables > 1 {
-		configs = append(configs, struct {
-			name string
-			run  func(context.Context, string) (streamSample, error)
-		}{cfgMany, func(ctx context.Context, name string) (streamSample, error) {
-			return w.runFetch(ctx, name, manyTable, whole, "quic")
-		}})
+	if len(ratios) == 0 {
+		return StreamCheck{}, false
 	}
-	// Runs are the outer loop so that a change in the machine's load during the benchmark
-	// falls on every configuration alike.
-	samples := make([][]streamSample, len(configs))
-	for run := 0; run < o.Runs; run++ {
-		for i, c := range configs {
-			if run > 0 && samples[i][0].status != "ok" {
-				continue
-			}
-			rctx, cancel := context.WithTimeout(ctx, o.Timeout)
-			s, err := c.run(rctx, profileName(c.name))
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("%s, run %d: %w", c.name, run+1, err)
-			}
-			samples[i] = append(samples[i], s)
-			if s.status == "ok" {
-				o.Logf("%s run %d: %d bytes in %.3fs", c.name, run+1, s.bytes, s.wall.Seconds())
-			}
-		}
+	p := profileName(config)
+	c := StreamCheck{Name: fmt.Sprintf("(%s) %s MB/s / (%s) %s MB/s", p, PartitionLabel(partitionSize), p, PartitionLabel(refSize)),
+		Unit: "x", Target: ">= 0.80", PerRun: ratios, RunMin: slices.Min(ratios), RunMax: slices.Max(ratios), Measured: median(ratios)}
+	c.Met = c.Measured >= 0.80
+	return c, true
+}
+
+// median is the middle value of v, the mean of the two middle ones for an even count.
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	if n == 0 {
+		return 0
 	}
-	for i, c := range configs {
-		rep.Rows = append(rep.Rows, streamMedians(c.name, samples[i]))
+	if n%2 == 1 {
+		return s[n/2]
 	}
-	rep.Checks = streamChecks(rep.Rows)
-	return rep, nil
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // profileName is a configuration's file-name stem: "(b) partial ..." is "b".
@@ -392,6 +663,9 @@ type streamWorld struct {
 	dataFile  string // the parent's Data.db
 	half      token.RangeSet
 	halfBytes int64
+	parent    descriptor.Descriptor // the parent the node serves
+	// partitionSize is the parent's partition size (its generator's, the default filled in).
+	partitionSize int
 }
 
 func (w *streamWorld) makeTLS() error {

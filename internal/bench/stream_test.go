@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,5 +224,150 @@ func TestStreamChecksManySSTables(t *testing.T) {
 		if !found {
 			t.Errorf("no (i) check at %v MB/s", tc.many)
 		}
+	}
+}
+
+// A pair run's check divides each run's MB/s on the small-partition parent by the same run's
+// on the reference parent, and holds the median of those ratios to 0.80, the runs' spread
+// beside it; a run that did not go through on both parents is left out.
+func TestPairCheck(t *testing.T) {
+	ok := func(mb int64, seconds float64) streamSample {
+		return streamSample{status: "ok", bytes: mb * 1e6, wall: secondsDuration(seconds)}
+	}
+	for _, tc := range []struct {
+		name      string
+		small     []streamSample
+		ref       []streamSample
+		perRun    []float64
+		med       float64
+		min, max  float64
+		met, none bool
+	}{
+		{name: "odd runs: the middle ratio",
+			small:  []streamSample{ok(100, 1), ok(100, 2), ok(100, 1)}, // 100, 50, 100 MB/s
+			ref:    []streamSample{ok(100, 1), ok(100, 1), ok(125, 1)}, // 100, 100, 125 MB/s
+			perRun: []float64{1, 0.5, 0.8}, med: 0.8, min: 0.5, max: 1, met: true},
+		{name: "even runs: the mean of the two middle ratios",
+			small:  []streamSample{ok(90, 1), ok(70, 1), ok(60, 1), ok(100, 1)},
+			ref:    []streamSample{ok(100, 1), ok(100, 1), ok(100, 1), ok(100, 1)},
+			perRun: []float64{0.9, 0.7, 0.6, 1}, med: 0.8, min: 0.6, max: 1, met: true},
+		{name: "just under the target",
+			small:  []streamSample{ok(79, 1), ok(200, 1)},
+			ref:    []streamSample{ok(100, 1), ok(250, 1)},
+			perRun: []float64{0.79, 0.8}, med: 0.795, min: 0.79, max: 0.8, met: false},
+		{name: "a failed run is not a ratio",
+			small:  []streamSample{ok(50, 1), {status: "failed"}, ok(90, 1)},
+			ref:    []streamSample{ok(100, 1), ok(100, 1), ok(100, 1)},
+			perRun: []float64{0.5, 0.9}, med: 0.7, min: 0.5, max: 0.9, met: false},
+		{name: "no run on both parents", small: []streamSample{{status: "not supported"}}, ref: []streamSample{ok(1, 1)}, none: true},
+	} {
+		c, found := pairCheck(cfgPartialTLS, 512, 64<<10, tc.small, tc.ref)
+		if found == tc.none {
+			t.Errorf("%s: check found %v: %+v", tc.name, found, c)
+			continue
+		}
+		if tc.none {
+			continue
+		}
+		near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+		same := len(c.PerRun) == len(tc.perRun)
+		for i := 0; same && i < len(c.PerRun); i++ {
+			same = near(c.PerRun[i], tc.perRun[i])
+		}
+		if !same || !near(c.Measured, tc.med) || !near(c.RunMin, tc.min) || !near(c.RunMax, tc.max) || c.Met != tc.met {
+			t.Errorf("%s: %+v; want runs %v, median %v, min %v, max %v, met %v", tc.name, c, tc.perRun, tc.med, tc.min, tc.max, tc.met)
+		}
+		if c.Name != "(h) 512 B MB/s / (h) 64 KiB MB/s" || c.Target != ">= 0.80" || c.Unit != "x" {
+			t.Errorf("%s: named %q, target %q %q", tc.name, c.Name, c.Target, c.Unit)
+		}
+	}
+}
+
+// The two fetches of a pair swap places every other run; a group of one runs as it is.
+func TestRunOrder(t *testing.T) {
+	for _, tc := range []struct {
+		n, run int
+		want   string
+	}{{2, 0, "[0 1]"}, {2, 1, "[1 0]"}, {2, 2, "[0 1]"}, {1, 1, "[0]"}} {
+		if got := fmt.Sprint(runOrder(tc.n, tc.run)); got != tc.want {
+			t.Errorf("runOrder(%d, %d) = %s, want %s", tc.n, tc.run, got, tc.want)
+		}
+	}
+}
+
+// The command line's options are refused before anything is generated: a pair run needs two
+// different partition sizes (64 KiB is the default parent's) and no many-sstables row.
+func TestStreamOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    StreamOptions
+		bad  string // part of the error; "" for valid options
+	}{
+		{"defaults", StreamOptions{}, ""},
+		{"one parent of small partitions", StreamOptions{PartitionSize: 512, Transport: "tls"}, ""},
+		{"pair", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 64 << 10, Transport: "tls"}, ""},
+		{"pair against the default parent", StreamOptions{ReferencePartitionSize: 512}, ""},
+		{"unknown transport", StreamOptions{Transport: "udp"}, "--transport"},
+		{"one sstable", StreamOptions{SSTables: 1}, "--sstables 1"},
+		{"negative partition size", StreamOptions{PartitionSize: -1}, "--partition-size"},
+		{"reference over 1GiB", StreamOptions{ReferencePartitionSize: 1<<30 + 1}, "--reference-partition-size"},
+		{"reference equal to the parent's", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 512}, "nothing to compare"},
+		{"64KiB reference against the default parent", StreamOptions{ReferencePartitionSize: 64 << 10}, "nothing to compare"},
+		{"pair with many sstables", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 64 << 10, SSTables: 8}, "--sstables"},
+	} {
+		err := tc.o.Validate()
+		if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("%s: %v; want an error about %q", tc.name, err, tc.bad)
+		}
+	}
+}
+
+func TestPartitionLabel(t *testing.T) {
+	for n, want := range map[int]string{512: "512 B", 64 << 10: "64 KiB", 1536: "1536 B", 1 << 20: "1 MiB", 3 << 10: "3 KiB", 100: "100 B"} {
+		if got := PartitionLabel(n); got != want {
+			t.Errorf("PartitionLabel(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// A pair run reports the two parents against each other first, then each parent's rows
+// against the usual targets under its partition size; the raw transfer, alone in its group,
+// is no pair.
+func TestPairRunChecks(t *testing.T) {
+	ok := func(mb int64) streamSample { return streamSample{status: "ok", bytes: mb * 1e6, wall: time.Second} }
+	groups := [][]streamConfig{
+		{{name: cfgPartial, partitionSize: 512}, {name: cfgPartial, partitionSize: 64 << 10}},
+		{{name: cfgPartialTLS, partitionSize: 512}, {name: cfgPartialTLS, partitionSize: 64 << 10}},
+		{{name: cfgRawTLS, partitionSize: 512}},
+	}
+	samples := [][]streamSample{{ok(90)}, {ok(100)}, {ok(300)}, {ok(500)}, {ok(400)}}
+	rep := &StreamReport{StreamParent: StreamParent{PartitionSize: 512}, Reference: &StreamParent{PartitionSize: 64 << 10}}
+	mb := []float64{90, 100, 320, 500, 400} // the (h) row's median is not its one run's rate
+	for i, g := range []streamConfig{groups[0][0], groups[0][1], groups[1][0], groups[1][1], groups[2][0]} {
+		rep.Rows = append(rep.Rows, StreamRow{Config: g.name, PartitionSize: g.partitionSize, Status: "ok", MBps: mb[i],
+			ReceiverCPUPerGiB: 1, ReceiverHeapPerGiB: 1 << 20, ReceiverPeakRSS: 32 << 20})
+	}
+	var got []string
+	for _, c := range pairRunChecks(rep, groups, samples) {
+		got = append(got, fmt.Sprintf("%s %.2f %v", c.Name, c.Measured, c.Met))
+		if len(c.PerRun) > 0 {
+			got[len(got)-1] += fmt.Sprintf(" (of the medians %.2f)", c.RatioOfMedians)
+		}
+	}
+	want := []string{
+		"(b) 512 B MB/s / (b) 64 KiB MB/s 0.90 true (of the medians 0.90)",
+		"(h) 512 B MB/s / (h) 64 KiB MB/s 0.60 false (of the medians 0.64)",
+		"512 B: (h) MB/s / (g) MB/s 0.80 true",
+		"512 B: b: receiver heap per GiB streamed 1.00 true",
+		"512 B: b: receiver peak RSS 32.00 true",
+		"512 B: h: receiver heap per GiB streamed 1.00 true",
+		"512 B: h: receiver peak RSS 32.00 true",
+		"64 KiB: b: receiver heap per GiB streamed 1.00 true",
+		"64 KiB: b: receiver peak RSS 32.00 true",
+		"64 KiB: h: receiver heap per GiB streamed 1.00 true",
+		"64 KiB: h: receiver peak RSS 32.00 true",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
