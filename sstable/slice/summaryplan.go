@@ -36,16 +36,12 @@ func summaryPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plan
 	if parent.Version().Format != version.Big || ps.Len() == 0 {
 		return nil, 0, false
 	}
-	sf, err := os.Open(parent.Path(descriptor.Summary))
+	sf, sumSize, err := openSized(parent.Path(descriptor.Summary))
 	if err != nil {
 		return nil, 0, false
 	}
 	defer sf.Close()
-	st, err := sf.Stat()
-	if err != nil {
-		return nil, 0, false
-	}
-	sum, err := bigindex.OpenSamples(sf, st.Size(), sf.Name())
+	sum, err := bigindex.OpenSamples(sf, sumSize, sf.Name())
 	if err != nil {
 		return nil, 0, false
 	}
@@ -56,17 +52,12 @@ func summaryPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plan
 	if sum.SamplingLevel != bigindex.BaseSamplingLevel || n == 0 || 4*4*ps.Len() > n {
 		return nil, 0, false
 	}
-	path := parent.Path(descriptor.Index)
-	f, err := os.Open(path)
+	f, size, err := openSized(parent.Path(descriptor.Index))
 	if err != nil {
 		return nil, 0, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, false
-	}
-	e := &edgeFinder{parent: parent, sum: sum, f: f, size: fi.Size(), iv: iv}
+	e := &edgeFinder{parent: parent, sum: sum, f: f, size: size, iv: iv}
 	if e.total, ok = e.count(); !ok {
 		return nil, 0, false
 	}
@@ -111,6 +102,20 @@ func PlanFromSummary(parent *sstable.Table, ranges token.RangeSet) ([]ChildPlan,
 	}
 	plans, n, ok := summaryPlan(parent, ps, ranges)
 	return plans, n, ok, nil
+}
+
+// openSized opens path and says how long it is.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }
 
 // edge is the first partition above a token: its ordinal, Index.db offset, data position, key

@@ -17,17 +17,22 @@ import (
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
+// genOA generates an oa parent of o's shape and opens it.
+func genOA(t *testing.T, o gen.Options) *sstable.Table {
+	t.Helper()
+	o.Version, _ = version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "oa"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openTable(t, res.Desc.Prefix())
+}
+
 // summaryParent is a BIG parent whose Summary.db has enough samples for summaryPlan, and its
 // tokens in index order.
 func summaryParent(t *testing.T) (*sstable.Table, []token.Token) {
 	t.Helper()
-	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "oa"), gen.Options{Version: v,
-		Partitions: 20000, PartitionSize: 256, RowSize: 64, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := openTable(t, res.Desc.Prefix())
+	parent := genOA(t, gen.Options{Partitions: 20000, PartitionSize: 256, RowSize: 64, Seed: 5})
 	var toks []token.Token
 	if err := parent.ScanPartitions(func(p *sstable.Partition) error { toks = append(toks, p.Token); return nil }); err != nil {
 		t.Fatal(err)
