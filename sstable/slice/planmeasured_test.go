@@ -23,14 +23,7 @@ func TestPlanMeasuredInPartsIsOnePass(t *testing.T) {
 	for _, spec := range []string{"(-9000000000000000000,-1000000000000000000]",
 		"(-9000000000000000000,-6000000000000000000],(0,3000000000000000000],(5000000000000000000,-9100000000000000000]",
 		"(-100,-100]"} {
-		ranges, err := token.ParseRanges(token.Murmur3, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps, err := NewPieces(parent.Partitioner, ranges)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranges, ps := piecesOf(t, spec)
 		want, wantN, err := planMeasuredIn(parent, ps, ranges, 1)
 		if err != nil || wantN != 5000 || len(want) == 0 {
 			t.Fatalf("%s: one pass: %d children of %d partitions (%v)", spec, len(want), wantN, err)

@@ -40,6 +40,20 @@ func summaryParent(t *testing.T) (*sstable.Table, []token.Token) {
 	return parent, toks
 }
 
+// piecesOf parses a Murmur3 range spec and its pieces.
+func piecesOf(t *testing.T, spec string) (token.RangeSet, *Pieces) {
+	t.Helper()
+	ranges, err := token.ParseRanges(token.Murmur3, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := NewPieces(token.Murmur3, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranges, ps
+}
+
 // measuredPlan is planMeasured's plan in one pass, without the slices' record lengths, which a
 // plan from the summary leaves to its caller.
 func measuredPlan(t *testing.T, parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, int64) {
@@ -87,14 +101,7 @@ func TestSummaryPlanIsOnePass(t *testing.T) {
 		fmt.Sprintf("(%s,%s]", at(n-3*iv/2), at(iv/2)),                     // wraps through the end of the last interval
 	}
 	for _, spec := range specs {
-		ranges, err := token.ParseRanges(token.Murmur3, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps, err := NewPieces(parent.Partitioner, ranges)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranges, ps := piecesOf(t, spec)
 		want, wantN := measuredPlan(t, parent, ps, ranges)
 		got, gotN, ok := summaryPlan(parent, ps, ranges)
 		if !ok {
