@@ -242,11 +242,14 @@
 // may go one request into debt, so over any window the bytes passed are at most rate ×
 // window + burst + one request (tested on a fake clock). Config.MaxSessions bounds concurrent sessions (more are closed with
 // code refused), MaxSessionsPerPeer those of one certificate. Receiver memory is the frame buffer (about one frame), the rebuild feed's
-// frames (at most 4), the bloom filter of the sstable in progress (sized from the Manifest's
-// partition count), its Summary.db's sample lengths (4 bytes per 128 partitions; the samples
-// wait in an unnamed file) and, BTI only, its rows slice, bounded by Config.MaxIndexSlice;
-// the index slice is rebuilt as it arrives and never held (a BTI one from when the rows
-// slice, sent first, is in). The sender holds no index slice: each is made while it is sent.
+// pieces (at most 4 x 256 KiB), the bloom filter of the sstable in progress (sized from the
+// Manifest's partition count, outside the Go heap), its parsed CompressionInfo (8 bytes per
+// chunk; the Manifest's copy of a large one is dropped once parsed), the Partitions.db trie
+// writer's few hundred nodes and waiting branches (BTI) and, BTI only, its rows slice,
+// bounded by Config.MaxIndexSlice; Summary.db's samples and their sizes wait in unnamed
+// files. The index slice is rebuilt as it arrives and never held (a BTI one from when the
+// rows slice, sent first, is in). The control stream's buffer goes back to 64 KiB after a
+// large Manifest. The sender holds no index slice: each is made while it is sent.
 //
 // # Throughput
 //

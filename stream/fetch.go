@@ -375,7 +375,7 @@ func (t *transfer) begin() *stop {
 		if off, ok := in.ResumeOffset(v); ok {
 			// The sender restarts Data.db at off: the kept prefix must fill the gap.
 			p := rs.state.Partial
-			if p == nil || p.ID != in.ID || p.VerifiedChunks != v || p.Bytes != off || p.Manifest != manifestHash(in.Manifest) {
+			if p == nil || p.ID != in.ID || p.VerifiedChunks != v || p.Bytes != off || p.Manifest != in.manifestHash() {
 				return stopped(fmt.Errorf("%w: the kept Data.db prefix of %s was received under another manifest", ErrManifest, in.ID), false)
 			}
 			if err := job.replay(filepath.Join(rs.dir, p.Path), off); err != nil {
@@ -572,7 +572,7 @@ func (rs *recvSession) checkpoint(in *Incoming, job *installJob, part string) er
 		return err
 	}
 	old := rs.state.Partial
-	rs.state.Partial = &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: manifestHash(in.Manifest)}
+	rs.state.Partial = &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: in.manifestHash()}
 	if err := rs.state.save(); err != nil {
 		return err
 	}

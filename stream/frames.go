@@ -97,7 +97,26 @@ func (fr *frameReader) message() (wire.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
+	fr.shrink()
 	return m, nil
+}
+
+// controlBufferKeep is the most a control stream's frame buffer keeps between messages. A big
+// sstable's Manifest is large (its CompressionInfo: 8 bytes per chunk, ~0.6 MiB for 1 GiB of
+// data) and grows the buffer to hold it; the parsed message owns its bytes, or keeps the old
+// buffer alive itself, so the buffer goes back to its first size for the rest of the session.
+const controlBufferKeep = 64 << 10
+
+// shrink replaces a buffer grown past controlBufferKeep by one of that size holding the
+// bytes read ahead, when they fit. The old buffer is never written again.
+func (fr *frameReader) shrink() {
+	ahead := fr.buf[fr.off:fr.n]
+	if len(fr.buf) <= controlBufferKeep || len(ahead) > controlBufferKeep/2 {
+		return
+	}
+	nb := make([]byte, controlBufferKeep)
+	fr.n, fr.off = copy(nb, ahead), 0
+	fr.buf = nb
 }
 
 // writeMessages appends ms into buf and writes them with one call.

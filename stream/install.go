@@ -228,7 +228,7 @@ func (j *installJob) startRebuild() error {
 	if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, opts); err != nil {
 		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 	}
-	j.feed = newRebuildFeed(j.rebuild, rebuildFeedDepth)
+	j.feed = newRebuildFeed(j.rebuild)
 	return nil
 }
 
@@ -281,10 +281,6 @@ func (j *installJob) replay(path string, n int64) error {
 	}
 	return nil
 }
-
-// rebuildFeedDepth is how many index-slice frames (Config.FrameSize each) may wait for a
-// child's rebuild.
-const rebuildFeedDepth = 4
 
 // finish seals the sstable (seal), then commits it on its own (a rows sstable is then
 // rewritten and published). It returns the partition count. Partial and entire sstables of a

@@ -6,14 +6,19 @@ import (
 	"github.com/sluicedb/sluice/sstable/slice"
 )
 
-// rebuildFeed hands a BIG child's index slice, frame by frame, to its slice.PartialRebuild
-// on a goroutine of its own, so that the receive loop goes on reading (and decrypting and
-// writing the runs, whose frames the index slice's are interleaved with) while the
-// per-partition rebuild works: for small partitions the rebuild is most of the receiver's
-// CPU. At most depth frames wait, copied.
+// rebuildFeed hands a child's index slice, piece by piece, to its slice.PartialRebuild on a
+// goroutine of its own, so that the receive loop goes on reading (and decrypting and writing
+// the runs, whose frames the index slice's are interleaved with) while the per-partition
+// rebuild works: for small partitions the rebuild is most of the receiver's CPU.
+//
+// What waits is bounded in bytes, not frames: rebuildFeedPieces copies of at most
+// rebuildFeedPiece bytes each (a frame is cut into pieces). On a long transfer whose rebuild
+// is the slower side the queue is always full, so its bound is part of the receiver's peak
+// memory however many partitions arrive; a megabyte ahead is ~40,000 records of small
+// partitions, tens of milliseconds of rebuild, which is all the overlap needs.
 type rebuildFeed struct {
 	r      *slice.PartialRebuild
-	frames chan []byte // copies of the slice's frames, in order
+	frames chan []byte // copies of the slice's pieces, in order
 	free   chan []byte // their buffers, back for reuse
 	done   chan struct{}
 	once   sync.Once
@@ -22,9 +27,17 @@ type rebuildFeed struct {
 	err error // the rebuild's first error
 }
 
-func newRebuildFeed(r *slice.PartialRebuild, depth int) *rebuildFeed {
-	f := &rebuildFeed{r: r, frames: make(chan []byte, depth), free: make(chan []byte, depth), done: make(chan struct{})}
-	for range depth {
+// rebuildFeedPieces and rebuildFeedPiece bound the index-slice bytes waiting for a child's
+// rebuild: 4 x 256 KiB.
+const (
+	rebuildFeedPieces = 4
+	rebuildFeedPiece  = 256 << 10
+)
+
+func newRebuildFeed(r *slice.PartialRebuild) *rebuildFeed {
+	f := &rebuildFeed{r: r, frames: make(chan []byte, rebuildFeedPieces), free: make(chan []byte, rebuildFeedPieces),
+		done: make(chan struct{})}
+	for range rebuildFeedPieces {
 		f.free <- nil
 	}
 	go f.run()
@@ -51,17 +64,24 @@ func (f *rebuildFeed) failed() error {
 	return f.err
 }
 
-// Write queues a copy of p; it returns the rebuild's error once one happened.
+// Write queues a copy of p, in pieces; it returns the rebuild's error once one happened.
 func (f *rebuildFeed) Write(p []byte) error {
-	if err := f.failed(); err != nil {
-		return err
+	for len(p) > 0 {
+		if err := f.failed(); err != nil {
+			return err
+		}
+		k := min(len(p), rebuildFeedPiece)
+		b := <-f.free
+		if b == nil {
+			b = make([]byte, 0, rebuildFeedPiece)
+		}
+		f.frames <- append(b[:0], p[:k]...)
+		p = p[k:]
 	}
-	b := <-f.free
-	f.frames <- append(b[:0], p...)
-	return nil
+	return f.failed()
 }
 
-// wait ends the feed, waits until the rebuild took every frame and returns its error. It may
+// wait ends the feed, waits until the rebuild took every piece and returns its error. It may
 // be called more than once.
 func (f *rebuildFeed) wait() error {
 	f.once.Do(func() { close(f.frames) })

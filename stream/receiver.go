@@ -307,6 +307,10 @@ type Incoming struct {
 
 	sinceCheckpoint int64 // bytes accepted since the verified prefix was last recorded
 
+	// hash is manifestHash(Manifest), kept from before a partial's CompressionInfo bytes were
+	// dropped (validate); "" until needed otherwise.
+	hash string
+
 	want    []uint64 // expected lengths: [runs, index, components...]
 	got     []uint64
 	checker *compress.ChunkChecker
@@ -399,6 +403,19 @@ func (in *Incoming) Complete() error {
 		return fmt.Errorf("%w: %d of %d chunks verified", ErrProtocol, in.checker.Verified(), len(in.Info.Offsets))
 	}
 	return nil
+}
+
+// keepCompressionBytes is the largest CompressionInfo a partial's Manifest keeps once it is
+// parsed: beyond it (~8,000 chunks, 128 MiB of data) the bytes are dropped, and the hash that
+// identifies the Manifest for resume is taken before. Below it the hash is left until needed.
+const keepCompressionBytes = 64 << 10
+
+// manifestHash is manifestHash(in.Manifest) as the Manifest arrived.
+func (in *Incoming) manifestHash() string {
+	if in.hash == "" {
+		in.hash = manifestHash(in.Manifest)
+	}
+	return in.hash
 }
 
 // Digest is the CRC32 of the Data.db bytes accepted so far.
@@ -503,6 +520,13 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 	switch m.Kind {
 	case wire.KindPartial, wire.KindRows:
 		err = r.validatePartial(in, m)
+		if err == nil && len(m.Compression) > keepCompressionBytes {
+			// A partial's CompressionInfo.db is rebuilt from Info: the Manifest's copy (8
+			// bytes per chunk) need not stay beside it for the whole transfer. The resume
+			// record identifies the Manifest by a hash that covers it, taken first.
+			in.hash = manifestHash(m)
+			m.Compression = nil
+		}
 	case wire.KindEntire:
 		err = r.validateEntire(in, m, f)
 	default:

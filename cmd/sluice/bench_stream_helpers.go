@@ -24,9 +24,9 @@ func benchStreamHelpers() []*cobra.Command {
 }
 
 func newBenchMeasureCmd() *cobra.Command {
-	var report, cpuprofile, memprofile string
+	var report, cpuprofile, memprofile, heapprofile string
 	cmd := &cobra.Command{
-		Use:    "measure --report FILE [--cpuprofile FILE] -- SLUICE-ARGS...",
+		Use:    "measure --report FILE [--cpuprofile FILE] [--memprofile FILE] [--heapprofile FILE] -- SLUICE-ARGS...",
 		Short:  "Run a sluice command in this process and report its heap allocation (bench stream's child)",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
@@ -41,6 +41,10 @@ func newBenchMeasureCmd() *cobra.Command {
 					return err
 				}
 			}
+			var peak *peakHeapProfiler
+			if heapprofile != "" {
+				peak = startPeakHeapProfile()
+			}
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -53,6 +57,11 @@ func newBenchMeasureCmd() *cobra.Command {
 			}
 			if memprofile != "" {
 				if err := writeAllocsProfile(memprofile); err != nil {
+					return err
+				}
+			}
+			if peak != nil {
+				if err := peak.stop(heapprofile); err != nil {
 					return err
 				}
 			}
@@ -77,6 +86,7 @@ func newBenchMeasureCmd() *cobra.Command {
 	cmd.Flags().StringVar(&report, "report", "", "file the JSON report is written to")
 	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the command here")
 	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write an allocation profile of the command here")
+	cmd.Flags().StringVar(&heapprofile, "heapprofile", "", "write the heap profile taken when the live heap was largest here")
 	_ = cmd.MarkFlagRequired("report")
 	return cmd
 }

@@ -22,19 +22,7 @@ func TestBenchStreamTiny(t *testing.T) {
 		t.Skipf("the test binary cannot exec itself: %v", err)
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "--log-format", "json", "bench", "stream", "--size", "8MiB", "--transport", "tcp", "--dir", dir, "--json")
-	cmd.Env = append(os.Environ(), "SLUICE_BE_MAIN=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench stream: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
-	var rep bench.StreamReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("%v: %s", err, stdout.String())
-	}
+	rep := benchStreamJSON(t, "--size", "8MiB", "--transport", "tcp", "--dir", dir)
 	if len(rep.Rows) != 6 {
 		t.Fatalf("%d rows, want 6: %+v", len(rep.Rows), rep.Rows)
 	}
@@ -87,20 +75,8 @@ func TestBenchStreamPairTiny(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("a refused command line left %v in --dir", ents)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "--log-format", "json", "bench", "stream", "--size", "8MiB", "--transport", "tcp",
-		"--partition-size", "512", "--reference-partition-size", "64KiB", "--runs", "2", "--dir", dir, "--json")
-	cmd.Env = append(os.Environ(), "SLUICE_BE_MAIN=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench stream: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
-	var rep bench.StreamReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("%v: %s", err, stdout.String())
-	}
+	rep := benchStreamJSON(t, "--size", "8MiB", "--transport", "tcp", "--partition-size", "512", "--reference-partition-size", "64KiB",
+		"--runs", "2", "--dir", dir)
 	if rep.Reference == nil || rep.PartitionSize != 512 || rep.Reference.PartitionSize != 64<<10 ||
 		rep.Partitions != 128*rep.Reference.Partitions {
 		t.Fatalf("parents: %+v and %+v, want 512 B partitions and 128 times fewer of 64 KiB", rep.StreamParent, rep.Reference)
@@ -135,4 +111,24 @@ func TestBenchStreamPairTiny(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Errorf("left in --dir: %v, want only the two reusable parents", ents)
 	}
+}
+
+// benchStreamJSON runs `sluice bench stream ARGS --json` in a child process (the test binary
+// acting as sluice) and decodes its report.
+func benchStreamJSON(t *testing.T, args ...string) bench.StreamReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], append(append([]string{"--log-format", "json", "bench", "stream"}, args...), "--json")...)
+	cmd.Env = append(os.Environ(), "SLUICE_BE_MAIN=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench stream: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var rep bench.StreamReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	return rep
 }

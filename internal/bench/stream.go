@@ -62,7 +62,8 @@ type StreamOptions struct {
 	Runs          int           // runs per configuration, medians printed; default 1
 	Timeout       time.Duration // bounds one run of one configuration; default 2 min + 2 s per 4 MB
 	// CPUProfileDir, when set, makes every child write a CPU profile there,
-	// <config>-sender.pprof and <config>-receiver.pprof, and each receiver an allocation
+	// <config>-sender.pprof and <config>-receiver.pprof, each the heap profile of its largest
+	// live heap, <config>-{sender,receiver}.peakheap.pprof, and each receiver an allocation
 	// profile, <config>-receiver.allocs.pprof (the last run's).
 	CPUProfileDir string
 	// SSTables, when above 1, adds configuration (i): the whole ring of a table made of the
@@ -574,6 +575,7 @@ type streamSample struct {
 	heap        uint64
 	peakRSS     int64
 	senderRSS   int64
+	filterBytes int64       // the largest Filter.db the fetch installed (fetch configurations)
 	fetched     fetchOutput // what `stream fetch --json` printed (fetch configurations)
 }
 
@@ -828,6 +830,7 @@ type fetchOutput struct {
 
 // fetchedOutput is one sstable in `stream fetch --json`.
 type fetchedOutput struct {
+	Path      string `json:"path"` // its Data.db
 	Kind      string `json:"kind"`
 	Bytes     int64  `json:"bytes"`
 	Runs      int    `json:"runs"`
@@ -900,7 +903,33 @@ func (w *streamWorld) runFetch(ctx context.Context, name, table string, ranges t
 	if len(got.SSTables) == 0 || got.Bytes == 0 {
 		return s, fmt.Errorf("stream fetch installed nothing: %s", stdout)
 	}
+	if s.filterBytes, err = largestFilter(got.SSTables); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// largestFilter is the size of the largest Filter.db among the fetched sstables: the bloom
+// filter a receiver holds (outside the Go heap) while it rebuilds that sstable, sized from
+// its partition count, as Cassandra holds every open sstable's. It is the output's own
+// component, so memory benchmarks report it beside the peak RSS.
+func largestFilter(ss []fetchedOutput) (int64, error) {
+	var most int64
+	for _, f := range ss {
+		prefix, ok := strings.CutSuffix(f.Path, "Data.db")
+		if !ok {
+			return 0, fmt.Errorf("stream fetch printed the path %q, not a Data.db", f.Path)
+		}
+		fi, err := os.Stat(prefix + "Filter.db")
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a table without a filter (bloom_filter_fp_chance 1)
+		}
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, fi.Size())
+	}
+	return most, nil
 }
 
 // refusedOnly reports whether a fetch installed nothing because every sstable was refused
@@ -933,7 +962,8 @@ func (w *streamWorld) receive(ctx context.Context, srv *server, name string, arg
 	defer os.Remove(report)
 	margs := []string{"bench", "measure", "--report", report}
 	if p := w.profile(name, "receiver"); p != "" {
-		margs = append(margs, "--cpuprofile", p, "--memprofile", strings.TrimSuffix(p, ".pprof")+".allocs.pprof")
+		stem := strings.TrimSuffix(p, ".pprof")
+		margs = append(margs, "--cpuprofile", p, "--memprofile", stem+".allocs.pprof", "--heapprofile", stem+".peakheap.pprof")
 	}
 	margs = append(append(append(margs, "--"), "--log-format", "json"), args...)
 	cmd := exec.CommandContext(ctx, w.o.Exe, margs...)
@@ -1002,7 +1032,8 @@ type server struct {
 // standard output (or error, fromStderr). The child is killed if it is not ready in time.
 func (w *streamWorld) startServer(ctx context.Context, name string, args []string, ready func(line []byte) string, fromStderr bool) (*server, error) {
 	if p := w.profile(name, "sender"); p != "" {
-		args = append([]string{"bench", "measure", "--report", os.DevNull, "--cpuprofile", p, "--", "--log-format", "json"}, args...)
+		args = append([]string{"bench", "measure", "--report", os.DevNull, "--cpuprofile", p,
+			"--heapprofile", strings.TrimSuffix(p, ".pprof") + ".peakheap.pprof", "--", "--log-format", "json"}, args...)
 	} else {
 		args = append([]string{"--log-format", "json"}, args...)
 	}

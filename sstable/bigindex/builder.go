@@ -18,9 +18,9 @@ import (
 // Each sample is kept already encoded as its Summary.db entry (key, then the Index.db
 // position), back to back, plus its length: Encode then needs no per-sample work and no second
 // copy. With SpillTo, the encoded entries leave memory for a file whenever they pass
-// spillBytes, so that what a builder holds does not grow with the partition count but by 4
-// bytes per sample (one per 128 partitions by default): the length Summary.db's offsets are
-// made from.
+// spillBytes, and their lengths (4 bytes per sample, one sample per 128 partitions by
+// default: what Summary.db's offsets are made from) for a second one whenever they pass
+// spillSizes, so that what a builder holds does not grow with the partition count.
 //
 // A SummaryBuilder is not safe for concurrent use.
 type SummaryBuilder struct {
@@ -31,10 +31,12 @@ type SummaryBuilder struct {
 	next     int64    // ordinal of the next sample; -1 once sampling has stopped
 	expect   int64    // samples Expect announced, to size the arena from the first key
 
-	open    func() (*os.File, error) // where spilled entries go; nil keeps them in memory
-	spill   *os.File
-	spilled int64 // bytes of entries in spill
-	err     error // the first spill failure, reported by Encode
+	open         func() (*os.File, error) // where spilled entries and sizes go; nil keeps them in memory
+	spill        *os.File
+	spilled      int64 // bytes of entries in spill
+	sizeSpill    *os.File
+	sizesSpilled int   // sizes in sizeSpill, 4 bytes each, little-endian
+	err          error // the first spill failure, reported by Encode
 }
 
 // maxExpectedSamples bounds what Expect reserves, whatever count it is told (a count may come
@@ -44,8 +46,12 @@ const (
 	maxExpectedKeyBytes = 64 << 20
 )
 
-// spillBytes is how many encoded entries a spilling builder keeps in memory.
-var spillBytes = 256 << 10 // a variable for the tests
+// spillBytes is how many encoded entries a spilling builder keeps in memory, spillSizes how
+// many of their lengths.
+var (
+	spillBytes = 256 << 10 // variables for the tests
+	spillSizes = 16 << 10
+)
 
 // Expect sizes the builder for about n partitions, so that sampling a large index neither
 // grows (copying) its arrays nor leaves the grown-out copies as garbage; the entry arena is
@@ -55,13 +61,18 @@ func (sb *SummaryBuilder) Expect(n int64) {
 		return
 	}
 	sb.expect = min(n/sb.interval+1, maxExpectedSamples)
+	if sb.open != nil {
+		sb.sizes = make([]uint32, 0, min(sb.expect, int64(spillSizes)))
+		return
+	}
 	sb.sizes = make([]uint32, 0, sb.expect)
 }
 
 // SpillTo makes the builder move its encoded samples into the file open returns (opened on
 // the first spill, read back by Encode, closed by Encode or Close), keeping at most
-// spillBytes of them in memory. open should return a file nobody else sees, such as
-// fsx.Scratch's. Call it before the first Add.
+// spillBytes of them in memory, and their lengths into a second one, keeping at most
+// spillSizes. open should return a file nobody else sees, such as fsx.Scratch's. Call it
+// before Expect and the first Add.
 func (sb *SummaryBuilder) SpillTo(open func() (*os.File, error)) { sb.open = open }
 
 // NewSummaryBuilder returns a builder for the table parameter min_index_interval (<= 0 means
@@ -90,6 +101,9 @@ func (sb *SummaryBuilder) Add(key []byte, indexPosition int64) {
 			sb.next += sb.interval
 			if sb.open != nil && len(sb.entries) >= spillBytes {
 				sb.spillEntries()
+			}
+			if sb.open != nil && len(sb.sizes) >= spillSizes {
+				sb.spillSizes()
 			}
 		} else {
 			sb.next = -1
@@ -129,6 +143,32 @@ func (sb *SummaryBuilder) spillEntries() {
 	sb.entries = sb.entries[:0]
 }
 
+// spillSizes appends the sizes held to the second spill file and empties them; a failure is
+// kept as spillEntries keeps one.
+func (sb *SummaryBuilder) spillSizes() {
+	if sb.err != nil {
+		return
+	}
+	if sb.sizeSpill == nil {
+		if sb.sizeSpill, sb.err = sb.open(); sb.err != nil {
+			sb.err = fmt.Errorf("bigindex: summary spill: %w", sb.err)
+			sb.next = -1
+			return
+		}
+	}
+	buf := make([]byte, 0, 4*len(sb.sizes))
+	for _, size := range sb.sizes {
+		buf = binary.LittleEndian.AppendUint32(buf, size)
+	}
+	if _, err := sb.sizeSpill.Write(buf); err != nil {
+		sb.err = fmt.Errorf("bigindex: summary spill %s: %w", sb.sizeSpill.Name(), err)
+		sb.next = -1
+		return
+	}
+	sb.sizesSpilled += len(sb.sizes)
+	sb.sizes = sb.sizes[:0]
+}
+
 func (sb *SummaryBuilder) entriesLen() int64 { return sb.spilled + int64(len(sb.entries)) }
 
 // Count is the number of partitions added so far.
@@ -143,7 +183,7 @@ func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) (err error) {
 	if sb.err != nil {
 		return sb.err
 	}
-	n := len(sb.sizes)
+	n := sb.sizesSpilled + len(sb.sizes)
 	buf := make([]byte, 0, 64<<10)
 	flush := func(force bool) error {
 		if len(buf) < 60<<10 && !force {
@@ -156,10 +196,30 @@ func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) (err error) {
 	buf = appendSummaryHeader(buf, int32(sb.interval), n, int64(4*n)+sb.entriesLen(), BaseSamplingLevel,
 		int32((sb.written+sb.interval-1)/sb.interval))
 	off := uint32(4 * n)
-	for _, size := range sb.sizes {
+	offset := func(size uint32) error {
 		buf = binary.LittleEndian.AppendUint32(buf, off)
 		off += size
-		if err := flush(false); err != nil {
+		return flush(false)
+	}
+	if sb.sizesSpilled > 0 {
+		// The spilled sizes come back in pieces of at most what the builder held of them.
+		r := io.NewSectionReader(sb.sizeSpill, 0, 4*int64(sb.sizesSpilled))
+		piece := make([]byte, 4*min(sb.sizesSpilled, spillSizes))
+		for left := sb.sizesSpilled; left > 0; {
+			p := piece[:4*min(left, len(piece)/4)]
+			if _, err := io.ReadFull(r, p); err != nil {
+				return fmt.Errorf("bigindex: summary spill %s: %w", sb.sizeSpill.Name(), err)
+			}
+			for i := 0; i < len(p); i += 4 {
+				if err := offset(binary.LittleEndian.Uint32(p[i:])); err != nil {
+					return err
+				}
+			}
+			left -= len(p) / 4
+		}
+	}
+	for _, size := range sb.sizes {
+		if err := offset(size); err != nil {
 			return err
 		}
 	}
@@ -182,10 +242,12 @@ func (sb *SummaryBuilder) Encode(w io.Writer, first, last []byte) (err error) {
 // Close releases the spill file, if any; Encode calls it. It may be called more than once,
 // also by a caller abandoning the builder.
 func (sb *SummaryBuilder) Close() error {
-	if sb.spill == nil {
-		return nil
+	var err error
+	for _, f := range []**os.File{&sb.spill, &sb.sizeSpill} {
+		if *f != nil {
+			err = errors.Join(err, (*f).Close())
+			*f = nil
+		}
 	}
-	err := sb.spill.Close()
-	sb.spill = nil
 	return err
 }

@@ -119,12 +119,18 @@ func FuzzCheckPromoted(f *testing.F) {
 	})
 }
 
-// Whatever ParseSummary accepts, Append reproduces exactly.
+// Whatever ParseSummary accepts, Append reproduces exactly, and Samples reads the same samples
+// from the file; whatever Samples reads never panics.
 func FuzzParseSummary(f *testing.F) {
 	for _, s := range bigFixtures(f) {
 		f.Add(s.Read(f, "Summary.db"))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if sm, err := OpenSamples(bytes.NewReader(b), int64(len(b)), "Summary.db"); err == nil {
+			for i := range min(sm.Len(), 64) {
+				_, _, _ = sm.Sample(i)
+			}
+		}
 		s, err := ParseSummary(b)
 		if err != nil {
 			return
@@ -132,5 +138,25 @@ func FuzzParseSummary(f *testing.F) {
 		if got := s.Append(nil); !bytes.Equal(got, b) {
 			t.Fatalf("Append(ParseSummary(b)) = %x, want %x", got, b)
 		}
+		sameSamples(t, s, b)
 	})
+}
+
+// sameSamples checks that Samples over b reads s's samples.
+func sameSamples(t *testing.T, s *Summary, b []byte) {
+	t.Helper()
+	sm, err := OpenSamples(bytes.NewReader(b), int64(len(b)), "Summary.db")
+	if err != nil {
+		t.Fatalf("OpenSamples of a summary ParseSummary accepts: %v", err)
+	}
+	if sm.Len() != len(s.Entries) || sm.MinIndexInterval != s.MinIndexInterval || sm.SamplingLevel != s.SamplingLevel {
+		t.Fatalf("Samples: %d samples, interval %d, level %d; parsed %d, %d, %d", sm.Len(), sm.MinIndexInterval, sm.SamplingLevel,
+			len(s.Entries), s.MinIndexInterval, s.SamplingLevel)
+	}
+	for i, e := range s.Entries {
+		key, at, err := sm.Sample(i)
+		if err != nil || !bytes.Equal(key, e.Key) || at != e.IndexPosition {
+			t.Fatalf("sample %d: %x at %d (%v), parsed %x at %d", i, key, at, err, e.Key, e.IndexPosition)
+		}
+	}
 }

@@ -200,10 +200,10 @@ func TestParseSummaryRejectsInconsistentLayouts(t *testing.T) {
 }
 
 // A builder that spills writes the Summary.db one that keeps its samples in memory writes, and
-// what it holds in memory is its unspilled tail and 4 bytes per sample.
+// what it holds in memory is its unspilled tail of entries and of their sizes.
 func TestSummaryBuilderSpillsIntoAnUnnamedFileAndEncodesTheSame(t *testing.T) {
-	defer func(old int) { spillBytes = old }(spillBytes)
-	spillBytes = 1000
+	defer func(old, oldSizes int) { spillBytes, spillSizes = old, oldSizes }(spillBytes, spillSizes)
+	spillBytes, spillSizes = 1000, 300
 	dir := t.TempDir()
 	opened := 0
 	kept, spilling := NewSummaryBuilder(4), NewSummaryBuilder(4)
@@ -214,8 +214,10 @@ func TestSummaryBuilderSpillsIntoAnUnnamedFileAndEncodesTheSame(t *testing.T) {
 		kept.Add(key, int64(30*i))
 		spilling.Add(key, int64(30*i))
 	}
-	if opened != 1 || len(spilling.entries) >= spillBytes+32 || spilling.spilled == 0 {
-		t.Fatalf("opened %d spill files, %d bytes of entries in memory, %d spilled", opened, len(spilling.entries), spilling.spilled)
+	if opened != 2 || len(spilling.entries) >= spillBytes+32 || spilling.spilled == 0 || len(spilling.sizes) >= spillSizes ||
+		spilling.sizesSpilled == 0 {
+		t.Fatalf("opened %d spill files, %d bytes of entries in memory, %d spilled; %d sizes in memory, %d spilled",
+			opened, len(spilling.entries), spilling.spilled, len(spilling.sizes), spilling.sizesSpilled)
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 0 {
 		t.Fatalf("the spill file has a name: %v", names)
@@ -234,8 +236,8 @@ func TestSummaryBuilderSpillsIntoAnUnnamedFileAndEncodesTheSame(t *testing.T) {
 	if err != nil || len(s.Entries) != 25_000 || !bytes.Equal(s.Append(nil), want.Bytes()) {
 		t.Fatalf("%d samples, %v", len(s.Entries), err)
 	}
-	if spilling.spill != nil {
-		t.Fatal("Encode left the spill file open")
+	if spilling.spill != nil || spilling.sizeSpill != nil {
+		t.Fatal("Encode left a spill file open")
 	}
 }
 
@@ -269,4 +271,36 @@ func encodeParse(t *testing.T, sb *SummaryBuilder, first, last []byte) *Summary 
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Samples reads every fixture's samples as ParseSummary parses them, and fails, naming the
+// file, on a summary cut short or with an offset outside its entries.
+func TestSamplesReadWhatParseSummaryParses(t *testing.T) {
+	for _, f := range bigFixtures(t) {
+		b := f.Read(t, "Summary.db")
+		s, err := ParseSummary(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSamples(t, s, b)
+		if len(s.Entries) == 0 {
+			continue
+		}
+		cut, err := OpenSamples(bytes.NewReader(b[:summaryHeaderSize+4]), int64(summaryHeaderSize+4), "cut-Summary.db")
+		if err == nil {
+			_, _, err = cut.Sample(len(s.Entries) - 1)
+		}
+		if err == nil || !strings.Contains(err.Error(), "cut-Summary.db") {
+			t.Errorf("%s: a cut summary: %v", f.Name, err)
+		}
+		bad := bytes.Clone(b)
+		bad[summaryHeaderSize] ^= 0x40 // the first offset
+		sm, err := OpenSamples(bytes.NewReader(bad), int64(len(bad)), "bad-Summary.db")
+		if err == nil {
+			_, _, err = sm.Sample(0)
+		}
+		if err == nil || !strings.Contains(err.Error(), "bad-Summary.db") {
+			t.Errorf("%s: a summary whose first offset is wrong: %v", f.Name, err)
+		}
+	}
 }

@@ -283,7 +283,7 @@ func appendSized(dst []byte, v int64, size int) []byte {
 
 // sizeofType is TrieNode.sizeofNode for a node of this writer.
 func sizeofType(t nodeType, n *wnode) int {
-	c := len(n.children)
+	c := n.childCount()
 	switch {
 	case t == typePayloadOnly:
 		return 1
@@ -298,7 +298,7 @@ func sizeofType(t nodeType, n *wnode) int {
 	case t.isSparse():
 		return 2 + c*(1+bytesPerPointer[t])
 	}
-	r := int(n.children[c-1].transition) - int(n.children[0].transition) + 1
+	r := n.childTransition(c-1) - n.childTransition(0) + 1
 	if t == typeDense12 {
 		return 3 + (r*3+1)/2
 	}
@@ -307,7 +307,7 @@ func sizeofType(t nodeType, n *wnode) int {
 
 // typeFor is TrieNode.typeFor: the smallest type whose pointers reach the farthest child.
 func typeFor(n *wnode, nodePos int64) nodeType {
-	c := len(n.children)
+	c := n.childCount()
 	if c == 0 {
 		return typePayloadOnly
 	}
@@ -331,13 +331,13 @@ func typeFor(n *wnode, nodePos int64) nodeType {
 
 // appendNodeBody is TrieNode.serialize: the node without its payload.
 func appendNodeBody(dst []byte, t nodeType, n *wnode, payloadBits int, nodePos int64) ([]byte, error) {
-	c := len(n.children)
+	c := n.childCount()
 	delta := func(i int) (int64, error) {
-		ch := n.children[i]
-		if ch.filePos < 0 {
-			return 0, fmt.Errorf("%w: child %#x of node at %d not written", errInternal, ch.transition, nodePos)
+		pos := n.childPos(i)
+		if pos < 0 {
+			return 0, fmt.Errorf("%w: child %#x of node at %d not written", errInternal, n.childTransition(i), nodePos)
 		}
-		d := nodePos - ch.filePos
+		d := nodePos - pos
 		if d <= 0 || !t.fits(d) {
 			return 0, fmt.Errorf("%w: pointer %d does not fit %s at %d", errInternal, d, t, nodePos)
 		}
@@ -352,24 +352,24 @@ func appendNodeBody(dst []byte, t nodeType, n *wnode, payloadBits int, nodePos i
 		if err != nil {
 			return dst, err
 		}
-		return append(dst, byte(t)<<4|byte(d), byte(n.children[0].transition)), nil
+		return append(dst, byte(t)<<4|byte(d), byte(n.childTransition(0))), nil
 	case t == typeSingleNoPayload12:
 		d, err := delta(0)
 		if err != nil {
 			return dst, err
 		}
-		return append(dst, byte(t)<<4|byte(d>>8&0xF), byte(d), byte(n.children[0].transition)), nil
+		return append(dst, byte(t)<<4|byte(d>>8&0xF), byte(d), byte(n.childTransition(0))), nil
 	case t.isSingle():
 		d, err := delta(0)
 		if err != nil {
 			return dst, err
 		}
-		dst = append(dst, head, byte(n.children[0].transition))
+		dst = append(dst, head, byte(n.childTransition(0)))
 		return appendSized(dst, d, bytesPerPointer[t]), nil
 	case t.isSparse():
 		dst = append(dst, head, byte(c))
-		for _, ch := range n.children {
-			dst = append(dst, byte(ch.transition))
+		for i := range c {
+			dst = append(dst, byte(n.childTransition(i)))
 		}
 		if t != typeSparse12 {
 			for i := range c {
@@ -403,8 +403,8 @@ func appendNodeBody(dst []byte, t nodeType, n *wnode, payloadBits int, nodePos i
 		return dst, nil
 	}
 	// Dense: slots from the first to the last transition, 0 for absent ones.
-	l := int(n.children[0].transition)
-	r := int(n.children[c-1].transition)
+	l := n.childTransition(0)
+	r := n.childTransition(c - 1)
 	dst = append(dst, head, byte(l), byte(r-l))
 	start, carry := l, 0
 	put := func(v int64) {
@@ -421,8 +421,8 @@ func appendNodeBody(dst []byte, t nodeType, n *wnode, payloadBits int, nodePos i
 			dst = appendSized(dst, v, bytesPerPointer[t])
 		}
 	}
-	for i, ch := range n.children {
-		for next := int(ch.transition); l < next; l++ {
+	for i := range c {
+		for next := n.childTransition(i); l < next; l++ {
 			put(0)
 		}
 		d, err := delta(i)

@@ -80,7 +80,43 @@ type wnode struct {
 	// hasOutOfPageChildren: an immediate child is already written. New nodes start with it
 	// set, as Java's do, which makes maxPositionDelta consider every child while sizing.
 	hasOutOfPageChildren bool
-	payload              payload
+	// packed: the node's branch is serialised in the writer's arena from mark on (its
+	// children released); see trieWriter.pack.
+	packed bool
+	mark   int // len(trieWriter.arena) when the node was made: where its branch's bytes start
+	// placed replaces children once they are all written and n waits only to be written
+	// itself (trieWriter.place): their transitions and positions are all its serialisation
+	// needs, in 16 bytes a child instead of a node.
+	placed  []placedChild
+	payload payload
+}
+
+// placedChild is a written child of a node: its transition and file position.
+type placedChild struct {
+	pos        int64
+	transition int
+}
+
+func (n *wnode) childCount() int {
+	if n.placed != nil {
+		return len(n.placed)
+	}
+	return len(n.children)
+}
+
+func (n *wnode) childTransition(i int) int {
+	if n.placed != nil {
+		return n.placed[i].transition
+	}
+	return n.children[i].transition
+}
+
+// childPos is child i's file position, -1 while it is not written.
+func (n *wnode) childPos(i int) int64 {
+	if n.placed != nil {
+		return n.placed[i].pos
+	}
+	return n.children[i].filePos
 }
 
 // maxPositionDelta is Node.maxPositionDelta: the most negative distance to a child, either
@@ -90,6 +126,9 @@ func (n *wnode) maxPositionDelta(nodePos int64) int64 {
 		return -int64(n.branchSize - n.children[0].branchSize)
 	}
 	minPlaced, minUnplaced := int64(0), int64(1)
+	for _, p := range n.placed {
+		minPlaced = min(minPlaced, p.pos-nodePos)
+	}
 	for _, ch := range n.children {
 		if ch.filePos != -1 {
 			minPlaced = min(minPlaced, ch.filePos-nodePos)
@@ -146,6 +185,16 @@ func (o *pagedOutput) flush() error {
 // trieWriter is IncrementalDeepTrieWriterPageAware: it takes keys in strictly increasing
 // order, keeps only the path of the last key and the not yet written branches below it,
 // and writes completed branches bottom-up, packing them into pages.
+//
+// A completed branch smaller than a page waits until its parent is laid out, and a node whose
+// children were laid out waits with them until it is written itself. Cassandra keeps both as
+// nodes; with random keys that peaks at about 133,000 nodes (14 MiB here) for a partition
+// index of 10M keys and grows with the key count up to where such branches fill pages. This
+// writer keeps the same layout in less: a waiting branch that points at nothing written is
+// position-independent (its pointers are distances within it), so it is serialised at once
+// into the arena and one node stands for it (pack); a node whose children are all written
+// keeps only their transitions and positions (place). What stays is a few hundred nodes, the
+// arena (below a page per waiting branch) and 16 bytes per placed child.
 type trieWriter struct {
 	out   *pagedOutput
 	codec payloadCodec
@@ -153,10 +202,17 @@ type trieWriter struct {
 	count int64
 	prev  []byte
 	added bool
+	// arena holds the packed branches in the order their nodes completed (post-order, the
+	// order write lays a branch out), so a node's branch is its children's, back to back,
+	// then its own node: packing appends one node and copies nothing. Everything from a
+	// node's mark on belongs to its subtree, so once a node's children are all written the
+	// arena is cut back to its mark.
+	arena []byte
 
-	free     []*wnode      // recycled nodes
-	slices   [7][][]*wnode // recycled children slices by capacity class 4<<i
-	scratch  [][]*wnode    // layoutChildren working sets, one per recursion depth
+	free     []*wnode           // recycled nodes
+	slices   [7][][]*wnode      // recycled children slices by capacity class 4<<i
+	placed   [7][][]placedChild // recycled placed slices by capacity class 4<<i
+	scratch  [][]*wnode         // layoutChildren working sets, one per recursion depth
 	depth    int
 	sentinel wnode
 }
@@ -177,6 +233,7 @@ func (tw *trieWriter) newNode(transition int) *wnode {
 		n = &wnode{}
 	}
 	n.transition = transition
+	n.mark = len(tw.arena)
 	n.filePos = -1
 	n.branchSize, n.nodeSize = -1, -1
 	n.hasOutOfPageChildren = true
@@ -190,6 +247,7 @@ func (tw *trieWriter) release(n *wnode) {
 		tw.release(ch)
 	}
 	tw.putChildren(n)
+	tw.putPlaced(n)
 	tw.free = append(tw.free, n)
 }
 
@@ -215,6 +273,50 @@ func (tw *trieWriter) appendChild(n, ch *wnode) {
 	n.children = append(n.children, ch)
 }
 
+// sizeClass is the class of a recycled slice of capacity c: the smallest 4<<class >= c.
+func sizeClass(c int) int {
+	class := 0
+	for 4<<class < c {
+		class++
+	}
+	return class
+}
+
+// place replaces n's children, every one written, by their placed records, and releases
+// them: a node whose children were laid out because its branch passed a page waits for its
+// parent's layout. With random keys the root's children wait so until the very end, holding
+// the root's grandchildren: 32,000 of them for half the Murmur3 ring, whatever the key count
+// past a few hundred thousand.
+func (tw *trieWriter) place(n *wnode) error {
+	class := sizeClass(len(n.children))
+	var ps []placedChild
+	if free := tw.placed[class]; len(free) > 0 {
+		ps = free[len(free)-1]
+		tw.placed[class] = free[:len(free)-1]
+	} else {
+		ps = make([]placedChild, 0, 4<<class)
+	}
+	for _, ch := range n.children {
+		if ch.filePos == -1 {
+			return fmt.Errorf("%w: placing child %#x, which is not written", errInternal, ch.transition)
+		}
+		ps = append(ps, placedChild{pos: ch.filePos, transition: ch.transition})
+		tw.release(ch)
+	}
+	tw.putChildren(n)
+	n.placed = ps
+	return nil
+}
+
+// putPlaced recycles n's placed slice.
+func (tw *trieWriter) putPlaced(n *wnode) {
+	if c := cap(n.placed); c > 0 {
+		class := sizeClass(c)
+		tw.placed[class] = append(tw.placed[class], n.placed[:0])
+	}
+	n.placed = nil
+}
+
 // putChildren recycles n's children slice (its capacity is always 4<<class or zero).
 func (tw *trieWriter) putChildren(n *wnode) {
 	if c := cap(n.children); c > 0 {
@@ -237,7 +339,9 @@ func (tw *trieWriter) finalize(n *wnode, pos int64) {
 		tw.release(ch)
 	}
 	tw.putChildren(n)
+	tw.putPlaced(n)
 	n.payload = payload{}
+	n.packed = false
 }
 
 // reset drops everything (IncrementalTrieWriterPageAware.reset) so the writer can build
@@ -246,6 +350,7 @@ func (tw *trieWriter) reset() {
 	for _, n := range tw.stack[:1] {
 		tw.release(n)
 	}
+	tw.arena = tw.arena[:0]
 	tw.stack = append(tw.stack[:0], tw.newNode(0))
 	tw.count, tw.added, tw.prev = 0, false, tw.prev[:0]
 }
@@ -321,9 +426,57 @@ func (tw *trieWriter) complete(n *wnode) error {
 				n.hasOutOfPageInBranch = true
 			}
 		}
+		if !n.hasOutOfPageChildren && !n.hasOutOfPageInBranch {
+			return tw.pack(n)
+		}
 		return nil
 	}
-	return tw.layoutChildren(n)
+	if err := tw.layoutChildren(n); err != nil {
+		return err
+	}
+	// Every branch below n is written now, and only n's subtree wrote into the arena since
+	// n was made.
+	tw.arena = tw.arena[:n.mark]
+	if len(n.children) > 0 {
+		return tw.place(n)
+	}
+	return nil
+}
+
+// pack serialises n, a completed node whose branch is below a page and points at nothing
+// written, after its children's branches in the arena, and releases its children: n alone
+// stands for its branch from then on, and write copies the bytes out. Its children are
+// packed already (a branch with nothing written below is packed when it completes), and
+// their bytes end the arena in order, so n's node is all there is to append. Positions in
+// the arena are relative, but a node encodes only distances to its children, which are the
+// same wherever the branch lands.
+func (tw *trieWriter) pack(n *wnode) error {
+	if len(tw.arena) != n.mark+n.branchSize {
+		return fmt.Errorf("%w: branch of %d bytes at arena %d, arena ends at %d", errInternal, n.branchSize, n.mark, len(tw.arena))
+	}
+	for _, ch := range n.children {
+		if !ch.packed {
+			return fmt.Errorf("%w: packing a node over an unpacked child %#x", errInternal, ch.transition)
+		}
+		ch.filePos = int64(ch.mark + ch.branchSize) // relative to the arena, as nodePos
+	}
+	nodePos := int64(len(tw.arena))
+	t := typeFor(n, nodePos)
+	var err error
+	tw.arena, err = appendNodeBody(tw.arena, t, n, tw.codec.bits(&n.payload), nodePos)
+	if err != nil {
+		return err
+	}
+	tw.arena = tw.codec.append(tw.arena, &n.payload)
+	if got := len(tw.arena) - int(nodePos); got != n.nodeSize {
+		return fmt.Errorf("%w: packed node is %d bytes, sized as %d", errInternal, got, n.nodeSize)
+	}
+	for _, ch := range n.children {
+		tw.release(ch)
+	}
+	tw.putChildren(n)
+	n.packed = true
+	return nil
 }
 
 // branchLess is BRANCH_SIZE_COMPARATOR: by total branch size, then by transition.
@@ -430,6 +583,10 @@ func (tw *trieWriter) recalcTotalSize(n *wnode, nodePos int64) int {
 // the node itself right after them.
 func (tw *trieWriter) write(n *wnode) (int64, error) {
 	nodePos := tw.out.position()
+	if n.packed {
+		tw.out.buf = append(tw.out.buf, tw.arena[n.mark:n.mark+n.branchSize+n.nodeSize]...)
+		return nodePos + int64(n.branchSize), nil
+	}
 	for _, ch := range n.children {
 		if ch.filePos == -1 {
 			p, err := tw.write(ch)
@@ -491,5 +648,6 @@ func (tw *trieWriter) finish() (int64, error) {
 		return 0, err
 	}
 	tw.finalize(root, pos)
+	tw.arena = tw.arena[:0]
 	return pos, tw.out.err
 }

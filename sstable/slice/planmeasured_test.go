@@ -1,9 +1,7 @@
 package slice
 
 import (
-	"context"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
-	"github.com/sluicedb/sluice/sstable/version"
 )
 
 // A BIG parent's index planned in parts cut at Summary.db samples, in parallel, gives the plan,
@@ -22,24 +19,11 @@ func TestPlanMeasuredInPartsIsOnePass(t *testing.T) {
 	old := planPartBytes
 	planPartBytes = 1
 	defer func() { planPartBytes = old }()
-	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "oa"), gen.Options{Version: v,
-		Partitions: 5000, PartitionSize: 512, RowSize: 128, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := openTable(t, res.Desc.Prefix())
+	parent := genOA(t, gen.Options{Partitions: 5000, PartitionSize: 512, RowSize: 128, Seed: 3})
 	for _, spec := range []string{"(-9000000000000000000,-1000000000000000000]",
 		"(-9000000000000000000,-6000000000000000000],(0,3000000000000000000],(5000000000000000000,-9100000000000000000]",
 		"(-100,-100]"} {
-		ranges, err := token.ParseRanges(token.Murmur3, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps, err := NewPieces(parent.Partitioner, ranges)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranges, ps := piecesOf(t, spec)
 		want, wantN, err := planMeasuredIn(parent, ps, ranges, 1)
 		if err != nil || wantN != 5000 || len(want) == 0 {
 			t.Fatalf("%s: one pass: %d children of %d partitions (%v)", spec, len(want), wantN, err)

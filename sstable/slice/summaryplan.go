@@ -36,28 +36,28 @@ func summaryPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plan
 	if parent.Version().Format != version.Big || ps.Len() == 0 {
 		return nil, 0, false
 	}
-	sum, err := readSummary(parent)
+	sf, sumSize, err := openSized(parent.Path(descriptor.Summary))
+	if err != nil {
+		return nil, 0, false
+	}
+	defer sf.Close()
+	sum, err := bigindex.OpenSamples(sf, sumSize, sf.Name())
 	if err != nil {
 		return nil, 0, false
 	}
 	iv := int64(sum.MinIndexInterval)
-	n := len(sum.Entries)
+	n := sum.Len()
 	// Each piece costs two scans of up to two intervals; past a quarter of the index, one
 	// pass over all of it is the cheaper plan.
-	if sum.SamplingLevel != bigindex.BaseSamplingLevel || iv <= 0 || n == 0 || 4*4*ps.Len() > n {
+	if sum.SamplingLevel != bigindex.BaseSamplingLevel || n == 0 || 4*4*ps.Len() > n {
 		return nil, 0, false
 	}
-	path := parent.Path(descriptor.Index)
-	f, err := os.Open(path)
+	f, size, err := openSized(parent.Path(descriptor.Index))
 	if err != nil {
 		return nil, 0, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, false
-	}
-	e := &edgeFinder{parent: parent, sum: sum, f: f, size: fi.Size(), iv: iv, tokens: make([]token.Token, n), known: make([]bool, n)}
+	e := &edgeFinder{parent: parent, sum: sum, f: f, size: size, iv: iv}
 	if e.total, ok = e.count(); !ok {
 		return nil, 0, false
 	}
@@ -104,6 +104,20 @@ func PlanFromSummary(parent *sstable.Table, ranges token.RangeSet) ([]ChildPlan,
 	return plans, n, ok, nil
 }
 
+// openSized opens path and says how long it is.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
 // edge is the first partition above a token: its ordinal, Index.db offset, data position, key
 // and token, and the token of the partition before it. Past the last partition, ordinal is the
 // partition count, indexOff the index's size and pos the data length.
@@ -116,42 +130,46 @@ type edge struct {
 	prevTok  token.Token
 }
 
-// edgeFinder finds edges from a full-sampling summary, hashing a sample's key the first time
-// the binary search asks for its token.
+// edgeFinder finds edges from a full-sampling summary, read sample by sample as the binary
+// search asks: the plan holds nothing per sample, whatever the partition count.
 type edgeFinder struct {
 	parent  *sstable.Table
-	sum     *bigindex.Summary
+	sum     *bigindex.Samples
 	f       *os.File
 	size    int64
 	iv      int64
-	tokens  []token.Token
-	known   []bool
 	total   int64       // the parent's partition count (count)
 	lastTok token.Token // the last partition's token (count)
+	err     error       // the first sample that could not be read
 }
 
-func (e *edgeFinder) token(j int) token.Token {
-	if !e.known[j] {
-		e.tokens[j], e.known[j] = cloneToken(e.parent.Partitioner.Token(e.sum.Entries[j].Key)), true
+// sample is sample j's key (valid until the next call) and Index.db offset; a sample that
+// cannot be read is kept in err, and the plan fails.
+func (e *edgeFinder) sample(j int) ([]byte, int64) {
+	key, at, err := e.sum.Sample(j)
+	if err != nil && e.err == nil {
+		e.err = err
 	}
-	return e.tokens[j]
+	return key, at
 }
 
 // scan calls fn with the entries from sample j up to sample j+2 (or the index's end) while fn
 // returns true, after checking that the first is sample j's key; ordinals count from 0 at
 // sample j.
 func (e *edgeFinder) scan(j int, fn func(ordinal int64, en *bigindex.Entry, t token.Token) bool) bool {
-	start, end := e.sum.Entries[j].IndexPosition, e.size
-	if j+2 < len(e.sum.Entries) {
-		end = e.sum.Entries[j+2].IndexPosition
+	end := e.size
+	if j+2 < e.sum.Len() {
+		_, end = e.sample(j + 2)
 	}
-	if start < 0 || end > e.size || start >= end {
+	key, start := e.sample(j)
+	if e.err != nil || start < 0 || end > e.size || start >= end {
 		return false
 	}
+	key = bytes.Clone(key)
 	sc := bigindex.NewScannerAt(e.f, start, end, int(min(end-start, edgeBuffer)))
 	for ord := int64(0); sc.Next(); ord++ {
 		en := sc.Entry()
-		if ord == 0 && !bytes.Equal(en.Key, e.sum.Entries[j].Key) {
+		if ord == 0 && !bytes.Equal(en.Key, key) {
 			return false
 		}
 		if !fn(ord, en, e.parent.Partitioner.Token(en.Key)) {
@@ -167,7 +185,7 @@ const edgeBuffer = 64 << 10
 // count is the parent's partition count: the samples before the last, each an interval, and
 // the entries from the last sample to the index's end, which must number at most an interval.
 func (e *edgeFinder) count() (int64, bool) {
-	last := len(e.sum.Entries) - 1
+	last := e.sum.Len() - 1
 	var tail int64
 	if !e.scan(last, func(_ int64, _ *bigindex.Entry, t token.Token) bool { tail++; e.lastTok = cloneToken(t); return true }) || tail == 0 || tail > e.iv {
 		return 0, false
@@ -180,8 +198,14 @@ func (e *edgeFinder) count() (int64, bool) {
 // two after it (the next sample is above t). With no sample at or below t it is the first
 // partition.
 func (e *edgeFinder) above(t token.Token) (edge, bool) {
-	n := len(e.sum.Entries)
-	j := sort.Search(n, func(j int) bool { return e.token(j).Compare(t) > 0 }) - 1
+	n := e.sum.Len()
+	j := sort.Search(n, func(j int) bool {
+		key, _ := e.sample(j)
+		return e.err == nil && e.parent.Partitioner.Token(key).Compare(t) > 0
+	}) - 1
+	if e.err != nil {
+		return edge{}, false
+	}
 	from := max(j, 0)
 	var (
 		found bool

@@ -17,22 +17,41 @@ import (
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
+// genOA generates an oa parent of o's shape and opens it.
+func genOA(t *testing.T, o gen.Options) *sstable.Table {
+	t.Helper()
+	o.Version, _ = version.ParseWritable("oa")
+	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "oa"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openTable(t, res.Desc.Prefix())
+}
+
 // summaryParent is a BIG parent whose Summary.db has enough samples for summaryPlan, and its
 // tokens in index order.
 func summaryParent(t *testing.T) (*sstable.Table, []token.Token) {
 	t.Helper()
-	v, _ := version.ParseWritable("oa")
-	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "oa"), gen.Options{Version: v,
-		Partitions: 20000, PartitionSize: 256, RowSize: 64, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := openTable(t, res.Desc.Prefix())
+	parent := genOA(t, gen.Options{Partitions: 20000, PartitionSize: 256, RowSize: 64, Seed: 5})
 	var toks []token.Token
 	if err := parent.ScanPartitions(func(p *sstable.Partition) error { toks = append(toks, p.Token); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return parent, toks
+}
+
+// piecesOf parses a Murmur3 range spec and its pieces.
+func piecesOf(t *testing.T, spec string) (token.RangeSet, *Pieces) {
+	t.Helper()
+	ranges, err := token.ParseRanges(token.Murmur3, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := NewPieces(token.Murmur3, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranges, ps
 }
 
 // measuredPlan is planMeasured's plan in one pass, without the slices' record lengths, which a
@@ -82,14 +101,7 @@ func TestSummaryPlanIsOnePass(t *testing.T) {
 		fmt.Sprintf("(%s,%s]", at(n-3*iv/2), at(iv/2)),                     // wraps through the end of the last interval
 	}
 	for _, spec := range specs {
-		ranges, err := token.ParseRanges(token.Murmur3, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps, err := NewPieces(parent.Partitioner, ranges)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ranges, ps := piecesOf(t, spec)
 		want, wantN := measuredPlan(t, parent, ps, ranges)
 		got, gotN, ok := summaryPlan(parent, ps, ranges)
 		if !ok {
