@@ -259,9 +259,12 @@ func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]strea
 		}
 	}
 	for _, p := range []int{rep.PartitionSize, rep.Reference.PartitionSize} {
+		// The raw transfer runs once per run, with the first parent's bytes; it is the
+		// reference of both parents' fetches over its plane (the plane's own target is the
+		// bulk fetch's, 64 KiB partitions, against it).
 		var rows []StreamRow
 		for _, r := range rep.Rows {
-			if r.PartitionSize == p {
+			if r.PartitionSize == p || r.Config == cfgRaw || r.Config == cfgRawTCP || r.Config == cfgRawTLS {
 				rows = append(rows, r)
 			}
 		}

@@ -332,7 +332,7 @@ func TestPartitionLabel(t *testing.T) {
 
 // A pair run reports the two parents against each other first, then each parent's rows
 // against the usual targets under its partition size; the raw transfer, alone in its group,
-// is no pair.
+// is no pair, and the reference of both parents' fetches over its plane.
 func TestPairRunChecks(t *testing.T) {
 	ok := func(mb int64) streamSample { return streamSample{status: "ok", bytes: mb * 1e6, wall: time.Second} }
 	groups := [][]streamConfig{
@@ -362,6 +362,7 @@ func TestPairRunChecks(t *testing.T) {
 		"512 B: b: receiver peak RSS 32.00 true",
 		"512 B: h: receiver heap per GiB streamed 1.00 true",
 		"512 B: h: receiver peak RSS 32.00 true",
+		"64 KiB: (h) MB/s / (g) MB/s 1.25 true", // the raw transfer is both parents' reference
 		"64 KiB: b: receiver heap per GiB streamed 1.00 true",
 		"64 KiB: b: receiver peak RSS 32.00 true",
 		"64 KiB: h: receiver heap per GiB streamed 1.00 true",
