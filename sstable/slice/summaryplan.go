@@ -208,27 +208,25 @@ func (e *edgeFinder) above(t token.Token) (edge, bool) {
 	}
 	from := max(j, 0)
 	var (
-		found bool
-		ed    edge
-		prev  token.Token
-		seen  bool
+		found, disordered bool
+		ed                edge
+		prev              token.Token
+		seen              bool
 	)
 	if !e.scan(from, func(ord int64, en *bigindex.Entry, tok token.Token) bool {
+		if seen && prev.Compare(tok) >= 0 {
+			disordered = true
+			return false
+		}
 		if tok.Compare(t) > 0 {
-			if seen && prev.Compare(tok) >= 0 {
-				return false // out of order: found stays false
-			}
 			found = true
 			ed = edge{ordinal: int64(from)*e.iv + ord, indexOff: en.Offset, pos: en.Position,
 				key: bytes.Clone(en.Key), tok: cloneToken(tok), prevTok: prev}
 			return false
 		}
-		if seen && prev.Compare(tok) >= 0 {
-			return false
-		}
 		prev, seen = cloneToken(tok), true
 		return true
-	}) {
+	}) || disordered {
 		return edge{}, false
 	}
 	if found {
