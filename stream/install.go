@@ -221,11 +221,7 @@ func (j *installJob) startRebuild() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrManifest, err)
 	}
-	opts, err := j.rebuildOptions(spec)
-	if err != nil {
-		return err
-	}
-	if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, opts); err != nil {
+	if j.rebuild, err = slice.NewPartialRebuild(spec, j.inst, j.desc, j.in.Layout, j.rebuildOptions()); err != nil {
 		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 	}
 	j.feed = newRebuildFeed(j.rebuild)
@@ -233,14 +229,10 @@ func (j *installJob) startRebuild() error {
 }
 
 // rebuildOptions says what the index slice is and what it must hold: the announced count, its
-// format and the ranges the session asked for, in the parent's partitioner.
-func (j *installJob) rebuildOptions(spec *slice.Spec) (slice.RebuildOptions, error) {
+// format and the ranges the session asked for.
+func (j *installJob) rebuildOptions() slice.RebuildOptions {
 	m := j.in.Manifest
-	ranges, err := DecodeRanges(spec.Partitioner, j.in.Ranges)
-	if err != nil {
-		return slice.RebuildOptions{}, fmt.Errorf("%w: the requested ranges in the sstable's partitioner: %w", ErrManifest, err)
-	}
-	return slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: ranges}, nil
+	return slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: j.in.Ranges}
 }
 
 // file is the file a Data frame's payload goes to at its offset, or nil for the index
@@ -352,12 +344,8 @@ func (j *installJob) seal() (int64, error) {
 	if j.rebuild != nil {
 		_, err = j.rebuild.Finish(data)
 	} else {
-		opts, oerr := j.rebuildOptions(spec)
-		if oerr != nil {
-			return 0, oerr
-		}
-		opts.Partitions = partitions
-		_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, opts)
+		// partitions is the Manifest's (checked above).
+		_, err = slice.RebuildPartial(spec, j.inst, j.desc, in.Layout, j.index, data, j.rebuildOptions())
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
@@ -561,15 +549,7 @@ func (j *installJob) verify() error {
 		}
 	}
 	// The sender chose to send it whole because the ranges hold every partition: checked.
-	spec, err := slice.SpecFromStatistics(j.in.Version, j.in.Manifest.Statistics, nil)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrManifest, err)
-	}
-	ranges, err := DecodeRanges(spec.Partitioner, j.in.Ranges)
-	if err != nil {
-		return fmt.Errorf("%w: the requested ranges in the sstable's partitioner: %w", ErrManifest, err)
-	}
-	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: ranges})
+	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: j.in.Ranges})
 	if err != nil {
 		return fmt.Errorf("%w: verify: %w", ErrChecksum, err)
 	}

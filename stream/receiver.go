@@ -11,6 +11,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/stats"
+	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
 	"github.com/sluicedb/sluice/wire"
 )
@@ -301,9 +302,10 @@ type Incoming struct {
 	CRCChunkLength int
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
-	// Ranges are the ranges the session asked for: a partial's or rows sstable's rebuild, or
-	// an entire sstable's verification, fails a partition outside them.
-	Ranges []wire.TokenRange
+	// Ranges are the ranges the session asked for, in the sstable's partitioner: a partial's or
+	// rows sstable's rebuild, or an entire sstable's verification, fails a partition outside
+	// them.
+	Ranges token.RangeSet
 
 	sinceCheckpoint int64 // bytes accepted since the verified prefix was last recorded
 
@@ -489,10 +491,23 @@ func (r *Receiver) validate(ps wire.PlannedSSTable, m *wire.Manifest) (*Incoming
 	if len(m.Statistics) == 0 {
 		return nil, bad("no Statistics.db")
 	}
-	if _, err := stats.Parse(m.Statistics, v); err != nil {
+	st, err := stats.Parse(m.Statistics, v)
+	if err != nil {
 		return nil, bad("Statistics.db: %v", err)
 	}
-	in := &Incoming{ID: m.SSTableID, Manifest: m, Kind: m.Kind, Version: v, DataComponent: -1, Ranges: r.req.Ranges}
+	if st.Validation == nil {
+		return nil, bad("Statistics.db lacks its validation component (the partitioner)")
+	}
+	part, err := token.ForName(st.Validation.Partitioner)
+	if err != nil {
+		return nil, bad("Statistics.db: %v", err)
+	}
+	// The ranges asked for, in the sstable's partitioner: what every partition must lie in.
+	ranges, err := DecodeRanges(part, r.req.Ranges)
+	if err != nil {
+		return nil, bad("the requested ranges in the sstable's partitioner %s: %v", part.Name(), err)
+	}
+	in := &Incoming{ID: m.SSTableID, Manifest: m, Kind: m.Kind, Version: v, DataComponent: -1, Ranges: ranges}
 	if len(m.Compression) > 0 {
 		info, err := compress.ParseInfo(m.Compression, v)
 		if err != nil {
