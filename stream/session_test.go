@@ -517,3 +517,16 @@ func TestCommitDue(t *testing.T) {
 		}
 	}
 }
+
+// The Manifest carries a slice.IndexFormat as the wire's IndexFormat of the same number (the
+// wire package imports nothing of sluice's): the two must name the same formats.
+func TestIndexFormatsAgree(t *testing.T) {
+	for _, f := range []struct {
+		s slice.IndexFormat
+		w wire.IndexFormat
+	}{{slice.IndexRecords, wire.IndexRecords}, {slice.IndexBig, wire.IndexBig}} {
+		if wire.IndexFormat(f.s) != f.w || slice.IndexFormat(f.w) != f.s {
+			t.Errorf("slice %s is wire %d", f.s, f.w)
+		}
+	}
+}

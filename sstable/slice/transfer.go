@@ -78,7 +78,7 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	if spans && !isBig {
 		return nil, "", fmt.Errorf("slice: %s: Index.db spans for a %s sstable", parent.Desc, parent.Version().Format)
 	}
-	measured := (opts.IndexLater || spans) && isBig
+	measured := isBig && (opts.IndexLater || spans)
 	var plans []ChildPlan
 	var partitions int64
 	planned := false
@@ -105,14 +105,17 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 		if parent.Compression != nil {
 			out[i].Info = out[i].Layout.Info(parent.Compression)
 		}
-		if measured {
-			out[i].IndexLength, out[i].ParentPartitions = p.IndexBytes, partitions
-		}
-		if spans {
-			out[i].IndexFormat, out[i].IndexLength = IndexBig, 0
+		switch {
+		case spans:
+			out[i].IndexFormat = IndexBig
 			for _, r := range p.Runs {
 				out[i].IndexLength += r.IndexHi - r.IndexLo
 			}
+		case measured:
+			out[i].IndexLength = p.IndexBytes
+		}
+		if measured {
+			out[i].ParentPartitions = partitions
 		}
 	}
 	if measured {
