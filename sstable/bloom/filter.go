@@ -81,8 +81,16 @@ func (f *Filter) MayContain(key []byte) bool { return f.MayContainHash(Hash(key)
 // BloomFilter.setIndexes(base = h1, inc = h0, max = 64*len(Words)): abs(base % max) with Java's
 // signed remainder, then base += inc with int64 wrap-around, HashCount times.
 func (f *Filter) AddHash(h0, h1 uint64) {
-	one := [1][2]uint64{{h0, h1}}
-	f.AddHashes(one[:])
+	if f.words.d != uint64(len(f.Words)) {
+		f.words = newReducer(uint64(len(f.Words))) // Words replaced since it was made
+	}
+	r, words := f.words, f.Words
+	base := h1
+	for range f.HashCount {
+		w, bit := r.bitIndex(base)
+		words[w] |= 1 << bit
+		base += h0
+	}
 }
 
 // AddHashes is AddHash of each (h0, h1) in hs. Setting many keys' bits in one tight loop lets
@@ -91,7 +99,7 @@ func (f *Filter) AddHash(h0, h1 uint64) {
 // any while data streams through), those waits are most of a key's cost.
 func (f *Filter) AddHashes(hs [][2]uint64) {
 	if f.words.d != uint64(len(f.Words)) {
-		f.words = newReducer(uint64(len(f.Words))) // Words replaced since it was made
+		f.words = newReducer(uint64(len(f.Words)))
 	}
 	r, words, k := f.words, f.Words, f.HashCount
 	for _, h := range hs {
