@@ -80,6 +80,9 @@ func (f *Filter) MayContain(key []byte) bool { return f.MayContainHash(Hash(key)
 // AddHash sets the bits of a key whose filter hash is (h0, h1). The bit indexes are
 // BloomFilter.setIndexes(base = h1, inc = h0, max = 64*len(Words)): abs(base % max) with Java's
 // signed remainder, then base += inc with int64 wrap-around, HashCount times.
+//
+// It keeps its own loop rather than calling AddHashes with one key: through the slice it
+// measured twice as slow per key (BenchmarkAddHash).
 func (f *Filter) AddHash(h0, h1 uint64) {
 	if f.words.d != uint64(len(f.Words)) {
 		f.words = newReducer(uint64(len(f.Words))) // Words replaced since it was made
