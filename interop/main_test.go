@@ -102,6 +102,20 @@ func harness(t testing.TB, args ...string) (string, error) {
 // part is one partition as Cassandra's scanner saw it.
 type part struct {
 	Key, Token, Digest string
+	Line               string // the whole P line, what the READ/SCAN/RSCAN digests are over
+}
+
+// rangeScan is Cassandra's getScanner(List.of(range)) over one range of --ranges (an RSCAN line):
+// the section of Data.db partial streaming, repair validation and cleanup read.
+type rangeScan struct {
+	OK         bool
+	Msg        string // the rest of the line after "ok " or "fail "
+	Partitions int    // partitions that are not empty
+	Empty      int    // empty partitions (no rows, no static row, no markers, live partition deletion)
+	Digest     string // over the P lines of the partitions that are not empty, as READ's
+	Keys       []string
+	EmptyKeys  []string // the empty partitions of Keys
+	Truncated  bool     // Keys and EmptyKeys stop short (the harness caps key lists)
 }
 
 // view is Cassandra's view of one sstable.
@@ -114,6 +128,15 @@ type view struct {
 	Meta     string
 	Basic    string // sstableverify
 	Extended string // sstableverify -e
+
+	// Every partition key the index-driven read (READKEYS) and the sequential read (SCANKEYS)
+	// returned, in order, empty partitions included; the Empty lists hold the empty ones alone.
+	// Set only when the read is ok. The Truncated flags say a list stops short.
+	ReadKeys, ReadEmpty []string
+	ReadKeysTruncated   bool
+	ScanKeys, ScanEmpty []string
+	ScanKeysTruncated   bool
+	RangeScans          map[string]*rangeScan // by range text as given to --ranges (token.Range.String)
 }
 
 func (v *view) readOK() bool { return strings.HasPrefix(v.Read, "ok") }
@@ -144,28 +167,71 @@ func (v *view) scanAgrees() bool {
 // sstable in one JVM.
 func cassandra(t testing.TB, paths ...string) map[string]*view {
 	t.Helper()
-	out, err := harness(t, append([]string{"check", "--extended"}, paths...)...)
+	return cassandraRanges(t, "", paths...)
+}
+
+// cassandraRanges is cassandra that also has Cassandra scan every sstable over each range of
+// ranges alone (a token.RangeSet's String, e.g. "(-100,250],(300,-200]"; "" for none): the views'
+// RangeScans, keyed by each range's text.
+func cassandraRanges(t testing.TB, ranges string, paths ...string) map[string]*view {
+	t.Helper()
+	args := []string{"check", "--extended"}
+	if ranges != "" {
+		args = append(args, "--ranges", ranges)
+	}
+	out, err := harness(t, append(args, paths...)...)
 	if err != nil {
 		t.Fatalf("cassandra harness: %v", err)
 	}
+	views := parseCheck(out)
+	for _, p := range paths {
+		if views[p] == nil {
+			t.Fatalf("cassandra harness said nothing about %s:\n%s", p, tail(out, 3000))
+		}
+	}
+	return views
+}
+
+// parseCheck reads the output of the harness's check (its header documents the lines).
+func parseCheck(out string) map[string]*view {
 	views := map[string]*view{}
 	var cur *view
 	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		kind, rest, _ := strings.Cut(line, " ")
+		if cur == nil && kind != "SSTABLE" {
+			continue
+		}
 		switch kind {
 		case "SSTABLE":
-			cur = &view{Path: rest}
+			cur = &view{Path: rest, RangeScans: map[string]*rangeScan{}}
 			views[rest] = cur
 		case "P":
 			f := strings.Fields(rest)
-			cur.Parts = append(cur.Parts, part{Key: f[0], Token: f[1], Digest: f[2]})
+			cur.Parts = append(cur.Parts, part{Key: f[0], Token: f[1], Digest: f[2], Line: line})
 		case "READ":
 			cur.Read = rest
+		case "READKEYS":
+			cur.ReadKeys, cur.ReadEmpty, cur.ReadKeysTruncated, _ = keyFields(rest)
 		case "SCAN":
 			cur.Scan = rest
+		case "SCANKEYS":
+			cur.ScanKeys, cur.ScanEmpty, cur.ScanKeysTruncated, _ = keyFields(rest)
+		case "RSCAN":
+			// RSCAN <range> ok|fail ...: a range's text holds no space.
+			rng, res, _ := strings.Cut(rest, " ")
+			verdict, msg, _ := strings.Cut(res, " ")
+			rs := &rangeScan{OK: verdict == "ok", Msg: msg}
+			if rs.OK {
+				var f map[string]string
+				rs.Keys, rs.EmptyKeys, rs.Truncated, f = keyFields(msg)
+				fmt.Sscan(f["partitions"], &rs.Partitions)
+				fmt.Sscan(f["empty"], &rs.Empty)
+				rs.Digest = f["digest"]
+			}
+			cur.RangeScans[rng] = rs
 		case "RIDX":
 			cur.RowIndex = rest
 		case "META":
@@ -179,12 +245,30 @@ func cassandra(t testing.TB, paths ...string) map[string]*view {
 			}
 		}
 	}
-	for _, p := range paths {
-		if views[p] == nil {
-			t.Fatalf("cassandra harness said nothing about %s:\n%s", p, tail(out, 3000))
+	return views
+}
+
+// keyFields reads the name=value fields of a READKEYS, SCANKEYS or RSCAN line: the key lists
+// (keys=, emptykeys=, comma-separated hex), whether the line ends with "truncated", and every
+// field by name.
+func keyFields(s string) (keys, empty []string, truncated bool, fields map[string]string) {
+	fields = map[string]string{}
+	list := func(v string) []string {
+		if v == "" {
+			return nil
+		}
+		return strings.Split(v, ",")
+	}
+	for _, f := range strings.Fields(s) {
+		if f == "truncated" {
+			truncated = true
+			continue
+		}
+		if name, v, ok := strings.Cut(f, "="); ok {
+			fields[name] = v
 		}
 	}
-	return views
+	return list(fields["keys"]), list(fields["emptykeys"]), truncated, fields
 }
 
 // digests maps key hex to digest over the partitions of the views, failing on a key seen twice.

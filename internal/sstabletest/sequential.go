@@ -90,28 +90,45 @@ func Keys(partitions []Partition) [][]byte {
 	return keys
 }
 
-// ScanMatches checks what a sequential reader makes of the sstable at prefix against its
-// index's partitions (keys, in order): empty partitions sorting before the first (a filled
-// dead head), then exactly those partitions.
+// ScanMatches checks what a sequential reader makes of the sstable at prefix: exactly the
+// partitions its index addresses, in order and at their index positions (fillers included),
+// of which the ones holding data are keys (the sstable's data partitions, in order) and the
+// others are empty.
 func ScanMatches(prefix string, keys [][]byte) error {
 	scanned, err := ScanSequentially(prefix)
 	if err != nil {
 		return err
 	}
-	fillers := 0
-	for fillers < len(scanned) && (len(keys) == 0 || !bytes.Equal(scanned[fillers].Key, keys[0])) {
-		if !scanned[fillers].Empty {
-			return fmt.Errorf("%s: partition %x found before the first holds data", prefix, scanned[fillers].Key)
-		}
-		fillers++
+	tb, err := sstable.Open(prefix)
+	if err != nil {
+		return err
 	}
-	rest := scanned[fillers:]
-	if len(rest) != len(keys) {
-		return fmt.Errorf("%s: a sequential scan finds %d partitions after %d fillers, the index %d", prefix, len(rest), fillers, len(keys))
+	defer tb.Close()
+	var index []Scanned
+	if err := tb.ScanPartitions(func(p *sstable.Partition) error {
+		index = append(index, Scanned{Key: append([]byte(nil), p.Key...), Position: p.Position})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(scanned) != len(index) {
+		return fmt.Errorf("%s: a sequential scan finds %d partitions, the index %d", prefix, len(scanned), len(index))
+	}
+	var data [][]byte
+	for i, s := range scanned {
+		if !bytes.Equal(s.Key, index[i].Key) || s.Position != index[i].Position {
+			return fmt.Errorf("%s: sequential partition %d is %x at %d, the index says %x at %d", prefix, i, s.Key, s.Position, index[i].Key, index[i].Position)
+		}
+		if !s.Empty {
+			data = append(data, s.Key)
+		}
+	}
+	if len(data) != len(keys) {
+		return fmt.Errorf("%s: a sequential scan finds %d partitions holding data, want %d", prefix, len(data), len(keys))
 	}
 	for i, k := range keys {
-		if !bytes.Equal(rest[i].Key, k) {
-			return fmt.Errorf("%s: sequential partition %d is %x, the index says %x", prefix, i, rest[i].Key, k)
+		if !bytes.Equal(data[i], k) {
+			return fmt.Errorf("%s: sequential data partition %d is %x, want %x", prefix, i, data[i], k)
 		}
 	}
 	return nil

@@ -17,6 +17,8 @@ type Partition struct {
 	Key   []byte
 	Token token.Token
 	Bytes []byte
+	// Filler marks an empty partition (ReadAll leaves them out).
+	Filler bool
 }
 
 // ReadAll returns every partition of the sstable at prefix with its Data.db bytes. A partition
@@ -63,6 +65,15 @@ func ReadAll(t testing.TB, prefix string) []Partition {
 			t.Fatalf("%s: partition %x at %d: %v (no end-of-partition flag before the next partition)", prefix, out[i].Key, pos[i], err)
 		}
 		out[i].Bytes = b[:cur.End()]
+		out[i].Filler = sstable.IsFiller(table, tb.Version(), b)
 	}
-	return out
+	// Filler partitions (empty: what sluice puts where a zero-copy child's runs leave a gap)
+	// are not data.
+	kept := out[:0]
+	for _, p := range out {
+		if !p.Filler {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }

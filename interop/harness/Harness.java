@@ -1,7 +1,13 @@
 // Harness: Apache Cassandra's own classes, offline, as the oracle for what sluice writes.
 //
-//   check [--extended] [--text] PATH...   read every partition with Cassandra's scanner and print one canonical
-//                                         digest line per partition; read all metadata; run the verifier
+//   check [--extended] [--text] [--ranges SPEC] PATH...
+//                                         read every partition with Cassandra's scanner and print one canonical
+//                                         digest line per partition; read all metadata; run the verifier; with
+//                                         --ranges, also scan each range of SPEC alone (RSCAN below). SPEC is a
+//                                         comma-separated list of (left,right] token ranges as sluice prints them
+//                                         (token.RangeSet.String): Murmur3 tokens as signed decimal longs,
+//                                         ByteOrdered tokens as the key's hex; left >= right wraps, left == right
+//                                         is the whole ring
 //   write --out DIR [--compat 4|none]      write the CQLSSTableWriter fixtures (see Fixtures.java)
 //   live --port P --jmx J TABLE...          against a running node: see Live.java
 //   merge --out DIR PATH...                Cassandra's merge of the sstables (UnfilteredPartitionIterators.merge, no
@@ -13,16 +19,33 @@
 //   P <key hex> <token> <digest> rows=<n> markers=<n> cells=<n>      one per partition, scanner order
 //   T <canonical text line>                                           only with --text
 //   READ ok partitions=<n> digest=<d> ... | READ fail <message>   the index-driven read the P lines come from
+//   READKEYS emptykeys=<hex>,... keys=<hex>,...[ truncated]        after READ ok: the key of every partition that read
+//                                                                  returned, in order, empty ones included (keys) and
+//                                                                  the empty ones alone (emptykeys); see KEY LISTS
 //   RIDX ok partitions=<n> | RIDX fail <message>                   every partition of 2+ rows read again through its row
 //                                                                  index (reversed; forward from its middle row)
 //   SCAN ok partitions=<n> digest=<d> ... empty=<n> | SCAN fail <message>   the sequential read from position 0
 //                                                                  (compaction's); its digest is over the P lines it would
 //                                                                  print for the partitions that are not empty
+//   SCANKEYS emptykeys=<hex>,... keys=<hex>,...[ truncated]        after SCAN ok: as READKEYS, for the sequential read
+//   RSCAN <range> ok partitions=<n> digest=<d> first=<hex> last=<hex> empty=<n> emptykeys=<hex>,... keys=<hex>,...[ truncated]
+//   RSCAN <range> fail <message>                                    with --ranges: one line per range of SPEC, in SPEC
+//                                                                  order, for getScanner(List.of(range)) (what partial
+//                                                                  streaming, repair validation and cleanup read): as
+//                                                                  the SCAN line (partitions= and digest= count the
+//                                                                  partitions that are not empty, digest over the P
+//                                                                  lines they would print) plus the key lists. <range>
+//                                                                  is "(" + left + "," + right + "]" with the tokens'
+//                                                                  text as given in SPEC, trimmed. A failure in one
+//                                                                  range never stops the others
 //   META ok <facts> | META fail <message>
 //   VERIFY basic ok <summary> | VERIFY basic fail <message>           sstableverify without -e
 //   VERIFY extended ok <summary> | VERIFY extended fail <message>     sstableverify -e, when asked
 //   END
 // A failure in one sstable never stops the others: every step catches and reports.
+// KEY LISTS: comma-separated lower-case key hex (an empty list is empty text, e.g. "emptykeys= keys=0a0b"); an empty
+// partition has no rows, no static row, no range tombstone markers and a live partition deletion. A list stops at
+// 100000 keys or 8000000 characters and the line then ends with the word "truncated" (the counts stay exact).
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -116,20 +139,127 @@ public final class Harness
 
     static void usage()
     {
-        System.err.println("usage: Harness check [--extended] [--text] PATH... | write --out DIR [--compat 4|none]");
+        System.err.println("usage: Harness check [--extended] [--text] [--ranges SPEC] PATH... | write --out DIR [--compat 4|none]");
         System.exit(2);
+    }
+
+    /**
+     * Splits a range list as sluice's token.ParseRanges reads it, "(l,r],(l,r]...", into {left, right} token texts
+     * (trimmed); the tokens are read per sstable, by its partitioner. A malformed SPEC ends the run (exit 2).
+     */
+    static List<String[]> parseRanges(String spec)
+    {
+        List<String[]> ranges = new ArrayList<>();
+        String s = spec.trim();
+        if (s.isEmpty())
+            badRanges(spec, "empty specification");
+        while (!s.isEmpty())
+        {
+            if (s.charAt(0) != '(')
+                badRanges(spec, "expected '(' at " + s);
+            int end = s.indexOf(']');
+            if (end < 0)
+                badRanges(spec, "missing ']'");
+            String body = s.substring(1, end);
+            int comma = body.indexOf(',');
+            if (comma < 0)
+                badRanges(spec, "expected (left,right]");
+            ranges.add(new String[]{ body.substring(0, comma).trim(), body.substring(comma + 1).trim() });
+            s = s.substring(end + 1).trim();
+            if (s.startsWith(","))
+            {
+                s = s.substring(1).trim();
+                if (s.isEmpty())
+                    badRanges(spec, "trailing comma");
+            }
+            else if (!s.isEmpty())
+            {
+                badRanges(spec, "expected ',' at " + s);
+            }
+        }
+        return ranges;
+    }
+
+    static void badRanges(String spec, String why)
+    {
+        System.err.println("Harness: --ranges " + spec + ": " + why);
+        System.exit(2);
+    }
+
+    /**
+     * getScanner(List.of(range)) over each range: Cassandra 5.0 reads, for each range of Range.normalize, the section
+     * of Data.db from the position of the first partition after the range's left token to the position of the first
+     * partition after its right token (or the end of Data.db), sequentially (SSTableSimpleScanner); what partial
+     * streaming, repair validation and cleanup read.
+     */
+    static void rangeScans(SSTableReader sstable, TableMetadata metadata, List<String[]> ranges)
+    {
+        for (String[] lr : ranges)
+        {
+            String text = "(" + lr[0] + "," + lr[1] + "]";
+            org.apache.cassandra.dht.Range<org.apache.cassandra.dht.Token> range;
+            try
+            {
+                org.apache.cassandra.dht.Token.TokenFactory tf = sstable.getPartitioner().getTokenFactory();
+                range = new org.apache.cassandra.dht.Range<>(tf.fromString(lr[0]), tf.fromString(lr[1]));
+            }
+            catch (Throwable t)
+            {
+                out.println("RSCAN " + text + " fail bad range: " + chain(t));
+                continue;
+            }
+            List<org.apache.cassandra.dht.Range<org.apache.cassandra.dht.Token>> normal = org.apache.cassandra.dht.Range.normalize(List.of(range));
+            scan(sstable, metadata, false, () -> sstable.getScanner(normal), "RSCAN " + text, false, new Keys(), true);
+        }
+    }
+
+    /** The keys of the partitions one read returned, in order; bounded (see KEY LISTS in the header). */
+    static final class Keys
+    {
+        static final int MAX_KEYS = 100_000, MAX_CHARS = 8_000_000;
+        final StringBuilder all = new StringBuilder(), empty = new StringBuilder();
+        long listed;
+        boolean truncated;
+
+        void add(String key, boolean isEmpty)
+        {
+            if (truncated || listed >= MAX_KEYS || all.length() + empty.length() + 2 * key.length() + 2 > MAX_CHARS)
+            {
+                truncated = true;
+                return;
+            }
+            listed++;
+            (all.length() > 0 ? all.append(',') : all).append(key);
+            if (isEmpty)
+                (empty.length() > 0 ? empty.append(',') : empty).append(key);
+        }
+
+        String fields()
+        {
+            return "emptykeys=" + empty + " keys=" + all + (truncated ? " truncated" : "");
+        }
     }
 
     static int check(List<String> args) throws Exception
     {
         boolean extended = args.remove("--extended");
         boolean text = args.remove("--text");
+        List<String[]> ranges = null;
+        int r = args.indexOf("--ranges");
+        if (r >= 0)
+        {
+            if (r + 1 >= args.size())
+                usage();
+            ranges = parseRanges(args.get(r + 1));
+            args.remove(r + 1);
+            args.remove(r);
+        }
         Keyspace ks = openKeyspace();
         int n = 0;
         for (String path : args)
         {
             out.println("SSTABLE " + path);
-            checkOne(ks, path, extended, text, n++);
+            checkOne(ks, path, extended, text, ranges, n++);
             out.println("END");
             out.flush();
         }
@@ -206,7 +336,7 @@ public final class Harness
         return Keyspace.openWithoutSSTables(KS);
     }
 
-    static void checkOne(Keyspace ks, String path, boolean extended, boolean text, int n)
+    static void checkOne(Keyspace ks, String path, boolean extended, boolean text, List<String[]> ranges, int n)
     {
         Descriptor desc;
         TableMetadata metadata;
@@ -223,6 +353,8 @@ public final class Harness
             return;
         }
         long[] scanned = read(sstable, metadata, text);
+        if (ranges != null)
+            rangeScans(sstable, metadata, ranges);
         meta(desc, sstable, scanned);
         ColumnFamilyStore cfs;
         try
@@ -264,10 +396,15 @@ public final class Harness
         // The index-driven read: the scanner over the whole ring as a token range starts at the first partition's
         // index position (what queries, range reads, streaming and repair use).
         org.apache.cassandra.dht.Token min = sstable.getPartitioner().getMinimumToken();
-        long[] indexed = scan(sstable, metadata, text, () -> sstable.getScanner(List.of(new org.apache.cassandra.dht.Range<>(min, min))), "READ", true);
+        Keys readKeys = new Keys();
+        long[] indexed = scan(sstable, metadata, text, () -> sstable.getScanner(List.of(new org.apache.cassandra.dht.Range<>(min, min))), "READ", true, readKeys, false);
+        if (indexed != null)
+            out.println("READKEYS " + readKeys.fields());
         // The sequential read: getScanner() reads Data.db from position 0 to its end without the index (what
         // compaction, sstabledump and sstablepartitions use in 5.0).
-        scan(sstable, metadata, false, sstable::getScanner, "SCAN", false);
+        Keys scanKeys = new Keys();
+        if (scan(sstable, metadata, false, sstable::getScanner, "SCAN", false, scanKeys, false) != null)
+            out.println("SCANKEYS " + scanKeys.fields());
         return indexed;
     }
 
@@ -318,7 +455,12 @@ public final class Harness
         }
     }
 
-    static long[] scan(SSTableReader sstable, TableMetadata metadata, boolean text, java.util.function.Supplier<ISSTableScanner> open, String tag, boolean print)
+    /**
+     * One read: prints the P lines when print, then `tag ok ...` (with keys' fields on the same line when
+     * keysInline) or `tag fail ...`; collects every partition's key into keys. Returns null on failure.
+     */
+    static long[] scan(SSTableReader sstable, TableMetadata metadata, boolean text, java.util.function.Supplier<ISSTableScanner> open, String tag, boolean print,
+                       Keys keys, boolean keysInline)
     {
         if (print)
         {
@@ -357,7 +499,9 @@ public final class Harness
                         else
                             c.marker((RangeTombstoneMarker) u);
                     }
-                    if (p.partitionLevelDeletion().isLive() && p.staticRow().isEmpty() && c.rows == 0 && c.markers == 0)
+                    boolean isEmpty = p.partitionLevelDeletion().isLive() && p.staticRow().isEmpty() && c.rows == 0 && c.markers == 0;
+                    keys.add(key, isEmpty);
+                    if (isEmpty)
                     {
                         // An empty partition: nothing Cassandra writes, and what compaction drops (an
                         // empty partition is never appended). sluice fills a zero-copy child's dead head
@@ -390,7 +534,8 @@ public final class Harness
         }
         if (print)
             out.println(ridxFailure == null ? "RIDX ok partitions=" + ridxChecked : "RIDX fail " + ridxFailure);
-        out.println(tag + " ok partitions=" + partitions + " digest=" + HexFormat.of().formatHex(all.digest(), 0, 16) + " first=" + firstKey + " last=" + lastKey + " empty=" + empty);
+        out.println(tag + " ok partitions=" + partitions + " digest=" + HexFormat.of().formatHex(all.digest(), 0, 16) + " first=" + firstKey + " last=" + lastKey + " empty=" + empty
+                    + (keysInline ? " " + keys.fields() : ""));
         return new long[]{ partitions, ts[0], ts[1] };
     }
 

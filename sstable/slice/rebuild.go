@@ -99,6 +99,7 @@ type Builder struct {
 	sizeBucket  int // the bucket of the last size: a child's partitions are often alike
 	cardinality *stats.Cardinality
 	count       int64
+	fillers     int64 // filler partitions among count
 	prevPos     int64 // child position of the previous partition
 	first, last []byte
 	lastTok     token.Token
@@ -181,6 +182,25 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	if err != nil {
 		return fmt.Errorf("partition %d: %w", p.Ordinal, err)
 	}
+	return b.addAt(p, pos)
+}
+
+// AddFiller appends a filler partition (filler.go) at child position pos: an empty partition
+// the index addresses like any other.
+func (b *Builder) AddFiller(key []byte, tok token.Token, pos int64) error {
+	p := sstable.Partition{Ordinal: -1, Key: key, Token: tok, IndexPos: -1}
+	if err := b.addAt(&p, pos); err != nil {
+		return fmt.Errorf("filler partition at %d: %w", pos, err)
+	}
+	b.fillers++
+	return nil
+}
+
+// Fillers is the number of filler partitions added.
+func (b *Builder) Fillers() int64 { return b.fillers }
+
+// addAt appends p at child position pos.
+func (b *Builder) addAt(p *sstable.Partition, pos int64) error {
 	if pos <= b.prevPos || pos >= b.lay.DataLength {
 		return fmt.Errorf("slice: partition %d at child position %d is out of order or past the data's end %d", p.Ordinal, pos, b.lay.DataLength)
 	}

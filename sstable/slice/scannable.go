@@ -91,15 +91,6 @@ func headFiller(t *schema.Table, v version.Version, p token.Partitioner, size in
 	return out, nil
 }
 
-// emptyPartition appends a partition with key and nothing in it.
-func emptyPartition(w *rows.Writer, dst, key []byte) ([]byte, error) {
-	dst, err := w.BeginPartition(dst, key, rows.Live)
-	if err == nil {
-		dst, err = w.EndPartition(dst)
-	}
-	return dst, err
-}
-
 // headFill is where fillHead leaves a child's first chunk.
 type headFill struct {
 	Offset int64  // chunk 0's new offset in Data.db

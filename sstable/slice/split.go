@@ -85,6 +85,15 @@ type Child struct {
 	// the split laid out nothing such a reader trips on; a parent with dead regions of its own
 	// (a multi-run sstable) passes them on, which `sstable verify` reports (Scannable).
 	Unscannable string
+	// FillerPartitions and FillerBytes are the filler partitions (fill.go) the child holds:
+	// empty partitions in the gaps its runs leave, counted apart from Partitions.
+	FillerPartitions int64
+	FillerBytes      int64
+	// EncodedBytes is the part of Data.db written as re-encoded chunks (the runs' edges, and
+	// runs whose gap could not be filled) rather than moved as the parent's chunks.
+	EncodedBytes int64
+	// Reencoded says why runs were re-encoded whole, when some were.
+	Reencoded string
 }
 
 // Result is what Split did.
@@ -187,6 +196,7 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 		return nil, err
 	}
 	sp.derived = derived
+	sp.pieces = ps
 	if err := sp.proveAhead(); err != nil {
 		return nil, err
 	}
@@ -298,7 +308,12 @@ type splitter struct {
 	// derived from samples (SplitEqual) hold only if the index is in token order.
 	prevTok token.Token
 	prevBuf []byte
-	table   *schema.Table // the parent's, compiled when a dead head is first filled
+	table   *schema.Table // the parent's, compiled when a filler is first made
+	pieces  *Pieces       // the requested ranges: filler keys stay inside them
+	// filler makes filler partitions (nil: the key type has none, fillerWhy says why).
+	filler     *fillerMaker
+	fillerWhy  string
+	fillerDone bool
 	// digestFromCRCs derives digests from inline CRCs instead of reading children.
 	digestFromCRCs bool
 	// derived: the plans were derived without the planner's pass over the index (SplitEqual),
@@ -322,6 +337,10 @@ type openChild struct {
 	builder *Builder
 	data    DataResult
 	child   Child
+	// regions are the child's filler partitions by the run they precede; nextRegion is the
+	// first not yet added to the builder.
+	regions    []regionKeys
+	nextRegion int
 }
 
 func newSplitter(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode, opts Options) (*splitter, error) {
@@ -415,6 +434,9 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 				if oc.run != oc.begun {
 					oc.begun = oc.run
 					oc.builder.BeginRun(sp.lastEnd)
+				}
+				if err := oc.addFillers(oc.run); err != nil {
+					return err
 				}
 				if err := oc.builder.Add(p); err != nil {
 					return err
@@ -582,7 +604,7 @@ func (sp *splitter) start(ctx context.Context, pre <-chan prepared) error {
 	var err error
 	oc.builder, err = NewBuilder(sp.spec, oc.inst, oc.desc, &oc.layout, sp.lastEnd&^4095)
 	if err == nil {
-		err = oc.builder.Expect(oc.plan.Partitions)
+		err = oc.builder.Expect(oc.plan.Partitions + oc.fillerCount())
 	}
 	return err
 }
@@ -607,57 +629,138 @@ func (sp *splitter) moveSegments(l *Layout, dst *os.File, clone bool) (fsx.Stats
 	return total, nil
 }
 
-// copyChunks moves the runs of whole parent chunks holding the child, cloning where it can.
+// copyChunks lays the child out so that every byte of its data belongs to a partition its
+// index addresses (fill.go): the parent's whole chunks inside each run moved as they are
+// (cloned where it can), the chunks at the runs' edges re-encoded with filler partitions in
+// the gaps between runs.
 func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	info := sp.parent.Compression
-	align := int64(1)
-	if sp.mode != ModeCopy {
-		align = sp.align
+	clone := sp.mode != ModeCopy
+	fm, why := sp.fillerMaker()
+	fl := planFill(int64(info.ChunkLength), oc.plan.Runs, fm.minRegion())
+	fill, regions, err := sp.fillers(fm, &fl)
+	if errors.Is(err, errNoFiller) {
+		// A region no filler fits: every run off the grid is re-encoded instead.
+		why = err.Error()
+		fl = planFill(int64(info.ChunkLength), oc.plan.Runs, 0)
+		fill, regions, err = nil, nil, nil
 	}
-	oc.layout = NewLayout(geometry(sp.parent, 0), oc.plan.Runs, align)
-	l := &oc.layout
-	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy)
 	if err != nil {
 		return err
 	}
-	oc.data = DataResult{Compression: l.Info(info), DataLength: l.DataLength, FileLength: l.FileLength, HasDigest: !sp.opts.NoDigest}
-	fill, scan, err := sp.fillHead(oc, dst)
+	if err := fl.check(); err != nil {
+		return err
+	}
+	derive := sp.digestFromCRCs || sp.opts.NoDigest
+	fd, err := writeFilled(sp.parent, &fl, fill, dst, sp.opts.Mover, clone, sp.align, derive)
 	if err != nil {
 		return err
 	}
-	if !sp.opts.NoDigest {
-		if sp.digestFromCRCs {
-			// Derived from the stored CRCs, the digest vouches for nothing new.
-			oc.data.Digest, err = chunkRunDigest(sp.parent.DataFile(), info, sp.parent.DataFileLength, l, fill.Head)
-		} else {
-			// A digest of the bytes themselves: prove every chunk first.
-			oc.data.Digest, err = provenRecords(sp.parent, dst, oc.data.Compression, l)
-		}
-		if err != nil {
+	sp.cloned += fd.Stats.Cloned
+	oc.layout = fl.layout()
+	oc.layout.FileLength = fd.FileLength
+	oc.regions = regions
+	oc.data = DataResult{Compression: fd.Info, DataLength: fl.DataLength, FileLength: fd.FileLength, HasDigest: !sp.opts.NoDigest, Digest: fd.Digest}
+	if !sp.opts.NoDigest && !derive {
+		// A digest of the bytes themselves: prove every chunk first.
+		if oc.data.Digest, err = provenRecords(sp.parent, dst, fd.Info, &oc.layout); err != nil {
 			return err
 		}
 	}
-	sp.unshared(&st, int64(len(fill.Head)))
-	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Unscannable: scan}
+	var fillers int64
+	for _, r := range regions {
+		fillers += int64(len(r.keys))
+	}
+	oc.child = Child{Cloned: fd.Stats.Cloned, Copied: fd.Stats.Copied, FillerPartitions: fillers,
+		FillerBytes: fl.fillerBytes(), EncodedBytes: fd.Encoded}
+	if fl.Encoded > 0 && why != "" {
+		oc.child.Reencoded = fmt.Sprintf("%d runs re-encoded: %s", fl.Encoded, why)
+	}
 	return nil
 }
 
-// fillHead makes a zero-copy child's dead head readable by Cassandra 5.0's sequential
-// scanners (scannable.go) and says why those scanners would misread the child, if they would. A head that
-// cannot be filled (shorter than an empty partition, no filler key found, a recompressed chunk
-// that does not fit) leaves the child as it was, valid for every index-driven reader, and
-// says so; a damaged parent chunk is an error.
-func (sp *splitter) fillHead(oc *openChild, dst *os.File) (headFill, string, error) {
-	l := &oc.layout
-	dead := oc.plan.Runs[0].Lo - l.Segments[0].Shift
-	fill, why, err := fillChildHead(dst, l, oc.data.Compression, l.FileLength, dead, sp.schema,
-		sp.parent.Version(), sp.parent.Partitioner, oc.plan.FirstTok, oc.plan.First)
-	if ce := (*compress.ChunkError)(nil); errors.As(err, &ce) {
-		ce.Chunk, ce.Offset = l.parentChunk(ce.Chunk, ce.Offset)
-		ce.What = fmt.Sprintf("chunk %d", ce.Chunk)
-		return headFill{}, "", corruptParent(sp.parent, err)
+// regionKeys are the filler partitions of one region, at child positions.
+type regionKeys struct {
+	run  int
+	keys []fillerKey // Off is the child position
+}
+
+// fillerMaker is the parent's filler maker, made once, or nil with why none can be.
+func (sp *splitter) fillerMaker() (*fillerMaker, string) {
+	if !sp.fillerDone {
+		sp.fillerDone = true
+		t, err := sp.schema()
+		if err != nil {
+			sp.fillerWhy = err.Error()
+		} else {
+			sp.filler, sp.fillerWhy = newFillerMaker(t, sp.parent.Version(), sp.parent.Partitioner)
+		}
 	}
-	return fill, why, err
+	return sp.filler, sp.fillerWhy
+}
+
+// fillers makes the filler bytes of fl's regions, each keyed just below the first partition of
+// the run it precedes, inside that run's range.
+func (sp *splitter) fillers(fm *fillerMaker, fl *fillLayout) ([][]byte, []regionKeys, error) {
+	if len(fl.Regions) == 0 {
+		return nil, nil, nil
+	}
+	fill := make([][]byte, len(fl.Regions))
+	keys := make([]regionKeys, len(fl.Regions))
+	for i, r := range fl.Regions {
+		first, err := readKey(sp.parent, fl.Runs[r.Run].Lo)
+		if err != nil {
+			return nil, nil, err
+		}
+		tok := sp.parent.Partitioner.Token(first)
+		k, in := sp.pieces.locate(tok)
+		if !in {
+			return nil, nil, fmt.Errorf("%w: %s: the partition at %d (token %s) lies in none of the ranges", ErrCorrupt, sp.parent.Desc, fl.Runs[r.Run].Lo, tok)
+		}
+		b, ks, err := fm.region(r.Len, sp.pieces.pieces[k].r.Left, tok, first)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j := range ks {
+			ks[j].Off += r.At
+		}
+		fill[i], keys[i] = b, regionKeys{run: r.Run, keys: ks}
+	}
+	return fill, keys, nil
+}
+
+// readKey reads the key of the parent's partition at uncompressed position pos.
+func readKey(t *sstable.Table, pos int64) ([]byte, error) {
+	var n [2]byte
+	if _, err := t.Data.ReadAt(n[:], pos); err != nil {
+		return nil, corruptParent(t, err)
+	}
+	key := make([]byte, int(n[0])<<8|int(n[1]))
+	if _, err := t.Data.ReadAt(key, pos+2); err != nil {
+		return nil, corruptParent(t, err)
+	}
+	return key, nil
+}
+
+// addFillers adds the filler partitions of the regions before run (and any before it not yet added).
+func (oc *openChild) addFillers(run int) error {
+	for ; oc.nextRegion < len(oc.regions) && oc.regions[oc.nextRegion].run <= run; oc.nextRegion++ {
+		for _, k := range oc.regions[oc.nextRegion].keys {
+			if err := oc.builder.AddFiller(k.Key, k.Tok, k.Off); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fillerCount is the number of filler partitions the child holds.
+func (oc *openChild) fillerCount() int64 {
+	var n int64
+	for _, r := range oc.regions {
+		n += int64(len(r.keys))
+	}
+	return n
 }
 
 // unshared moves the blocks covering the first n bytes of a child from st's cloned count to
@@ -714,58 +817,24 @@ func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layo
 // them for the child's CRC.db and digest, as Cassandra's ChecksummedSequentialWriter would. A
 // parent without CRC.db was proven whole against its Digest.crc32 (checkProvable).
 func (sp *splitter) copyUncompressed(oc *openChild, dst *os.File) error {
-	align := int64(1)
-	if sp.mode == ModeReflink || sp.mode == ModeAuto {
-		align = sp.align
-	}
-	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, align)
+	// No head pad: uncompressed, it would be data that a sequential reader parses. The runs
+	// sit back to back, so the child has no byte outside a partition.
+	oc.layout = NewLayout(geometry(sp.parent, sp.spec.CRCChunkLength), oc.plan.Runs, 1)
 	l := &oc.layout
 	st, err := sp.moveSegments(l, dst, sp.mode != ModeCopy && sp.mode != ModeRechunk)
 	if err != nil {
 		return err
 	}
 	cw := compress.NewCRCWriter(sp.spec.CRCChunkLength)
-	// Uncompressed, the head pad is part of the data, which a sequential reader parses: it
-	// becomes empty partitions sorting first (scannable.go), or stays the parent's bytes.
-	pad, scan := sp.padFiller(oc)
-	if pad != nil {
-		if _, err := dst.WriteAt(pad, 0); err != nil {
-			return err
-		}
-		cw.Write(pad)
-		sp.unshared(&st, int64(len(pad)))
-	}
-	for k, s := range l.Segments {
-		lo := s.SrcOff
-		if k == 0 && pad == nil {
-			lo -= l.Pad
-		}
-		if err := provenUncompressed(sp.parent, lo, s.SrcEnd, cw); err != nil {
+	for _, s := range l.Segments {
+		if err := provenUncompressed(sp.parent, s.SrcOff, s.SrcEnd, cw); err != nil {
 			return err
 		}
 	}
 	crcs, digest := cw.Result()
 	oc.data = DataResult{CRC: crcs, DataLength: l.DataLength, FileLength: l.FileLength, Digest: digest, HasDigest: !sp.opts.NoDigest}
-	oc.child = Child{DeadBytes: l.Dead, Cloned: st.Cloned, Copied: st.Copied, Unscannable: scan}
+	oc.child = Child{Cloned: st.Cloned, Copied: st.Copied}
 	return nil
-}
-
-// padFiller is the head pad of an uncompressed child as empty partitions, or nil with the
-// reason the pad stays the parent's bytes.
-func (sp *splitter) padFiller(oc *openChild) ([]byte, string) {
-	pad := oc.layout.Pad
-	if pad == 0 {
-		return nil, ""
-	}
-	t, err := sp.schema()
-	var b []byte
-	if err == nil {
-		b, err = headFiller(t, sp.parent.Version(), sp.parent.Partitioner, int(pad), oc.plan.FirstTok, oc.plan.First)
-	}
-	if err != nil {
-		return nil, fmt.Sprintf("head pad of %d bytes not filled: %v", pad, err)
-	}
-	return b, ""
 }
 
 // schema is the parent's compiled header, for writing filler partitions.

@@ -1,0 +1,181 @@
+package slice
+
+import "fmt"
+
+// The layout of a zero-copy child that every Cassandra reader reads as it is.
+//
+// Cassandra reads Data.db in two ways: from index positions (queries, range reads) and
+// sequentially, partition after partition from a position to the next indexed key or the end
+// (compaction's getScanner(), getScanner(range) for streaming, repair validation and cleanup,
+// sstableverify -e, scrub, sstabledump). The second way requires that every byte from 0 to the
+// child's uncompressed length belongs to a partition the index addresses, in token order,
+// inside the child's ranges.
+//
+// A zero-copy child keeps most of its parent's compressed chunks as they are, which fixes
+// where each run's bytes sit modulo the chunk length. So between runs (and before the first)
+// there is a gap whose length the grid decides; planFill makes it a region of filler
+// partitions (empty partitions with keys constructed for tokens next to the run they precede,
+// filler.go), and re-encodes only the chunks at the runs' edges, which mix live bytes with
+// filler bytes. A gap shorter than the smallest filler partition grows by one whole chunk. A
+// run whose gap cannot be filled at all (a key type whose keys cannot be sized) is placed
+// right after the previous run instead, and all its chunks re-encoded: the layout degrades
+// run by run towards rechunk, never towards a file a reader misreads.
+
+// region is a stretch of filler partitions: Len bytes at child position At, just before run Run.
+type region struct {
+	At, Len int64
+	Run     int
+}
+
+// verbatim is a stretch of chunks the child takes as they are: child chunks [Chunk, Chunk+N)
+// are parent chunks [Parent, Parent+N).
+type verbatim struct {
+	Chunk, Parent, N int
+}
+
+// fillLayout is a planned child: its uncompressed stream is, per run, an optional filler
+// region then the run's bytes; its chunks are verbatim parent chunks or re-encoded.
+type fillLayout struct {
+	L          int64 // chunk length
+	DataLength int64
+	Chunks     int     // the child's chunk count, a trailing empty chunk included
+	Runs       []RunPlan
+	Shift      []int64 // per run: child position = parent position - Shift[k]
+	Regions    []region
+	Verbatim   []verbatim
+	// Encoded counts the runs placed off the chunk grid (every chunk of theirs re-encoded)
+	// although they hold a whole parent chunk: their gap could not be filled.
+	Encoded int
+}
+
+// planFill lays out runs (ascending, disjoint parent byte ranges [Lo, Hi) of a parent with
+// chunk length L) so that the child's stream has no byte outside a partition. minFiller is the
+// size of the smallest filler region that can be made (0 or less: none can).
+//
+// A run holding whole parent chunks [f, e) keeps them verbatim by starting at a child chunk
+// boundary X at f: its head bytes [Lo, f) go just before X and the gap before them is a filler
+// region. The last run's last chunk may be taken whole: its bytes past the child's end are
+// beyond the data length, which every reader stops at.
+func planFill(L int64, runs []RunPlan, minFiller int64) fillLayout {
+	fl := fillLayout{L: L, Runs: runs, Shift: make([]int64, len(runs))}
+	fillable := func(g int64) bool { return g == 0 || (minFiller > 0 && g >= minFiller) }
+	var cpos int64
+	for k, r := range runs {
+		f := ceilTo(r.Lo, L)
+		e := r.Hi / L * L
+		if k == len(runs)-1 {
+			e = ceilTo(r.Hi, L)
+		}
+		if f < e {
+			h := f - r.Lo
+			X := ceilTo(cpos+h, L)
+			g := X - h - cpos
+			if !fillable(g) && minFiller > 0 && minFiller <= L {
+				X, g = X+L, g+L
+			}
+			if fillable(g) {
+				if g > 0 {
+					fl.Regions = append(fl.Regions, region{At: cpos, Len: g, Run: k})
+				}
+				fl.Verbatim = append(fl.Verbatim, verbatim{Chunk: int(X / L), Parent: int(f / L), N: int((e - f) / L)})
+				fl.Shift[k] = f - X
+				cpos = X + r.Hi - f
+				continue
+			}
+			fl.Encoded++
+		}
+		fl.Shift[k] = r.Lo - cpos
+		cpos += r.Hi - r.Lo
+	}
+	fl.DataLength = cpos
+	fl.Chunks = int(ceilTo(cpos, L) / L)
+	if cpos%L == 0 {
+		// Data ending on a chunk boundary ends with an empty chunk, as Cassandra writes it.
+		fl.Chunks++
+	}
+	return fl
+}
+
+func ceilTo(x, L int64) int64 { return (x + L - 1) / L * L }
+
+// layout is the position map of the child for the Builder: one segment per run.
+func (fl *fillLayout) layout() Layout {
+	l := Layout{Compressed: true, ChunkLength: fl.L, DataLength: fl.DataLength}
+	for k, r := range fl.Runs {
+		l.Segments = append(l.Segments, Segment{PLo: r.Lo, PHi: r.Hi, Shift: fl.Shift[k], Runs: 1})
+	}
+	return l
+}
+
+// fillerBytes counts the bytes of filler regions.
+func (fl *fillLayout) fillerBytes() int64 {
+	var n int64
+	for _, r := range fl.Regions {
+		n += r.Len
+	}
+	return n
+}
+
+// chunkSource says how child chunk c is made: verbatim from parent chunk p (ok), or encoded.
+func (fl *fillLayout) chunkSource(c int, from int) (parent int, ok bool, next int) {
+	for v := from; v < len(fl.Verbatim); v++ {
+		s := fl.Verbatim[v]
+		switch {
+		case c < s.Chunk:
+			return 0, false, v
+		case c < s.Chunk+s.N:
+			return s.Parent + c - s.Chunk, true, v
+		}
+	}
+	return 0, false, len(fl.Verbatim)
+}
+
+// stretch is a piece of the child's stream: filler (Region >= 0) or the parent's bytes from PLo.
+type stretch struct {
+	At, Len int64
+	Region  int // index into Regions, or -1
+	PLo     int64
+}
+
+// stretches lists the child's stream in order.
+func (fl *fillLayout) stretches() []stretch {
+	out := make([]stretch, 0, len(fl.Runs)+len(fl.Regions))
+	g := 0
+	for k, r := range fl.Runs {
+		if g < len(fl.Regions) && fl.Regions[g].Run == k {
+			out = append(out, stretch{At: fl.Regions[g].At, Len: fl.Regions[g].Len, Region: g})
+			g++
+		}
+		out = append(out, stretch{At: r.Lo - fl.Shift[k], Len: r.Hi - r.Lo, Region: -1, PLo: r.Lo})
+	}
+	return out
+}
+
+// check verifies the layout's invariants: stretches tile [0, DataLength), verbatim chunks lie
+// on the grid inside one run at the same offset modulo L as in the parent.
+func (fl *fillLayout) check() error {
+	var at int64
+	for _, s := range fl.stretches() {
+		if s.At != at || s.Len <= 0 {
+			return fmt.Errorf("slice: fill layout: stretch at %d of %d bytes, want it at %d", s.At, s.Len, at)
+		}
+		at += s.Len
+	}
+	if at != fl.DataLength {
+		return fmt.Errorf("slice: fill layout: stretches end at %d, data at %d", at, fl.DataLength)
+	}
+	for _, v := range fl.Verbatim {
+		child := int64(v.Chunk) * fl.L
+		parent := int64(v.Parent) * fl.L
+		ok := false
+		for k, r := range fl.Runs {
+			if parent >= r.Lo && parent < r.Hi && parent-fl.Shift[k] == child {
+				ok = k == len(fl.Runs)-1 || parent+int64(v.N)*fl.L <= r.Hi
+			}
+		}
+		if !ok {
+			return fmt.Errorf("slice: fill layout: verbatim chunks %d+%d from parent %d leave their run", v.Chunk, v.N, v.Parent)
+		}
+	}
+	return nil
+}
