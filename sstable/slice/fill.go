@@ -38,7 +38,7 @@ type verbatim struct {
 type fillLayout struct {
 	L          int64 // chunk length
 	DataLength int64
-	Chunks     int     // the child's chunk count, a trailing empty chunk included
+	Chunks     int // the child's chunk count, a trailing empty chunk included
 	Runs       []RunPlan
 	Shift      []int64 // per run: child position = parent position - Shift[k]
 	Regions    []region
