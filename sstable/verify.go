@@ -76,6 +76,11 @@ type Report struct {
 	// 5.0's compaction, sstabledump) reads exactly the indexed partitions, plus empty ones it
 	// drops: no dead region, or only a filled head, and nothing else wrong.
 	Scannable bool `json:"scannable"`
+	// Fillers counts the partitions that hold nothing (no deletion, static row, row or marker),
+	// among Partitions: the filler partitions sluice puts where a zero-copy sstable's runs
+	// leave gaps (Cassandra never writes an empty partition). Counted when the rows are read
+	// (the serialization header compiles).
+	Fillers int64 `json:"filler_partitions"`
 }
 
 // maxProblems bounds a report on a badly damaged file: past it, further findings are dropped

@@ -71,7 +71,9 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	regular := int64(0)
 	rc.spans = rc.spans[:0]
 	open := rows.Live
+	unfiltered := 0
 	for err == nil && rc.cur.Next() {
+		unfiltered++
 		if !rc.extended {
 			continue
 		}
@@ -105,6 +107,9 @@ func (rc *rowChecker) partition(b []byte, start int64, promoted []byte, key []by
 	size := int64(len(b))
 	if err == nil {
 		size = int64(rc.cur.End())
+		if unfiltered == 0 && rc.cur.Deletion().IsLive() && (st == nil || st.IsEmpty()) {
+			rc.v.report.Fillers++
+		}
 	}
 	end := start + size
 	if rc.extended {

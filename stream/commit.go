@@ -96,7 +96,7 @@ func (rs *recvSession) startCommit() error {
 	batch := rs.sealed
 	rs.sealed, rs.sealedBytes = nil, 0
 	for _, s := range batch {
-		rs.state.Installed[s.in.ID] = s.job.desc.Filename(descriptor.TOC)
+		rs.state.Installed[s.in.ID] = s.job.target().Filename(descriptor.TOC)
 	}
 	if err := rs.state.save(); err != nil {
 		rs.sealed = batch // aborted with the session
@@ -113,7 +113,7 @@ func (run *commitRun) run() {
 	var ins []*fsx.Install
 	for i, s := range run.batch {
 		if s.partitions, run.sealErrs[i] = s.job.seal(); run.sealErrs[i] == nil {
-			ins = append(ins, s.job.inst)
+			ins = append(ins, s.job.committer())
 		}
 	}
 	if beforeSharedCommit != nil {
@@ -165,7 +165,7 @@ func (rs *recvSession) settle(block bool) error {
 		case err != nil:
 			failed = append(failed, s)
 		default:
-			s.job.final = s.job.desc
+			s.job.final = s.job.target()
 			if crashAfterPublish != nil && crashAfterPublish() {
 				return errCrashAfterPublish
 			}
@@ -195,8 +195,13 @@ func (rs *recvSession) installed(s *sealed) error {
 	got := int64(in.Received()) - s.replayed
 	f := Fetched{Path: s.job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: s.partitions, Bytes: got, Runs: 1}
 	if in.Kind == wire.KindPartial {
-		f.Runs, f.DeadBytes = len(in.Layout.Segments), int64(in.Manifest.DeadBytes)
-		f.Unscannable = s.job.unscannable
+		f.Runs = len(in.Layout.Segments)
+		if c := s.job.filled; c.Runs > 0 {
+			f.Runs, f.FillerPartitions = c.Runs, c.FillerPartitions
+		}
+	}
+	if in.Kind == wire.KindEntire {
+		f.FillerPartitions = s.job.fillers
 	}
 	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(st *SessionStatus) { st.FilesDone++; st.BytesDone = rs.res.BytesReceived })

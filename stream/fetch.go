@@ -42,17 +42,11 @@ type Fetched struct {
 	SSTable    string // the sender's ID
 	Partitions int64
 	Bytes      int64 // bytes received for it, all streams
-	// Runs is the number of runs of parent chunks its Data.db concatenates (1 for entire and
-	// rows sstables); DeadBytes the bytes of them no partition occupies, as the sender laid
-	// them out (0 for entire and rows: an entire sstable is the sender's file as it is).
-	Runs      int
-	DeadBytes int64
-	// Unscannable, when not empty, says why Cassandra 5.0's sequential readers (compaction,
-	// sstabledump) would misread a partial sstable: dead bytes between runs, or a dead head
-	// that could not be filled. Empty means the layout gives them nothing to trip on; an
-	// sstable of the sender that has dead regions of its own passes them on (an entire copy
-	// is the sender's file as it is), which `sstable verify` reports.
-	Unscannable string
+	// Runs is the number of runs of the parent its Data.db holds (1 for entire and rows
+	// sstables); FillerPartitions the filler partitions (empty, in the gaps the runs leave)
+	// its index addresses besides its Partitions.
+	Runs             int
+	FillerPartitions int64
 }
 
 // FetchResult is what a Fetch installed.

@@ -46,9 +46,15 @@ type installJob struct {
 	feed        *rebuildFeed          // hands rebuild the slice on a goroutine of its own
 	rows        []byte
 	crcw        *compress.CRCWriter
-	unscannable string // why Cassandra 5.0's sequential readers would misread it (fillHead)
-	scratch     string // rows only
+	scratch     string // rows and filled partials: the received sstable, private
 	pub         *fsx.Install
+	// A compressed partial is received into scratch as the sender laid it out (whole parent
+	// chunks, dead bytes between runs), then filled (refill) into pubDesc: the sstable the
+	// shared commit publishes. filled is what the fill made.
+	pubDesc descriptor.Descriptor
+	pubData *os.File
+	filled  slice.Child
+	fillers int64 // entire: the filler partitions among the manifest's partitions
 	// beforePublish, if set, is called with the final descriptor just before the commit that
 	// makes the sstable visible in the target directory, so the caller can record the install
 	// first: a crash between that commit and a record written after it would fetch the
@@ -103,27 +109,33 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 		}
 		j.data = j.comps[in.DataComponent]
 		return j, nil
-	case wire.KindRows:
-		if j.scratch, err = os.MkdirTemp(dir, scratchPrefix); err != nil {
+	case wire.KindPartial:
+		if in.Info == nil {
+			// Uncompressed runs arrive back to back: nothing to fill.
+			if err := j.direct(dir); err != nil {
+				return nil, err
+			}
+			j.crcw = compress.NewCRCWriter(in.CRCChunkLength)
+			return j, nil
+		}
+		if err := j.receiveInScratch(dir, scratchPrefix); err != nil {
 			return nil, err
 		}
-		j.desc = descriptor.Descriptor{Dir: j.scratch, Version: in.Version, ID: "1"}
-		if j.inst, err = fsx.NewInstall(j.scratch, j.desc.Filename(descriptor.TOC)); err != nil {
-			j.abort()
-			return nil, err
-		}
-		j.files = map[descriptor.Component]*os.File{}
-		if j.data, err = j.create(descriptor.Data); err != nil {
-			j.abort()
-			return nil, err
-		}
-	default:
-		j.inst, j.desc, err = generation.Install(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
-			f, err := inst.Create(d.Filename(descriptor.Data))
-			j.data, j.files = f, map[descriptor.Component]*os.File{descriptor.Data: f}
+		j.pub, j.pubDesc, err = generation.Install(dir, in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+			var err error
+			j.pubData, err = inst.Create(d.Filename(descriptor.Data))
 			return err
 		})
 		if err != nil {
+			j.abort()
+			return nil, err
+		}
+	case wire.KindRows:
+		if err := j.receiveInScratch(dir, scratchPrefix); err != nil {
+			return nil, err
+		}
+	default:
+		if err := j.direct(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -131,6 +143,56 @@ func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error)
 		j.crcw = compress.NewCRCWriter(in.CRCChunkLength)
 	}
 	return j, nil
+}
+
+// receiveInScratch makes the job receive its sstable into a private scratch directory inside
+// dir, as generation 1.
+func (j *installJob) receiveInScratch(dir, scratchPrefix string) error {
+	var err error
+	in := j.in
+	{
+		if j.scratch, err = os.MkdirTemp(dir, scratchPrefix); err != nil {
+			return err
+		}
+		j.desc = descriptor.Descriptor{Dir: j.scratch, Version: in.Version, ID: "1"}
+		if j.inst, err = fsx.NewInstall(j.scratch, j.desc.Filename(descriptor.TOC)); err != nil {
+			j.abort()
+			return err
+		}
+		j.files = map[descriptor.Component]*os.File{}
+		if j.data, err = j.create(descriptor.Data); err != nil {
+			j.abort()
+			return err
+		}
+	}
+	return nil
+}
+
+// direct makes the job receive its sstable straight into dir under a new generation.
+func (j *installJob) direct(dir string) error {
+	var err error
+	j.inst, j.desc, err = generation.Install(dir, j.in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		f, err := inst.Create(d.Filename(descriptor.Data))
+		j.data, j.files = f, map[descriptor.Component]*os.File{descriptor.Data: f}
+		return err
+	})
+	return err
+}
+
+// target is the sstable the job publishes: the filled one for a compressed partial.
+func (j *installJob) target() descriptor.Descriptor {
+	if j.pub != nil && j.in.Kind == wire.KindPartial {
+		return j.pubDesc
+	}
+	return j.desc
+}
+
+// committer is the install a shared commit publishes.
+func (j *installJob) committer() *fsx.Install {
+	if j.pub != nil && j.in.Kind == wire.KindPartial {
+		return j.pub
+	}
+	return j.inst
 }
 
 func (j *installJob) create(c descriptor.Component) (*os.File, error) {
@@ -283,14 +345,14 @@ func (j *installJob) finish(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if j.in.Kind != wire.KindRows {
-		if err := j.published(j.desc); err != nil {
+		if err := j.published(j.target()); err != nil {
 			return 0, err
 		}
 	}
-	if err := j.inst.Commit(); err != nil {
+	if err := j.committer().Commit(); err != nil {
 		return 0, err
 	}
-	j.final = j.desc
+	j.final = j.target()
 	if j.in.Kind == wire.KindRows {
 		return partitions, j.rewriteRows(ctx, partitions)
 	}
@@ -306,7 +368,8 @@ func (j *installJob) seal() (int64, error) {
 		if err := j.finishEntire(); err != nil {
 			return 0, err
 		}
-		return int64(m.Partitions), nil
+		// An entire copy of an sstable sluice filled carries its fillers (verify counts them).
+		return int64(m.Partitions) - j.fillers, nil
 	}
 	spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, j.rows)
 	if err != nil {
@@ -336,11 +399,6 @@ func (j *installJob) seal() (int64, error) {
 	if j.crcw != nil {
 		data.CRC, data.Digest = j.crcw.Result()
 	}
-	if in.Kind == wire.KindPartial {
-		if err := j.fillHead(spec, &data); err != nil {
-			return 0, err
-		}
-	}
 	if j.rebuild != nil {
 		_, err = j.rebuild.Finish(data)
 	} else {
@@ -353,29 +411,50 @@ func (j *installJob) seal() (int64, error) {
 	// The slices are in the rebuilt files now; a job waiting for a shared commit holds no
 	// more than its open files.
 	j.index, j.rows, j.rebuild = nil, nil, nil
+	if j.target() != j.desc {
+		if err := j.refill(partitions); err != nil {
+			return 0, err
+		}
+		// The sender's own fillers (a parent sluice filled) arrived as partitions.
+		partitions = j.filled.Partitions
+	}
 	return partitions, nil
 }
 
-// fillHead fills the dead head of a partial sstable with empty partitions, so that Cassandra
-// 5.0's sequential readers (compaction) read it (slice.FillReceivedHead); the bytes have been
-// proven to be the parent's. Why those readers would misread it, if they would, is kept for
-// the result.
-func (j *installJob) fillHead(spec *slice.Spec, data *slice.DataResult) error {
-	var key []byte
-	var first int64
-	if j.rebuild != nil {
-		key, first = j.rebuild.First()
-	} else {
-		var err error
-		if key, first, err = slice.FirstIndexRecord(j.index); err != nil {
-			return fmt.Errorf("%w: %w", ErrManifest, err)
-		}
+// refill makes the received partial, proven and rebuilt in the scratch directory as the
+// sender laid it out, into the sstable the job publishes: every byte of its data in a
+// partition its index addresses (slice.Slice over the session's ranges, each run ending at its
+// last partition's end, filler partitions where the runs leave gaps), so that Cassandra's
+// sequential readers read it as its index does, whatever the sender's version. The scratch
+// copy is removed; the filled one waits for the shared commit.
+func (j *installJob) refill(partitions int64) error {
+	if err := j.inst.Publish(); err != nil {
+		return err
 	}
-	scan, err := slice.FillReceivedHead(j.data, data, spec, j.in.Layout, key, first)
+	recv, err := sstable.Open(j.desc.Prefix())
 	if err != nil {
-		return fmt.Errorf("%w: filling the dead head of %s: %w", ErrChecksum, j.in.ID, err)
+		return fmt.Errorf("%w: opening the received partial: %w", ErrChecksum, err)
 	}
-	j.unscannable = scan
+	defer recv.Close()
+	ranges := j.in.Ranges
+	if len(ranges) == 0 {
+		// A session without ranges (tests' receivers) took the whole ring.
+		min := recv.Partitioner.MinToken()
+		ranges = token.RangeSet{{Left: min, Right: min}}
+	}
+	res, err := slice.Slice(context.Background(), recv, ranges, j.dir, slice.Options{Mode: slice.ModeAuto, ExactEnds: true,
+		Into: &slice.Target{Inst: j.pub, Desc: j.pubDesc, Data: j.pubData}})
+	if err != nil {
+		return fmt.Errorf("%w: filling the received partial %s: %w", ErrManifest, j.in.ID, err)
+	}
+	if c := res.Children; len(c) != 1 || c[0].Partitions+c[0].FillerPartitions < partitions {
+		return fmt.Errorf("%w: filling %d received partitions of %s gave %d sstables", ErrManifest, partitions, j.in.ID, len(res.Children))
+	}
+	j.filled = res.Children[0]
+	recv.Close()
+	if err := os.RemoveAll(j.scratch); err == nil {
+		j.scratch = ""
+	}
 	return nil
 }
 
@@ -556,6 +635,7 @@ func (j *installJob) verify() error {
 	if !rep.OK {
 		return fmt.Errorf("%w: verify: %v", ErrChecksum, rep.Problems)
 	}
+	j.fillers = rep.Fillers
 	return nil
 }
 

@@ -18,16 +18,18 @@ import (
 // bounds forced a fallback; one with an empty path when no partition falls in the ranges).
 // The field names are a scripting interface.
 type sliceReport struct {
-	Path           string  `json:"path"`
-	Partitions     int64   `json:"partitions"`
-	Runs           int     `json:"runs"`
-	DeadBytes      int64   `json:"dead_bytes"`
-	DataFileLength int64   `json:"data_file_length"`
-	Unscannable    string  `json:"unscannable"`
-	Mode           string  `json:"mode"`
-	Reason         string  `json:"reason"`
-	BytesWritten   int64   `json:"bytes_written"`
-	WallSeconds    float64 `json:"wall_seconds"`
+	Path       string `json:"path"`
+	Partitions int64  `json:"partitions"`
+	Runs       int    `json:"runs"`
+	// FillerPartitions: empty partitions in the gaps between runs, addressed by the index.
+	FillerPartitions int64   `json:"filler_partitions"`
+	FillerBytes      int64   `json:"filler_bytes"`
+	ReencodedBytes   int64   `json:"reencoded_bytes"`
+	DataFileLength   int64   `json:"data_file_length"`
+	Mode             string  `json:"mode"`
+	Reason           string  `json:"reason"`
+	BytesWritten     int64   `json:"bytes_written"`
+	WallSeconds      float64 `json:"wall_seconds"`
 }
 
 func newSliceCmd() *cobra.Command {
@@ -40,9 +42,11 @@ func newSliceCmd() *cobra.Command {
 		Long: `Write into DIR one sstable holding exactly PATH's partitions in SPEC, a comma-separated list of
 (left,right] token ranges (any number; wrapping allowed; overlapping ranges are a usage error).
 Nothing is written when no partition falls in them. The child's Data.db is the parent's chunk
-runs for all the ranges, concatenated in token order; runs less than a chunk apart share their
-chunks. The bytes between runs (the tail of one run's last chunk, the head of the next run's
-first) are dead: no index entry addresses them, and they are reported as dead_bytes.
+runs for all the ranges, concatenated in token order: each run's whole chunks as they are, the
+chunks at its edges re-encoded, and between runs (and before the first) filler partitions,
+empty partitions keyed inside the ranges that the index addresses and every Cassandra reader
+steps through as nothing (reported as filler_partitions, filler_bytes). Runs of a key type that
+cannot be filled (fixed-size keys: int, bigint, uuid, ...) are re-encoded instead.
 
 Modes: reflink clones each run's block-aligned middle (FICLONERANGE) where its offsets allow and
 copies the rest; copy uses copy_file_range; rechunk recompresses the runs back to back into
@@ -102,7 +106,7 @@ func printSlice(cmd *cobra.Command, res *slice.Result, written int64, wall time.
 	reps := []sliceReport{}
 	for _, c := range res.Children {
 		reps = append(reps, sliceReport{Path: c.Desc.Path("Data.db"), Partitions: c.Partitions, Runs: c.Runs,
-			DeadBytes: c.DeadBytes, DataFileLength: c.DataFileLength, Unscannable: c.Unscannable})
+			FillerPartitions: c.FillerPartitions, FillerBytes: c.FillerBytes, ReencodedBytes: c.EncodedBytes, DataFileLength: c.DataFileLength})
 	}
 	reason := res.Reason
 	if len(reps) == 0 {
@@ -123,8 +127,8 @@ func printSlice(cmd *cobra.Command, res *slice.Result, written int64, wall time.
 			fmt.Fprintf(w, "nothing written: %s\n", reason)
 			continue
 		}
-		fmt.Fprintf(w, "%s  %d partitions in %d runs  %d bytes (%d dead)  mode %s  %s%s\n", r.Path, r.Partitions, r.Runs,
-			r.DataFileLength, r.DeadBytes, r.Mode, wall.Round(time.Microsecond), scanNote(r.Unscannable))
+		fmt.Fprintf(w, "%s  %d partitions%s in %d runs  %d bytes  mode %s  %s\n", r.Path, r.Partitions, fillerNote(r.FillerPartitions), r.Runs,
+			r.DataFileLength, r.Mode, wall.Round(time.Microsecond))
 		if reason != "" {
 			fmt.Fprintf(w, "  %s\n", reason)
 		}

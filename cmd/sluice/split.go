@@ -23,11 +23,13 @@ type splitChild struct {
 	FirstToken     string `json:"first_token"`
 	LastToken      string `json:"last_token"`
 	DataFileLength int64  `json:"data_file_length"`
-	DeadBytes      int64  `json:"dead_bytes"`
 	ClonedBytes    int64  `json:"cloned_bytes"`
-	// Unscannable: why Cassandra 5.0's sequential readers (compaction, sstabledump) would
-	// misread the child, or "".
-	Unscannable string `json:"unscannable"`
+	// FillerPartitions and FillerBytes: the empty partitions in the gaps between the child's
+	// runs (and before its first), which its index addresses; ReencodedBytes: Data.db bytes
+	// written as re-encoded chunks rather than moved as the parent's.
+	FillerPartitions int64 `json:"filler_partitions"`
+	FillerBytes      int64 `json:"filler_bytes"`
+	ReencodedBytes   int64 `json:"reencoded_bytes"`
 }
 
 type splitReport struct {
@@ -122,15 +124,15 @@ refuses (legacy counter shards).`,
 			for _, c := range res.Children {
 				rep.Children = append(rep.Children, splitChild{Path: c.Desc.Path("Data.db"), Range: c.Range.String(),
 					Partitions: c.Partitions, FirstToken: c.FirstToken.String(), LastToken: c.LastToken.String(),
-					DataFileLength: c.DataFileLength, DeadBytes: c.DeadBytes, ClonedBytes: c.Cloned,
-					Unscannable: c.Unscannable})
+					DataFileLength: c.DataFileLength, ClonedBytes: c.Cloned,
+					FillerPartitions: c.FillerPartitions, FillerBytes: c.FillerBytes, ReencodedBytes: c.EncodedBytes})
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			for _, c := range rep.Children {
-				fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes (%d dead, %d cloned)%s\n", c.Path, c.Range, c.Partitions, c.DataFileLength, c.DeadBytes, c.ClonedBytes, scanNote(c.Unscannable))
+				fmt.Fprintf(w, "%s  %s  %d partitions%s  %d bytes (%d cloned)\n", c.Path, c.Range, c.Partitions, fillerNote(c.FillerPartitions), c.DataFileLength, c.ClonedBytes)
 			}
 			why := ""
 			if rep.Reason != "" {
@@ -153,9 +155,10 @@ refuses (legacy counter shards).`,
 
 // scanNote flags, in human output, a written sstable Cassandra 5.0's sequential readers cannot
 // read (README "Which Cassandra readers go through the index").
-func scanNote(why string) string {
-	if why == "" {
+// fillerNote says how many filler partitions an sstable holds besides its data, if any.
+func fillerNote(n int64) string {
+	if n == 0 {
 		return ""
 	}
-	return "  NOT for Cassandra 5.0 compaction: " + why
+	return fmt.Sprintf(" (+%d filler)", n)
 }

@@ -39,9 +39,8 @@ type fetchedSSTable struct {
 	Partitions int64  `json:"partitions"`
 	Bytes      int64  `json:"bytes"`
 	Runs       int    `json:"runs"`
-	DeadBytes  int64  `json:"dead_bytes"`
-	// Unscannable: why Cassandra 5.0's sequential readers would misread it, or "".
-	Unscannable string `json:"unscannable"`
+	// FillerPartitions: empty partitions in the gaps between runs, addressed by the index.
+	FillerPartitions int64 `json:"filler_partitions"`
 }
 
 func newFetchCmd() *cobra.Command {
@@ -113,7 +112,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			rep := fetchReport{SSTables: []fetchedSSTable{}, Skipped: res.Skipped, Failed: []string{}, Bytes: res.BytesReceived, Wall: res.Wall.Seconds()}
 			for _, f := range res.SSTables {
 				rep.SSTables = append(rep.SSTables, fetchedSSTable{Path: f.Path + "-Data.db", Kind: f.Kind, Partitions: f.Partitions, Bytes: f.Bytes,
-					Runs: f.Runs, DeadBytes: f.DeadBytes, Unscannable: f.Unscannable})
+					Runs: f.Runs, FillerPartitions: f.FillerPartitions})
 			}
 			for _, e := range res.Failed {
 				rep.Failed = append(rep.Failed, e.Error())
@@ -125,7 +124,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			} else {
 				w := cmd.OutOrStdout()
 				for _, f := range rep.SSTables {
-					fmt.Fprintf(w, "%s  %s  %d partitions  %d bytes  %d runs (%d dead bytes)%s\n", f.Path, f.Kind, f.Partitions, f.Bytes, f.Runs, f.DeadBytes, scanNote(f.Unscannable))
+					fmt.Fprintf(w, "%s  %s  %d partitions%s  %d bytes  %d runs\n", f.Path, f.Kind, f.Partitions, fillerNote(f.FillerPartitions), f.Bytes, f.Runs)
 				}
 				for _, f := range rep.Failed {
 					fmt.Fprintf(w, "failed: %s\n", f)

@@ -152,6 +152,33 @@ func (in *Install) Commit() error {
 	return nil
 }
 
+// Publish renames the files to their final names without syncing anything: for a private
+// scratch directory that no reader shares and that is removed after use (a crash leaves it to
+// the next sweep), where durability buys nothing. The files stay open for the Install to close.
+func (in *Install) Publish() error {
+	if in.done {
+		return ErrInstallDone
+	}
+	in.done = true
+	order, err := in.renameOrder()
+	if err != nil {
+		return errors.Join(err, in.rollback())
+	}
+	for _, f := range order {
+		if err := renameNoReplace(f.tmp, filepath.Join(in.dir, f.name)); err != nil {
+			return errors.Join(err, in.rollback())
+		}
+		f.renamed = true
+	}
+	for _, f := range in.files {
+		if f.f != nil {
+			f.f.Close()
+			f.f = nil
+		}
+	}
+	return nil
+}
+
 func (in *Install) commit(order []*installFile) error {
 	for _, f := range in.files {
 		if err := f.f.Sync(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"sync/atomic"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/generation"
+	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"
 	"github.com/sluicedb/sluice/sstable/token"
 )
@@ -58,6 +60,22 @@ type Options struct {
 	// never raise the sstable count (cleanup) still gets one.
 	Bounds            Bounds
 	RechunkPastBounds bool
+	// ExactEnds ends each run at its last partition's end-of-partition flag rather than at the
+	// next indexed partition: for a parent that may hold bytes no partition owns between its
+	// partitions (a multi-run sstable written before filler partitions, a received partial
+	// before it is filled), which no run may take in. It reads each run's last partition.
+	ExactEnds bool
+	// Into, with Slice, is where the one child goes: an install whose Data.db is created,
+	// which the caller commits (Result.Children then lists the child uncommitted), instead of
+	// a new generation that Slice commits. The child is never split per run.
+	Into *Target
+}
+
+// Target is an install made by the caller for Options.Into.
+type Target struct {
+	Inst *fsx.Install
+	Desc descriptor.Descriptor
+	Data *os.File // Data.db, created and empty
 }
 
 // Child is one written child sstable.
@@ -144,11 +162,20 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := fsx.CleanLeftovers(dir); err != nil {
-		return nil, fmt.Errorf("removing leftovers of an interrupted split in %s: %w", dir, err)
+	if opts.Into == nil {
+		// (With Into the caller owns the directory and its installs in flight.)
+		if _, err := fsx.CleanLeftovers(dir); err != nil {
+			return nil, fmt.Errorf("removing leftovers of an interrupted split in %s: %w", dir, err)
+		}
+	}
+	if opts.Into != nil {
+		if !one {
+			return nil, errors.New("slice: Options.Into takes the one child of Slice")
+		}
+		opts.Bounds = Bounds{MaxRuns: math.MaxInt, MaxDeadRatio: -1}
 	}
 	if plans == nil {
-		if plans, err = PlanTable(parent, ps, ranges); err != nil {
+		if plans, err = planTable(parent, ps, ranges, opts.ExactEnds); err != nil {
 			return nil, err
 		}
 	}
@@ -250,15 +277,61 @@ func Refusal(parent *sstable.Table) string {
 
 // PlanTable scans parent's index and returns its children.
 func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, error) {
+	return planTable(parent, ps, ranges, false)
+}
+
+// planTable is PlanTable; with exact, each child ends where its last partition does
+// (Options.ExactEnds).
+func planTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, exact bool) ([]ChildPlan, error) {
 	pl := NewPlanner(ps)
+	var last []int64 // with exact: each child's last partition's position
 	err := parent.ScanPartitions(func(p *sstable.Partition) error {
-		pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
+		if k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position); exact && k >= 0 {
+			if k == len(last) {
+				last = append(last, 0)
+			}
+			last[k] = p.Position
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return pl.Finish(ranges, parent.DataLength()), nil
+	plans := pl.Finish(ranges, parent.DataLength())
+	if exact {
+		t, err := schema.Compile(parent.Statistics.Header)
+		if err != nil {
+			return nil, err
+		}
+		for i := range plans {
+			c := &plans[i]
+			if c.Hi, err = partitionEnd(parent, t, last[i], c.Hi); err != nil {
+				return nil, err
+			}
+			c.Runs[0].Hi = c.Hi
+		}
+	}
+	return plans, nil
+}
+
+// partitionEnd is where the partition at pos ends: at its end-of-partition flag, which must
+// lie before limit (the next indexed partition or the data's end).
+func partitionEnd(parent *sstable.Table, t *schema.Table, pos, limit int64) (int64, error) {
+	b := make([]byte, limit-pos)
+	if _, err := parent.Data.ReadAt(b, pos); err != nil {
+		return 0, corruptParent(parent, err)
+	}
+	var cur rows.Cursor
+	err := cur.ResetTrailing(t, parent.Version(), b)
+	for err == nil && cur.Next() {
+	}
+	if err == nil {
+		err = cur.Err()
+	}
+	if err != nil || !cur.Done() {
+		return 0, fmt.Errorf("%w: %s: the partition at %d does not end before %d: %v", sstable.ErrCorrupt, parent.Desc, pos, limit, err)
+	}
+	return pos + int64(cur.End()), nil
 }
 
 // checkSpace refuses a split the destination cannot hold, before writing anything. Copies need
@@ -310,6 +383,7 @@ type splitter struct {
 	prevBuf []byte
 	table   *schema.Table // the parent's, compiled when a filler is first made
 	pieces  *Pieces       // the requested ranges: filler keys stay inside them
+	over    int64         // an empty partition's size less its key (emptyOverhead), once known
 	// filler makes filler partitions (nil: the key type has none, fillerWhy says why).
 	filler     *fillerMaker
 	fillerWhy  string
@@ -341,6 +415,18 @@ type openChild struct {
 	// first not yet added to the builder.
 	regions    []regionKeys
 	nextRegion int
+	// last is the last partition added; inherited counts the parent's own filler partitions
+	// among the child's (a parent that sluice filled), found as each one's end is known.
+	last      lastPartition
+	inherited int64
+}
+
+// lastPartition is where a child's last added partition starts, in the parent.
+type lastPartition struct {
+	pos    int64
+	keyLen int
+	run    int
+	ok     bool
 }
 
 func newSplitter(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode, opts Options) (*splitter, error) {
@@ -412,6 +498,9 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			return err
 		}
 		if sp.cur != nil && p.Ordinal > sp.cur.plan.LastOrdinal() {
+			if err := sp.inherit(sp.cur, -1); err != nil {
+				return err
+			}
 			if err := fin.take(sp.cur); err != nil {
 				return err
 			}
@@ -441,6 +530,10 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 				if err := oc.builder.Add(p); err != nil {
 					return err
 				}
+				if err := sp.inherit(oc, p.Position); err != nil {
+					return err
+				}
+				oc.last = lastPartition{pos: p.Position, keyLen: len(p.Key), run: oc.run, ok: true}
 			}
 		}
 		if p.IndexPos >= 0 && sp.spec.ParentRows != nil {
@@ -461,7 +554,9 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			sstable.ErrCorrupt, sp.parent.Desc, sp.plans[sp.next].FirstOrdinal, sp.next+1, len(sp.plans))
 	}
 	if err == nil && sp.cur != nil {
-		err = fin.take(sp.cur)
+		if err = sp.inherit(sp.cur, -1); err == nil {
+			err = fin.take(sp.cur)
+		}
 		sp.cur = nil
 	}
 	return err
@@ -561,11 +656,18 @@ func geometry(t *sstable.Table, crcChunkLength int) Geometry {
 // takes from its plan alone, so it can be done ahead of the index pass.
 func (sp *splitter) prepare(plan ChildPlan) (*openChild, error) {
 	var dst *os.File
-	inst, desc, err := generation.Install(sp.dir, sp.parent.Version(), func(inst *fsx.Install, d descriptor.Descriptor) error {
-		var err error
-		dst, err = inst.Create(d.Filename(descriptor.Data))
-		return err
-	})
+	var inst *fsx.Install
+	var desc descriptor.Descriptor
+	var err error
+	if t := sp.opts.Into; t != nil {
+		inst, desc, dst = t.Inst, t.Desc, t.Data
+	} else {
+		inst, desc, err = generation.Install(sp.dir, sp.parent.Version(), func(inst *fsx.Install, d descriptor.Descriptor) error {
+			var err error
+			dst, err = inst.Create(d.Filename(descriptor.Data))
+			return err
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -752,6 +854,48 @@ func (oc *openChild) addFillers(run int) error {
 		}
 	}
 	return nil
+}
+
+// inherit checks whether oc's last added partition, which ends at next (the partition just
+// added, or -1: where its run ends), is one of the parent's filler partitions. Only a
+// partition of exactly a filler's size is read: its bytes decide.
+func (sp *splitter) inherit(oc *openChild, next int64) error {
+	l := oc.last
+	if !l.ok || l.run == oc.run && next == l.pos {
+		return nil
+	}
+	end := next
+	if next < 0 || l.run != oc.run {
+		end = oc.plan.Runs[l.run].Hi
+	}
+	over, err := sp.emptyOverhead()
+	if err != nil || end-l.pos != over+int64(l.keyLen) {
+		return err
+	}
+	b := make([]byte, end-l.pos)
+	if _, err := sp.parent.Data.ReadAt(b, l.pos); err != nil {
+		return corruptParent(sp.parent, err)
+	}
+	if sstable.IsFiller(sp.table, sp.parent.Version(), b) {
+		oc.inherited++
+	}
+	return nil
+}
+
+// emptyOverhead is the size of an empty partition of the parent's table less its key.
+func (sp *splitter) emptyOverhead() (int64, error) {
+	if sp.over == 0 {
+		t, err := sp.schema()
+		if err != nil {
+			return 0, err
+		}
+		b, err := emptyPartition(rows.NewWriter(t, sp.parent.Version()), nil, nil)
+		if err != nil {
+			return 0, err
+		}
+		sp.over = int64(len(b))
+	}
+	return sp.over, nil
 }
 
 // fillerCount is the number of filler partitions the child holds.
@@ -1060,13 +1204,16 @@ func (sp *splitter) install() error {
 	for i, oc := range sp.pending {
 		ins[i] = oc.inst
 	}
-	if err := fsx.CommitAll(ins...); err != nil {
-		sp.pending = nil
-		return err
+	if sp.opts.Into == nil {
+		if err := fsx.CommitAll(ins...); err != nil {
+			sp.pending = nil
+			return err
+		}
 	}
 	for _, oc := range sp.pending {
 		c := oc.child
-		c.Desc, c.Range, c.Partitions = oc.desc, oc.plan.Range, oc.plan.Partitions
+		c.Desc, c.Range, c.Partitions = oc.desc, oc.plan.Range, oc.plan.Partitions-oc.inherited
+		c.FillerPartitions += oc.inherited
 		c.FirstToken, c.LastToken, c.DataFileLength = oc.plan.FirstTok, oc.plan.LastTok, oc.data.FileLength
 		c.Runs = len(oc.layout.Segments)
 		sp.children = append(sp.children, c)
