@@ -147,7 +147,7 @@ func TestNodeProcessServesFetch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = tb.ScanPartitions(func(p *sstable.Partition) error {
+		_ = tb.ScanDataPartitions(func(p *sstable.Partition) error {
 			if !want[string(p.Key)] {
 				t.Errorf("fetched key %x is not in the ranges (or twice)", p.Key)
 			}

@@ -139,6 +139,8 @@ type keyLine struct {
 	Key      string `json:"key"`
 	Token    string `json:"token"`
 	Position int64  `json:"position"`
+	// Filler marks a filler partition: empty, in a gap between a zero-copy sstable's runs.
+	Filler bool `json:"filler,omitempty"`
 }
 
 func newKeysCmd() *cobra.Command {
@@ -147,8 +149,10 @@ func newKeysCmd() *cobra.Command {
 		Use:   "keys [--json] PATH",
 		Short: "List every partition: ordinal, key, token and uncompressed Data.db position",
 		Long: `List every partition of the sstable in index order. With --json, one object per line with
-ordinal, key (hex), token (string) and position (uncompressed Data.db offset); otherwise
-tab-separated columns in the same order. Only the index is read.`,
+ordinal, key (hex), token (string), position (uncompressed Data.db offset) and "filler": true
+for a filler partition (an empty partition sluice puts in a gap between a zero-copy sstable's
+runs); otherwise tab-separated columns in the same order, a filler's line ending in a fifth
+column "filler". The index is read, and Data.db only for partitions of exactly a filler's size.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := sstable.Open(args[0])
@@ -159,12 +163,16 @@ tab-separated columns in the same order. Only the index is read.`,
 			w := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
 			enc := json.NewEncoder(w)
 			var line keyLine
-			err = t.ScanPartitions(func(p *sstable.Partition) error {
+			err = t.ScanPartitionsMarked(func(p *sstable.Partition, filler bool) error {
 				if asJSON {
-					line = keyLine{Ordinal: p.Ordinal, Key: hex.EncodeToString(p.Key), Token: p.Token.String(), Position: p.Position}
+					line = keyLine{Ordinal: p.Ordinal, Key: hex.EncodeToString(p.Key), Token: p.Token.String(), Position: p.Position, Filler: filler}
 					return enc.Encode(&line)
 				}
-				_, err := fmt.Fprintf(w, "%d\t%x\t%s\t%d\n", p.Ordinal, p.Key, p.Token, p.Position)
+				mark := ""
+				if filler {
+					mark = "\tfiller"
+				}
+				_, err := fmt.Fprintf(w, "%d\t%x\t%s\t%d%s\n", p.Ordinal, p.Key, p.Token, p.Position, mark)
 				return err
 			})
 			if ferr := w.Flush(); err == nil {

@@ -233,6 +233,12 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 	}
 	res.Children = sp.children
 	res.Mode = sp.usedMode()
+	for _, c := range res.Children {
+		if c.Reencoded != "" {
+			res.Reason = joinReason(res.Reason, c.Reencoded)
+			break
+		}
+	}
 	if opts.Mode == ModeAuto && res.Mode == ModeCopy && res.Reason == "" {
 		res.Reason = "no block-aligned run long enough to clone, copied"
 	}
