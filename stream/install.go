@@ -74,10 +74,14 @@ func (j *installJob) published(final descriptor.Descriptor) error {
 // rows sstable.
 func newInstallJob(dir, scratchPrefix string, in *Incoming) (*installJob, error) {
 	need := int64(in.Total()) + 2*int64(in.Manifest.IndexSliceLength) + int64(len(in.Manifest.Statistics)) + 1<<20
-	if in.Kind == wire.KindRows {
+	switch {
+	case in.Kind == wire.KindRows:
 		// The received child, its rewrite and the published copy of the rewrite; a rewrite
 		// is at most the uncompressed data plus its index.
 		need = 2*need + int64(in.Manifest.DataLength)
+	case in.Kind == wire.KindPartial && in.Info != nil:
+		// The received partial and its filled copy, until the first is removed.
+		need *= 2
 	}
 	if err := fsx.CheckFreeSpace(dir, need); err != nil {
 		return nil, err
@@ -444,8 +448,11 @@ func (j *installJob) refill(partitions int64) error {
 	}
 	res, err := slice.Slice(context.Background(), recv, ranges, j.dir, slice.Options{Mode: slice.ModeAuto, ExactEnds: true,
 		Into: &slice.Target{Inst: j.pub, Desc: j.pubDesc, Data: j.pubData}})
-	if err != nil {
-		return fmt.Errorf("%w: filling the received partial %s: %w", ErrManifest, j.in.ID, err)
+	switch {
+	case errors.Is(err, slice.ErrCorrupt) || errors.Is(err, sstable.ErrCorrupt):
+		return fmt.Errorf("%w: filling the received partial %s: %w", ErrChecksum, j.in.ID, err)
+	case err != nil:
+		return fmt.Errorf("filling the received partial %s: %w", j.in.ID, err)
 	}
 	if c := res.Children; len(c) != 1 || c[0].Partitions+c[0].FillerPartitions < partitions {
 		return fmt.Errorf("%w: filling %d received partitions of %s gave %d sstables", ErrManifest, partitions, j.in.ID, len(res.Children))

@@ -212,8 +212,10 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 			res.Reason = joinReason(res.Reason, fmt.Sprintf("reflink unavailable, copied: %v", err))
 		}
 	}
-	if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
-		return nil, err
+	if opts.Into == nil { // (the caller of Into admitted its space)
+		if err := checkSpace(parent, plans, dir, res.Mode, opts); err != nil {
+			return nil, err
+		}
 	}
 	if res.Mode == ModeRewrite {
 		return res, rewrite(ctx, parent, plans, dir, res)
