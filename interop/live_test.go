@@ -47,9 +47,9 @@ auto_snapshot: false
 // DESC clustering; a UDT; a table of five sstables with every kind of deletion) it creates the
 // table over CQL, `nodetool import`s (NodeTool's class, its default verify) the original
 // sstables into one table and each split mode's children into another, SELECTs every row of each,
-// runs `nodetool compact` and SELECTs again. Every import succeeds and every SELECT equals the
-// original's; compaction succeeds for every mode's children (a copy child's dead head is filled
-// with empty partitions, which compaction reads and drops) and the rows read the same after.
+// runs `nodetool compact`, SELECTs, `nodetool cleanup`, SELECTs again. Every import succeeds and
+// every SELECT equals the original's; compaction and cleanup succeed for every mode's children
+// (a zero-copy child's filler partitions are read and dropped) and the rows read the same after.
 func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 	need(t)
 	if os.Getenv("SLUICE_INTEROP_LIVE") == "0" {
@@ -162,6 +162,73 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 				}
 				if got := res["COMPACTED "+tb]; got != want {
 					t.Errorf("SELECT after nodetool compact over the %s children: %s, the original: %s", mode, got, want)
+				}
+				if fail := res["CLEANUP "+tb]; fail != "" {
+					t.Errorf("nodetool cleanup over the %s children: %s", mode, fail)
+				}
+				if got := res["CLEANED "+tb]; got != want {
+					t.Errorf("SELECT after nodetool cleanup over the %s children: %s, the original: %s", mode, got, want)
+				}
+			}
+		})
+	}
+	// Zero-copy slices of text-keyed parents (filler partitions between their runs) by eight
+	// vnode-like ranges, in every zero-copy mode, against the rechunked slice of the same ranges:
+	// import, SELECT, compact, SELECT, cleanup, SELECT all equal.
+	for _, g := range generated(t) {
+		if g.Compression != "lz4" || (g.Version != "oa" && g.Version != "da") {
+			continue
+		}
+		name := "gen_" + g.Version
+		t.Run(name, func(t *testing.T) {
+			args := []string{"live", "--port", fmt.Sprint(native), "--jmx", fmt.Sprint(jmx),
+				"--schema", "CREATE TABLE sluice.stress (key text, c text, value blob, PRIMARY KEY (key, c))"}
+			modes := []string{"rechunk", "copy", "auto"}
+			fillers := 0
+			for _, mode := range modes {
+				out := filepath.Join(work, "live-slice", name, mode)
+				if _, err := sluice(t, "sstable", "slice", g.Path, "--ranges", vnodeSpec, "--out", out, "--mode", mode); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range dataFiles(t, out) {
+					if mode != "rechunk" {
+						fillers += len(fillersOf(t, f))
+					}
+				}
+				args = append(args, "--table", name+"_"+mode+"="+out)
+			}
+			if fillers == 0 {
+				t.Errorf("no zero-copy slice of %s has a filler partition: the test proves nothing", g.Path)
+			}
+			out, err := harness(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := map[string]string{}
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.SplitN(line, " ", 3)
+				if len(f) == 3 {
+					res[f[0]+" "+f[1]] = f[2]
+				}
+			}
+			want := res["ROWS "+name+"_rechunk"]
+			if want == "" || strings.HasPrefix(want, "fail") || strings.HasPrefix(want, "0 ") {
+				t.Fatalf("the rechunked slice did not import and read: %q\n%s", want, out)
+			}
+			for _, mode := range modes {
+				tb := name + "_" + mode
+				if imp := res["IMPORT "+tb]; !strings.HasPrefix(imp, "0") {
+					t.Errorf("nodetool import of the %s slice: %s", mode, imp)
+				}
+				for _, step := range []string{"ROWS", "COMPACTED", "CLEANED"} {
+					if got := res[step+" "+tb]; got != want {
+						t.Errorf("%s over the %s slice: %s, the rechunked slice: %s", step, mode, got, want)
+					}
+				}
+				for _, step := range []string{"COMPACT", "CLEANUP"} {
+					if fail := res[step+" "+tb]; fail != "" {
+						t.Errorf("nodetool %s over the %s slice: %s", strings.ToLower(step), mode, fail)
+					}
 				}
 			}
 		})

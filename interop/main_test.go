@@ -192,6 +192,32 @@ func cassandraRanges(t testing.TB, ranges string, paths ...string) map[string]*v
 	return views
 }
 
+// cassandraEach is cassandraRanges with ranges of each path's own (path -> ranges' String; ""
+// for none), in one run of the harness.
+func cassandraEach(t testing.TB, ranges map[string]string) map[string]*view {
+	t.Helper()
+	args := []string{"check", "--extended"}
+	var paths []string
+	for p, spec := range ranges {
+		paths = append(paths, p)
+		if spec != "" {
+			p += "::" + spec
+		}
+		args = append(args, p)
+	}
+	out, err := harness(t, args...)
+	if err != nil {
+		t.Fatalf("cassandra harness: %v", err)
+	}
+	views := parseCheck(out)
+	for _, p := range paths {
+		if views[p] == nil {
+			t.Fatalf("cassandra harness said nothing about %s:\n%s", p, tail(out, 3000))
+		}
+	}
+	return views
+}
+
 // parseCheck reads the output of the harness's check (its header documents the lines).
 func parseCheck(out string) map[string]*view {
 	views := map[string]*view{}
@@ -404,6 +430,19 @@ type keyLine struct {
 	Key      string `json:"key"`
 	Token    string `json:"token"`
 	Position int64  `json:"position"`
+	Filler   bool   `json:"filler"`
+}
+
+// fillersOf is the set of filler partitions (key hex) `sluice sstable keys` marks in path.
+func fillersOf(t testing.TB, path string) map[string]bool {
+	t.Helper()
+	f := map[string]bool{}
+	for _, k := range sluiceKeys(t, path) {
+		if k.Filler {
+			f[k.Key] = true
+		}
+	}
+	return f
 }
 
 func sluiceKeys(t testing.TB, path string) []keyLine {

@@ -120,10 +120,10 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 		ks, table, spec string
 		report          struct {
 			SSTables []struct {
-				Path        string `json:"path"`
-				Kind        string `json:"kind"`
-				Runs        int    `json:"runs"`
-				Unscannable string `json:"unscannable"`
+				Path             string `json:"path"`
+				Kind             string `json:"kind"`
+				Runs             int    `json:"runs"`
+				FillerPartitions int64  `json:"filler_partitions"`
 			} `json:"sstables"`
 			Failed []string `json:"failed"`
 		}
@@ -132,7 +132,7 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	var fetches []*fetch
 	for i, name := range names {
 		fetches = append(fetches, &fetch{ks: "fx", table: name, spec: sliceSpec})
-		// One range: one-run partials, whose dead head the receiver fills.
+		// One range: one-run partials, whose head the receiver fills.
 		fetches = append(fetches, &fetch{ks: "fx", table: name, spec: oneRangeSpec})
 		if i == 0 {
 			fetches = append(fetches, &fetch{ks: "fx", table: name, spec: fmt.Sprintf("(%d,%d]", int64(-1<<63), int64(-1<<63))})
@@ -145,15 +145,16 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 	for name, fx := range rowsTables {
 		tables["rows:"+name] = fx
 	}
-	paths := []string{}
+	paths := map[string]string{} // path -> its own ranges
 	for _, f := range fs {
-		paths = append(paths, f.Path)
+		paths[f.Path] = ""
 	}
 	for _, fx := range rowsTables {
 		for _, f := range fx {
-			paths = append(paths, f.Path)
+			paths[f.Path] = ""
 		}
 	}
+	fillers := map[string]map[string]bool{}
 	for i, f := range fetches {
 		src := tables[f.table]
 		if f.ks == "fxrows" {
@@ -170,11 +171,12 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 		}
 		f.err = err
 		for _, s := range f.report.SSTables {
-			paths = append(paths, s.Path)
+			paths[s.Path] = f.spec
+			fillers[s.Path] = fillersOf(t, s.Path)
 		}
 	}
-	views := cassandra(t, paths...)
-	kinds, deadPrefix := map[string]int{}, 0
+	views := cassandraEach(t, paths)
+	kinds, filled := map[string]int{}, 0
 	for _, f := range fetches {
 		name := f.table + "/" + map[bool]string{true: "whole-ring", false: "two-ranges"}[strings.HasPrefix(f.spec, fmt.Sprintf("(%d,%d]", int64(-1<<63), int64(-1<<63)))]
 		if f.spec == oneRangeSpec {
@@ -188,7 +190,6 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 			if f.err != nil {
 				t.Fatal(f.err)
 			}
-			multiRun := 0
 			ranges, err := token.ParseRanges(token.Murmur3, f.spec)
 			if err != nil {
 				t.Fatal(err)
@@ -205,75 +206,28 @@ func TestStreamFetchedReadByCassandra(t *testing.T) {
 					t.Errorf("fetched %s as %s: a parent with legacy counter shards must come by the rows path", s.Path, s.Kind)
 				}
 				v := views[s.Path]
-				if interiorDead(t, s.Path) {
-					// A multi-run partial (issue 11: one sstable per parent for several ranges)
-					// has dead regions between its runs, which Cassandra 5.0's linear readers
-					// (getScanner(ranges), the sequential read, the metadata check that counts with
-					// them) walk into: held to what the README's slice section states.
-					multiRun++
-					if !strings.HasPrefix(v.Basic, "ok") {
-						t.Errorf("fetched multi-run %s: sstableverify %s", s.Path, v.Basic)
-					}
-					t.Logf("fetched multi-run %s (%d runs of chunks): range scan %.160s; sequential %.160s", s.Path, s.Runs, v.Read, v.Scan)
-					continue
+				// Every fetched sstable, entire, partial (one run or many) or rows, is an ordinary
+				// sstable to every Cassandra reader.
+				for _, bad := range cassandraNative(t, v, s.Path, ranges, fillers[s.Path]) {
+					t.Error(bad)
 				}
-				if !v.readOK() || !v.metaOK() || !strings.HasPrefix(v.Basic, "ok") {
-					t.Errorf("fetched %s sstable %s: read %s; metadata %s; sstableverify %s", s.Kind, s.Path, v.Read, v.Meta, v.Basic)
+				if n := int64(len(fillers[s.Path])); n != s.FillerPartitions {
+					t.Errorf("fetched %s: keys marks %d filler partitions, fetch --json says %d", s.Path, n, s.FillerPartitions)
 				}
+				filled += len(fillers[s.Path])
 				rowIndexOK(t, v)
 				for _, p := range v.Parts {
 					got = append(got, p.Key+" "+p.Digest)
 				}
-				// Like split's reflink/copy children: the receiver fills a dead head with empty
-				// partitions, so Cassandra's sequential read (compaction's) agrees with its index
-				// read; only sstableverify -e still wants the first partition at position 0.
-				if !v.scanAgrees() {
-					t.Errorf("fetched %s sstable %s (unscannable %q): Cassandra's sequential read differs from its index read: %s / %s", s.Kind, s.Path, s.Unscannable, v.Scan, v.Read)
-				}
-				if ks := sluiceKeys(t, s.Path); len(ks) > 0 && ks[0].Position > 0 {
-					deadPrefix++
-					if !strings.Contains(v.Extended, "First row position from index != 0") {
-						t.Errorf("fetched %s with a %d-byte filled head: sstableverify -e %q", s.Path, ks[0].Position, v.Extended)
-					}
-				} else if !strings.HasPrefix(v.Extended, "ok") {
-					t.Errorf("fetched %s sstable %s: sstableverify -e %s; sequential read %s", s.Kind, s.Path, v.Extended, v.Scan)
-				}
 			}
 			sort.Strings(want)
 			sort.Strings(got)
-			if multiRun > 0 {
-				// Cassandra cannot read them whole; sluice's own tests check their partitions.
-				return
-			}
 			if strings.Join(want, "\n") != strings.Join(got, "\n") {
 				t.Errorf("Cassandra's digests over the fetched sstables (%d) differ from the node's in the ranges (%d)", len(got), len(want))
 			}
 		})
 	}
-	t.Logf("fetched sstables by kind: %v; %d with a filled dead head", kinds, deadPrefix)
-}
-
-// interiorDead says whether sluice's verify finds dead bytes between partitions of path (a
-// multi-run sstable: runs of the parent with bytes of other partitions between them), beyond a
-// dead prefix.
-func interiorDead(t testing.TB, path string) bool {
-	t.Helper()
-	out, err := sluice(t, "sstable", "verify", "--json", path)
-	if err != nil {
-		t.Fatalf("sluice verify %s: %v", path, err)
-	}
-	var rep struct {
-		FirstPosition int64 `json:"first_position"`
-		DeadRegions   int64 `json:"dead_regions"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	prefix := int64(0)
-	if rep.FirstPosition > 0 {
-		prefix = 1
-	}
-	return rep.DeadRegions > prefix
+	t.Logf("fetched sstables by kind: %v; %d filler partitions", kinds, filled)
 }
 
 // rowsPathCopies copies four fixture tables into keyspace fxrows of a new data directory with

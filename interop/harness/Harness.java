@@ -1,6 +1,6 @@
 // Harness: Apache Cassandra's own classes, offline, as the oracle for what sluice writes.
 //
-//   check [--extended] [--text] [--ranges SPEC] PATH...
+//   check [--extended] [--text] [--ranges SPEC] PATH[::SPEC]...   (PATH::SPEC: that sstable's own ranges)
 //                                         read every partition with Cassandra's scanner and print one canonical
 //                                         digest line per partition; read all metadata; run the verifier; with
 //                                         --ranges, also scan each range of SPEC alone (RSCAN below). SPEC is a
@@ -256,10 +256,19 @@ public final class Harness
         }
         Keyspace ks = openKeyspace();
         int n = 0;
-        for (String path : args)
+        for (String arg : args)
         {
+            // PATH::SPEC scans that sstable's own ranges (as --ranges does for every path).
+            String path = arg;
+            List<String[]> own = ranges;
+            int sep = arg.indexOf("::");
+            if (sep >= 0)
+            {
+                path = arg.substring(0, sep);
+                own = parseRanges(arg.substring(sep + 2));
+            }
             out.println("SSTABLE " + path);
-            checkOne(ks, path, extended, text, ranges, n++);
+            checkOne(ks, path, extended, text, own, n++);
             out.println("END");
             out.flush();
         }
@@ -504,8 +513,8 @@ public final class Harness
                     if (isEmpty)
                     {
                         // An empty partition: nothing Cassandra writes, and what compaction drops (an
-                        // empty partition is never appended). sluice fills a zero-copy child's dead head
-                        // with such partitions, keyed before its first, for exactly this reader.
+                        // empty partition is never appended). sluice fills the gaps a zero-copy
+                        // sstable's runs leave with such partitions (filler partitions, indexed).
                         empty++;
                         continue;
                     }
@@ -536,7 +545,8 @@ public final class Harness
             out.println(ridxFailure == null ? "RIDX ok partitions=" + ridxChecked : "RIDX fail " + ridxFailure);
         out.println(tag + " ok partitions=" + partitions + " digest=" + HexFormat.of().formatHex(all.digest(), 0, 16) + " first=" + firstKey + " last=" + lastKey + " empty=" + empty
                     + (keysInline ? " " + keys.fields() : ""));
-        return new long[]{ partitions, ts[0], ts[1] };
+        // The histogram counts every partition the file holds, filler partitions (empty) too.
+        return new long[]{ partitions + empty, ts[0], ts[1] };
     }
 
     /**

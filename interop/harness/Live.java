@@ -27,7 +27,8 @@ import org.apache.cassandra.tools.Output;
  * `nodetool import --copy-data live NAME DIR...` (NodeTool's own class over JMX; it verifies each sstable first),
  * then SELECT * and print `ROWS <name> <count> <digest>` (digest over the sorted rows, every column's bytes), then
  * `nodetool compact live NAME` and the same SELECT again as `COMPACTED <name> <count> <digest>` or
- * `COMPACT <name> fail <exit code>`. `IMPORT <name> <exit code> <output>` reports the import.
+ * `COMPACT <name> fail <exit code>`, then `nodetool cleanup live NAME` and `CLEANED <name> <count> <digest>` or
+ * `CLEANUP <name> fail <exit code>`. `IMPORT <name> <exit code> <output>` reports the import.
  */
 final class Live
 {
@@ -61,6 +62,10 @@ final class Live
                 if (compact.code != 0)
                     Harness.out.println("COMPACT " + name + " fail " + compact.code + " " + compact.text.replace('\n', ' ').trim());
                 select(session, "COMPACTED", name);
+                Capture cleanup = nodetool(List.of("-h", "127.0.0.1", "-p", jmx, "cleanup", "live", name));
+                if (cleanup.code != 0)
+                    Harness.out.println("CLEANUP " + name + " fail " + cleanup.code + " " + cleanup.text.replace('\n', ' ').trim());
+                select(session, "CLEANED", name);
                 Harness.out.flush();
             }
         }
