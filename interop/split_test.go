@@ -105,12 +105,12 @@ func TestSplitChildrenReadByCassandra(t *testing.T) {
 	parents := splitParents(t)
 	modes := []string{"copy", "rechunk", "rewrite", "reflink"}
 	type job struct {
-		p        parent
-		mode     string
-		rep      splitReport
-		err      error
-		skip     string
-		fillers  map[string]map[string]bool
+		p       parent
+		mode    string
+		rep     splitReport
+		err     error
+		skip    string
+		fillers map[string]map[string]bool
 	}
 	var jobs []*job
 	paths := map[string]string{} // path -> its own ranges
