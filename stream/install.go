@@ -32,22 +32,22 @@ import (
 // (slice.Split, ModeRewrite) and publishes that one into the target directory under a new
 // generation with a second install, then removes the scratch directory.
 type installJob struct {
-	in          *Incoming
-	dir         string                // the target directory
-	desc        descriptor.Descriptor // the received files (in scratch for rows)
-	final       descriptor.Descriptor // the sstable finish published
-	inst        *fsx.Install
-	data        *os.File   // Data.db, all kinds
-	comps       []*os.File // entire: one per Manifest component (nil while kept in mem)
-	mem         [][]byte   // entire: the small components, kept as they arrive
-	files       map[descriptor.Component]*os.File
-	index       []byte
-	rebuild     *slice.PartialRebuild // partial and rows: the index slice rebuilt as it arrives
-	feed        *rebuildFeed          // hands rebuild the slice on a goroutine of its own
-	rows        []byte
-	crcw        *compress.CRCWriter
-	scratch     string // rows and filled partials: the received sstable, private
-	pub         *fsx.Install
+	in      *Incoming
+	dir     string                // the target directory
+	desc    descriptor.Descriptor // the received files (in scratch for rows)
+	final   descriptor.Descriptor // the sstable finish published
+	inst    *fsx.Install
+	data    *os.File   // Data.db, all kinds
+	comps   []*os.File // entire: one per Manifest component (nil while kept in mem)
+	mem     [][]byte   // entire: the small components, kept as they arrive
+	files   map[descriptor.Component]*os.File
+	index   []byte
+	rebuild *slice.PartialRebuild // partial and rows: the index slice rebuilt as it arrives
+	feed    *rebuildFeed          // hands rebuild the slice on a goroutine of its own
+	rows    []byte
+	crcw    *compress.CRCWriter
+	scratch string // rows and filled partials: the received sstable, private
+	pub     *fsx.Install
 	// A compressed partial is received into scratch as the sender laid it out (whole parent
 	// chunks, dead bytes between runs), then filled (refill) into pubDesc: the sstable the
 	// shared commit publishes. filled is what the fill made.

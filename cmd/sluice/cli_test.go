@@ -142,12 +142,12 @@ func TestGenAndSplitJSON(t *testing.T) {
 	}
 	var rep struct {
 		Children []struct {
-			Path           string `json:"path"`
-			Range          string `json:"range"`
-			Partitions     int64  `json:"partitions"`
-			FirstToken     string `json:"first_token"`
-			LastToken      string `json:"last_token"`
-			DataFileLength int64  `json:"data_file_length"`
+			Path             string `json:"path"`
+			Range            string `json:"range"`
+			Partitions       int64  `json:"partitions"`
+			FirstToken       string `json:"first_token"`
+			LastToken        string `json:"last_token"`
+			DataFileLength   int64  `json:"data_file_length"`
 			FillerPartitions *int64 `json:"filler_partitions"`
 		} `json:"children"`
 		Mode         string   `json:"mode"`

@@ -11,7 +11,7 @@ import (
 )
 
 // Scanned is one partition as a sequential reader finds it: its key, token, position and
-// whether it holds anything (a static row, a row, a marker or a partition deletion).
+// whether it is a filler partition (sstable.IsFiller: it holds nothing after purging).
 type Scanned struct {
 	Key      []byte
 	Token    token.Token
@@ -52,7 +52,7 @@ func ScanSequentially(prefix string) ([]Scanned, error) {
 			return out, fmt.Errorf("%s: the partition at %d does not parse: %v", prefix, pos, err)
 		}
 		s := Scanned{Key: append([]byte(nil), cur.Key()...), Position: pos,
-			Empty: n == 0 && cur.Deletion().IsLive() && (cur.Static() == nil || cur.Static().IsEmpty())}
+			Empty: sstable.IsFiller(table, tb.Version(), data[pos:])}
 		s.Token = tb.Partitioner.Token(s.Key)
 		if k := len(out); k > 0 && token.CompareKeys(out[k-1].Token, out[k-1].Key, s.Token, s.Key) >= 0 {
 			return out, fmt.Errorf("%s: invalid key order at %d: %x (token %s) after %x (token %s)",

@@ -498,17 +498,22 @@ public final class Harness
                     String key = hex(p.partitionKey().getKey());
                     c.line("partition " + key + " del=" + del(p.partitionLevelDeletion()));
                     c.seen(p.partitionLevelDeletion().markedForDeleteAt());
-                    if (!p.staticRow().isEmpty())
+                    // A filler row (sluice's: nothing but cells written at Long.MIN_VALUE + 1 that
+                    // expired long ago) is nothing: it is left out of the canonical content.
+                    boolean staticFiller = !p.staticRow().isEmpty() && fillerRow(p.staticRow());
+                    if (!p.staticRow().isEmpty() && !staticFiller)
                         c.row("static", p.staticRow());
                     while (p.hasNext())
                     {
                         Unfiltered u = p.next();
+                        if (u.isRow() && fillerRow((Row) u))
+                            continue;
                         if (u.isRow())
                             c.row("row", (Row) u);
                         else
                             c.marker((RangeTombstoneMarker) u);
                     }
-                    boolean isEmpty = p.partitionLevelDeletion().isLive() && p.staticRow().isEmpty() && c.rows == 0 && c.markers == 0;
+                    boolean isEmpty = p.partitionLevelDeletion().isLive() && (p.staticRow().isEmpty() || staticFiller) && c.rows == 0 && c.markers == 0;
                     keys.add(key, isEmpty);
                     if (isEmpty)
                     {
@@ -547,6 +552,21 @@ public final class Harness
                     + (keysInline ? " " + keys.fields() : ""));
         // The histogram counts every partition the file holds, filler partitions (empty) too.
         return new long[]{ partitions + empty, ts[0], ts[1] };
+    }
+
+    /** A row of a sluice filler partition: no liveness, no deletion, only expired cells written at Long.MIN_VALUE + 1. */
+    static boolean fillerRow(Row r)
+    {
+        if (!r.primaryKeyLivenessInfo().isEmpty() || !r.deletion().isLive())
+            return false;
+        boolean any = false;
+        for (Cell<?> cell : r.cells())
+        {
+            if (cell.timestamp() != Long.MIN_VALUE + 1 || !cell.isExpiring() || cell.isLive(FBUtilities.nowInSeconds()))
+                return false;
+            any = true;
+        }
+        return any;
     }
 
     /**

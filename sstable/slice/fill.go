@@ -56,7 +56,9 @@ type fillLayout struct {
 // boundary X at f: its head bytes [Lo, f) go just before X and the gap before them is a filler
 // region. The last run's last chunk may be taken whole: its bytes past the child's end are
 // beyond the data length, which every reader stops at.
-func planFill(L int64, runs []RunPlan, minFiller int64) fillLayout {
+// unfilled, when not nil, names runs whose gap must not be filled (no filler could be made for
+// it): they are placed like runs without a whole chunk.
+func planFill(L int64, runs []RunPlan, minFiller int64, unfilled map[int]bool) fillLayout {
 	fl := fillLayout{L: L, Runs: runs, Shift: make([]int64, len(runs))}
 	fillable := func(g int64) bool { return g == 0 || (minFiller > 0 && g >= minFiller) }
 	var cpos int64
@@ -66,7 +68,7 @@ func planFill(L int64, runs []RunPlan, minFiller int64) fillLayout {
 		if k == len(runs)-1 {
 			e = ceilTo(r.Hi, L)
 		}
-		if f < e {
+		if f < e && !unfilled[k] {
 			h := f - r.Lo
 			X := ceilTo(cpos+h, L)
 			g := X - h - cpos
@@ -82,6 +84,8 @@ func planFill(L int64, runs []RunPlan, minFiller int64) fillLayout {
 				cpos = X + r.Hi - f
 				continue
 			}
+			fl.Encoded++
+		} else if f < e {
 			fl.Encoded++
 		}
 		fl.Shift[k] = r.Lo - cpos

@@ -49,32 +49,51 @@ type fillerKey struct {
 	Off int64
 }
 
-// fillerMaker makes the filler regions of one parent's children.
+// fillerMaker makes the filler regions of one parent's children. Keys of a type that takes any
+// length size an empty partition (key mode); otherwise a key of the type's own shape is searched
+// for a token in the window, and one expired cell of a padding column sizes the partition (cell
+// mode, cellFiller).
 type fillerMaker struct {
 	w     *rows.Writer
+	t     *schema.Table
 	p     token.Partitioner
-	valid func([]byte) bool
-	over  int64 // an empty partition's bytes besides its key
+	valid func([]byte) bool // key mode: what a key must pass
+	over  int64             // key mode: an empty partition's bytes besides its key
 	seed  uint64
+	// cell mode
+	cell   *cellShape
+	minCel int64 // the smallest cell-mode filler partition
 }
 
 // newFillerMaker returns the maker for t's partitions, or nil with the reason none can be made.
 func newFillerMaker(t *schema.Table, v version.Version, p token.Partitioner) (*fillerMaker, string) {
-	valid := keyValidator(t.Key)
-	if valid == nil {
-		return nil, fmt.Sprintf("no filler partition for partition keys of type %s", t.Key)
+	m := &fillerMaker{w: rows.NewWriter(t, v), t: t, p: p}
+	if m.valid = keyValidator(t.Key); m.valid != nil {
+		switch p.Name() {
+		case token.Murmur3Name, token.ByteOrderedName:
+		default:
+			return nil, "no filler partition under " + p.Name()
+		}
+		empty, err := emptyPartition(m.w, nil, nil)
+		if err != nil {
+			return nil, err.Error()
+		}
+		m.over = int64(len(empty))
+		return m, ""
 	}
-	switch p.Name() {
-	case token.Murmur3Name, token.ByteOrderedName:
-	default:
-		return nil, "no filler partition under " + p.Name()
+	if p.Name() != token.Murmur3Name {
+		return nil, fmt.Sprintf("no filler partition for partition keys of type %s under %s", t.Key, p.Name())
 	}
-	m := &fillerMaker{w: rows.NewWriter(t, v), p: p, valid: valid}
-	empty, err := emptyPartition(m.w, nil, nil)
+	shape, why := newCellShape(t)
+	if shape == nil {
+		return nil, fmt.Sprintf("no filler partition for partition keys of type %s: %s", t.Key, why)
+	}
+	m.cell = shape
+	b, err := m.cellPartition(shape.keyTemplate(0), 0, shape.ttls[0])
 	if err != nil {
 		return nil, err.Error()
 	}
-	m.over = int64(len(empty))
+	m.minCel = int64(len(b))
 	return m, ""
 }
 
@@ -105,8 +124,11 @@ func keyValidator(k *schema.Type) func([]byte) bool {
 
 // minRegion is the smallest filler region m makes (0 for a nil maker: none).
 func (m *fillerMaker) minRegion() int64 {
-	if m == nil {
+	switch {
+	case m == nil:
 		return 0
+	case m.cell != nil:
+		return m.minCel
 	}
 	return m.over + minFillerKey
 }
@@ -117,6 +139,9 @@ func (m *fillerMaker) minRegion() int64 {
 func (m *fillerMaker) region(size int64, lower, tok token.Token, key []byte) ([]byte, []fillerKey, error) {
 	if size < m.minRegion() {
 		return nil, nil, fmt.Errorf("%w: a %d-byte region, the smallest filler takes %d", errNoFiller, size, m.minRegion())
+	}
+	if m.cell != nil {
+		return m.cellRegion(size, lower, tok, key)
 	}
 	per := m.over + math.MaxUint16
 	n := (size + per - 1) / per

@@ -747,16 +747,27 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	info := sp.parent.Compression
 	clone := sp.mode != ModeCopy
 	fm, why := sp.fillerMaker()
-	fl := planFill(int64(info.ChunkLength), oc.plan.Runs, fm.minRegion())
-	fill, regions, err := sp.fillers(fm, &fl)
-	if errors.Is(err, errNoFiller) {
-		// A region no filler fits: every run off the grid is re-encoded instead.
-		why = err.Error()
-		fl = planFill(int64(info.ChunkLength), oc.plan.Runs, 0)
-		fill, regions, err = nil, nil, nil
-	}
-	if err != nil {
-		return err
+	var fl fillLayout
+	var fill [][]byte
+	var regions []regionKeys
+	var unfilled map[int]bool
+	for {
+		fl = planFill(int64(info.ChunkLength), oc.plan.Runs, fm.minRegion(), unfilled)
+		var err error
+		fill, regions, err = sp.fillers(fm, &fl)
+		var nf *noFillerError
+		if !errors.As(err, &nf) {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		// No filler fits the gap before that run: it is re-encoded off the grid instead.
+		why = nf.Error()
+		if unfilled == nil {
+			unfilled = map[int]bool{}
+		}
+		unfilled[nf.run] = true
 	}
 	if err := fl.check(); err != nil {
 		return err
@@ -788,6 +799,15 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	}
 	return nil
 }
+
+// noFillerError is a filler region that could not be made, before run.
+type noFillerError struct {
+	run int
+	err error
+}
+
+func (e *noFillerError) Error() string { return e.err.Error() }
+func (e *noFillerError) Unwrap() error { return e.err }
 
 // regionKeys are the filler partitions of one region, at child positions.
 type regionKeys struct {
@@ -828,6 +848,9 @@ func (sp *splitter) fillers(fm *fillerMaker, fl *fillLayout) ([][]byte, []region
 			return nil, nil, fmt.Errorf("%w: %s: the partition at %d (token %s) lies in none of the ranges", ErrCorrupt, sp.parent.Desc, fl.Runs[r.Run].Lo, tok)
 		}
 		b, ks, err := fm.region(r.Len, sp.pieces.pieces[k].r.Left, tok, first)
+		if errors.Is(err, errNoFiller) {
+			return nil, nil, &noFillerError{run: r.Run, err: err}
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -876,6 +899,9 @@ func (sp *splitter) inherit(oc *openChild, next int64) error {
 	if next < 0 || l.run != oc.run {
 		end = oc.plan.Runs[l.run].Hi
 	}
+	// Only an empty filler (sized by its key) is found by its size alone; the cell-sized
+	// fillers of other key types would cost a read of every small partition, and are
+	// counted as partitions when passed on (README).
 	over, err := sp.emptyOverhead()
 	if err != nil || end-l.pos != over+int64(l.keyLen) {
 		return err
