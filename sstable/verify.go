@@ -49,6 +49,11 @@ type VerifyOptions struct {
 	// receiver checks an entire sstable against the ranges its session asked for. The first
 	// partition outside them is a problem.
 	Ranges token.RangeSet
+	// Strict holds the file to Cassandra's own sequential rules, which its compaction scanner,
+	// getScanner(range), sstableverify -e and scrub follow: the first partition at position 0
+	// and every byte of the data inside a partition the index addresses (no dead region). A
+	// file that breaks them is a problem, not a note.
+	Strict bool
 }
 
 // Report is what Verify found. OK means no problem at all.
@@ -160,6 +165,18 @@ func Verify(path string, opts VerifyOptions) (*Report, error) {
 	rep := &Report{Path: d.Prefix(), Extended: opts.Extended, Problems: []Problem{}}
 	v := &verifier{opts: opts, report: rep}
 	v.run(d)
+	if opts.Strict {
+		dataPath := d.Path(descriptor.Data)
+		switch {
+		case !v.partitionEnds:
+			v.add(dataPath, -1, "strict: the partitions' ends cannot be checked (the serialization header does not compile)")
+		case rep.FirstPosition > 0:
+			v.add(dataPath, -1, "strict: the first partition is at uncompressed position %d, not 0 (Cassandra's verifier: First row position from index != 0)", rep.FirstPosition)
+		}
+		if rep.DeadBytes > 0 {
+			v.add(dataPath, -1, "strict: %d uncompressed bytes in %d regions belong to no partition the index addresses: Cassandra's sequential readers would parse them", rep.DeadBytes, rep.DeadRegions)
+		}
+	}
 	rep.OK = len(rep.Problems) == 0
 	rep.Scannable = rep.OK && v.partitionEnds && (rep.DeadRegions == 0 || (rep.DeadRegions == 1 && rep.HeadFilled))
 	return rep, nil

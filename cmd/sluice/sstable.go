@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
+	"github.com/sluicedb/sluice/sstable/token"
 )
 
 func newSSTableCmd() *cobra.Command {
@@ -186,19 +187,36 @@ column "filler". The index is read, and Data.db only for partitions of exactly a
 }
 
 func newVerifyCmd() *cobra.Command {
-	var asJSON, extended bool
+	var asJSON, extended, strict bool
 	var minIndexInterval int
+	var spec string
 	cmd := &cobra.Command{
-		Use:   "verify [--json] [--extended] PATH",
+		Use:   "verify [--json] [--extended] [--strict] [--ranges SPEC] PATH",
 		Short: "Check every component of an sstable against its checksums and the others",
 		Long: `Check Digest.crc32, every chunk CRC (or CRC.db) and decompression, the key at every index
 position, index order, Summary against Index, every key in Filter (and the filter bit for bit),
 Statistics CRCs and parse-to-end, first/last keys and partition counts. --extended also reads
-every row. Exit 0 only when everything holds; otherwise exit 1 with one line per problem naming
-the component file and byte offset.`,
+every row. Filler partitions (what sluice puts in the gaps of a zero-copy sstable) are counted
+apart (filler_partitions). --strict also holds the file to Cassandra's sequential rules: the
+first partition at position 0 and every byte of the data in a partition the index addresses
+(what compaction, getScanner(range), sstableverify -e and scrub need); --ranges SPEC, that every
+partition lies in those token ranges (what nodetool import checks). Exit 0 only when everything
+holds; otherwise exit 1 with one line per problem naming the component file and byte offset.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := sstable.Verify(args[0], sstable.VerifyOptions{Extended: extended, MinIndexInterval: minIndexInterval})
+			opts := sstable.VerifyOptions{Extended: extended, MinIndexInterval: minIndexInterval, Strict: strict}
+			if spec != "" {
+				t, err := sstable.Open(args[0])
+				if err != nil {
+					return err
+				}
+				p := t.Partitioner
+				t.Close()
+				if opts.Ranges, err = token.ParseRanges(p, spec); err != nil {
+					return usageError{err}
+				}
+			}
+			rep, err := sstable.Verify(args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -215,6 +233,9 @@ the component file and byte offset.`,
 					fmt.Fprintf(out, "%s: OK (%d partitions, %d chunks", rep.Path, rep.Partitions, rep.Chunks)
 					if extended {
 						fmt.Fprintf(out, ", %d rows", rep.Rows)
+					}
+					if rep.Fillers > 0 {
+						fmt.Fprintf(out, ", %d of them filler partitions", rep.Fillers)
 					}
 					if rep.DeadBytes > 0 {
 						fmt.Fprintf(out, ", %d dead bytes in %d regions skipped", rep.DeadBytes, rep.DeadRegions)
@@ -234,6 +255,8 @@ the component file and byte offset.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.Flags().BoolVar(&extended, "extended", false, "also read every row")
+	cmd.Flags().BoolVar(&strict, "strict", false, "also require Cassandra's sequential rules: first partition at 0, no byte outside a partition")
+	cmd.Flags().StringVar(&spec, "ranges", "", "token ranges every partition must lie in, (left,right],...")
 	cmd.Flags().IntVar(&minIndexInterval, "min-index-interval", 128, "the table's min_index_interval that Summary.db must match")
 	return cmd
 }

@@ -49,7 +49,7 @@ func checkSlice(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 		t.Fatalf("no partition in the ranges, but %d children", len(res.Children))
 	}
 	for _, c := range res.Children {
-		rep, err := sstable.Verify(c.Desc.Prefix(), sstable.VerifyOptions{Extended: true})
+		rep, err := sstable.Verify(c.Desc.Prefix(), sstable.VerifyOptions{Extended: true, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,7 +175,14 @@ func execute(ctx context.Context, parent *sstable.Table, ranges token.RangeSet, 
 		opts.Bounds = Bounds{MaxRuns: math.MaxInt, MaxDeadRatio: -1}
 	}
 	if plans == nil {
-		if plans, err = planTable(parent, ps, ranges, opts.ExactEnds); err != nil {
+		e := endsNext
+		switch {
+		case opts.Mode == ModeRechunk:
+			e = endsAll // rechunk reads every byte anyway: a parent's own dead regions go too
+		case opts.ExactEnds:
+			e = endsRun
+		}
+		if plans, err = planTable(parent, ps, ranges, e); err != nil {
 			return nil, err
 		}
 	}
@@ -285,39 +292,78 @@ func Refusal(parent *sstable.Table) string {
 
 // PlanTable scans parent's index and returns its children.
 func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, error) {
-	return planTable(parent, ps, ranges, false)
+	return planTable(parent, ps, ranges, endsNext)
 }
 
-// planTable is PlanTable; with exact, each child ends where its last partition does
-// (Options.ExactEnds).
-func planTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, exact bool) ([]ChildPlan, error) {
+// Where a planned run ends: at the next indexed partition (a gap-free parent), at its last
+// partition's end-of-partition flag (Options.ExactEnds), or, besides, split wherever a partition
+// ends before the next one starts (rechunk: a parent with dead regions of its own loses them).
+type ends int
+
+const (
+	endsNext ends = iota
+	endsRun
+	endsAll
+)
+
+// cut is a dead region inside a planned child: the partition before it ends at at, the next
+// one (ordinal ord) starts at next.
+type cut struct {
+	ord      int64
+	at, next int64
+}
+
+// planTable is PlanTable, each child ending as e says.
+func planTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, e ends) ([]ChildPlan, error) {
 	pl := NewPlanner(ps)
-	var last []int64 // with exact: each child's last partition's position
-	err := parent.ScanPartitions(func(p *sstable.Partition) error {
-		if k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position); exact && k >= 0 {
-			if k == len(last) {
-				last = append(last, 0)
-			}
-			last[k] = p.Position
+	var t *schema.Table
+	if e != endsNext {
+		var err error
+		if t, err = schema.Compile(parent.Statistics.Header); err != nil {
+			return nil, err
 		}
+	}
+	var last []int64 // each child's last partition's position so far
+	cuts := map[int][]cut{}
+	err := parent.ScanPartitions(func(p *sstable.Partition) error {
+		k := pl.Add(p.Ordinal, p.Key, p.Token, p.Position)
+		if e == endsNext || k < 0 {
+			return nil
+		}
+		if k == len(last) {
+			last = append(last, -1)
+		}
+		if prev := last[k]; e == endsAll && prev >= 0 {
+			end, err := partitionEnd(parent, t, prev, p.Position)
+			if err != nil {
+				return err
+			}
+			if end < p.Position {
+				cuts[k] = append(cuts[k], cut{ord: p.Ordinal, at: end, next: p.Position})
+			}
+		}
+		last[k] = p.Position
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	plans := pl.Finish(ranges, parent.DataLength())
-	if exact {
-		t, err := schema.Compile(parent.Statistics.Header)
-		if err != nil {
+	if e == endsNext {
+		return plans, nil
+	}
+	for i := range plans {
+		c := &plans[i]
+		if c.Hi, err = partitionEnd(parent, t, last[i], c.Hi); err != nil {
 			return nil, err
 		}
-		for i := range plans {
-			c := &plans[i]
-			if c.Hi, err = partitionEnd(parent, t, last[i], c.Hi); err != nil {
-				return nil, err
-			}
-			c.Runs[0].Hi = c.Hi
+		c.Runs = c.Runs[:0]
+		first, lo := c.FirstOrdinal, c.Lo
+		for _, x := range cuts[i] {
+			c.Runs = append(c.Runs, RunPlan{FirstOrdinal: first, Partitions: x.ord - first, Lo: lo, Hi: x.at})
+			first, lo = x.ord, x.next
 		}
+		c.Runs = append(c.Runs, RunPlan{FirstOrdinal: first, Partitions: c.FirstOrdinal + c.Partitions - first, Lo: lo, Hi: c.Hi})
 	}
 	return plans, nil
 }
@@ -939,17 +985,6 @@ func (oc *openChild) fillerCount() int64 {
 		n += int64(len(r.keys))
 	}
 	return n
-}
-
-// unshared moves the blocks covering the first n bytes of a child from st's cloned count to
-// its copied count: bytes written over after the clone (which starts at offset 0) unshare them.
-func (sp *splitter) unshared(st *fsx.Stats, n int64) {
-	if n <= 0 || st.Cloned == 0 {
-		return
-	}
-	n = min((n+sp.align-1)/sp.align*sp.align, st.Cloned)
-	st.Cloned, st.Copied = st.Cloned-n, st.Copied+n
-	sp.cloned -= n
 }
 
 // chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the

@@ -44,7 +44,7 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 	}
 	got := 0
 	for _, c := range res.Children {
-		rep, err := sstable.Verify(c.Desc.Prefix(), sstable.VerifyOptions{Extended: true})
+		rep, err := sstable.Verify(c.Desc.Prefix(), sstable.VerifyOptions{Extended: true, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
