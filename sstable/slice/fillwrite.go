@@ -25,6 +25,7 @@ type filledData struct {
 	Stats      fsx.Stats
 	Digest     uint32
 	Encoded    int64 // Data.db bytes of re-encoded chunks
+	Grown      int64 // bytes re-encoded chunks were grown by to keep later chunks clonable
 }
 
 // filledWriter writes one child laid out by a fillLayout.
@@ -81,12 +82,31 @@ func writeFilled(parent *sstable.Table, fl *fillLayout, fill [][]byte, dst *os.F
 	return w.out, nil
 }
 
+// held is an encoded chunk written only once the offset of the verbatim chunks after it is
+// known: its record, and the content it encodes (to re-encode it longer).
+type held struct {
+	rec, content []byte
+}
+
 func (w *filledWriter) write() error {
 	fl := w.fl
-	// Chunks before the first verbatim one are held until the head pad is known.
-	var pending []byte
-	var pendingOffsets []int64
-	holding := w.clone && w.align > 1 && len(fl.Verbatim) > 0
+	// With cloning, the chunks before each run of verbatim chunks are held until that run's
+	// offset is known: before the first, a head pad (never read) puts it at its parent offset
+	// modulo the block size; before each later one, a held record is re-encoded longer by the
+	// bytes that do the same (compress.GrowRecord), so every run's whole blocks are shared.
+	aligning := w.clone && w.align > 1 && len(fl.Verbatim) > 0
+	var pending []held
+	var pendingBytes int64
+	flush := func() error {
+		for _, h := range pending {
+			if err := w.emit(h.rec, []int64{0}); err != nil {
+				return err
+			}
+		}
+		pending, pendingBytes = nil, 0
+		return nil
+	}
+	first := true
 	v := 0
 	for c := 0; c < fl.Chunks; {
 		var parent int
@@ -95,15 +115,20 @@ func (w *filledWriter) write() error {
 		if ok {
 			s := fl.Verbatim[v]
 			n := s.N - (c - s.Chunk)
-			if holding {
-				pad := w.padFor(parent, int64(len(pending)))
-				if err := w.emit(make([]byte, pad), nil); err != nil {
-					return err
+			if aligning {
+				d := w.padFor(parent, w.off+pendingBytes)
+				switch {
+				case first:
+					if err := w.emitPad(d); err != nil {
+						return err
+					}
+				case d > 0:
+					w.grow(pending, int(d))
 				}
-				if err := w.emit(pending, pendingOffsets); err != nil {
-					return err
-				}
-				pending, pendingOffsets, holding = nil, nil, false
+			}
+			first = false
+			if err := flush(); err != nil {
+				return err
 			}
 			if err := w.moveChunks(parent, n); err != nil {
 				return err
@@ -115,28 +140,57 @@ func (w *filledWriter) write() error {
 		if err != nil {
 			return err
 		}
-		if holding {
-			pendingOffsets = append(pendingOffsets, int64(len(pending)))
-			pending = append(pending, rec...)
-			if len(pending) > maxPendingHead {
-				if err := w.emit(pending, pendingOffsets); err != nil {
-					return err
-				}
-				pending, pendingOffsets, holding = nil, nil, false
+		if !aligning {
+			if err := w.emit(rec, []int64{0}); err != nil {
+				return err
 			}
-		} else if err := w.emit(rec, []int64{0}); err != nil {
-			return err
+			c++
+			continue
+		}
+		pending = append(pending, held{rec: append([]byte(nil), rec...), content: append([]byte(nil), w.buf...)})
+		pendingBytes += int64(len(rec))
+		if pendingBytes > maxPendingHead {
+			// Too much to hold for one alignment: written as it is.
+			if first {
+				first = false
+			}
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 		c++
 	}
-	return w.emit(pending, pendingOffsets)
+	return flush()
 }
 
-// padFor is the head pad that puts parent chunk p's record, after n bytes of records, at its
-// parent offset modulo the block size.
-func (w *filledWriter) padFor(p int, n int64) int64 {
+// grow re-encodes one of the held records by exactly d bytes longer, the last that can be.
+func (w *filledWriter) grow(pending []held, d int) {
+	for j := len(pending) - 1; j >= 0; j-- {
+		if rec, err := compress.GrowRecord(w.codec, pending[j].content, pending[j].rec, d); err == nil {
+			pending[j].rec = rec
+			w.out.Grown += int64(d)
+			return
+		}
+	}
+}
+
+// emitPad writes the head pad: n zero bytes before the first record, which no reader reads.
+func (w *filledWriter) emitPad(n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if err := w.emit(make([]byte, n), nil); err != nil {
+		return err
+	}
+	w.out.Encoded -= n
+	return nil
+}
+
+// padFor is how many bytes put parent chunk p's record, were it written at file offset at, at
+// its parent offset modulo the block size.
+func (w *filledWriter) padFor(p int, at int64) int64 {
 	want := w.parent.Compression.Offsets[p] % w.align
-	return ((want-n)%w.align + w.align) % w.align
+	return ((want-at)%w.align + w.align) % w.align
 }
 
 // emit writes b at the current offset; offsets, relative to b, start chunk records.
