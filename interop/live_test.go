@@ -113,9 +113,8 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 				args = append(args, "--type", ty)
 			}
 			args = append(args, "--table", name+"_orig="+filepath.Dir(fx[0].Path))
-			deadPrefix := map[string]bool{}
-			modes := []string{"rewrite", "rechunk", "copy"}
-			for _, mode := range modes {
+			var tables []string
+			for _, mode := range []string{"rewrite", "rechunk", "copy"} {
 				var dirs []string
 				for i, f := range fx {
 					out := filepath.Join(work, "live-split", name, mode, fmt.Sprint(i))
@@ -123,58 +122,15 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 						t.Fatal(err)
 					}
 					dirs = append(dirs, out)
-					for _, c := range dataFiles(t, out) {
-						if ks := sluiceKeys(t, c); len(ks) > 0 && ks[0].Position > 0 {
-							deadPrefix[mode] = true
-						}
-					}
 				}
 				args = append(args, "--table", name+"_"+mode+"="+strings.Join(dirs, ","))
+				tables = append(tables, name+"_"+mode)
 			}
-			out, err := harness(t, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := map[string]string{}
-			for _, line := range strings.Split(out, "\n") {
-				f := strings.SplitN(line, " ", 3)
-				if len(f) == 3 {
-					res[f[0]+" "+f[1]] = f[2]
-				}
-			}
-			want := res["ROWS "+name+"_orig"]
-			if want == "" || strings.HasPrefix(want, "fail") || strings.HasPrefix(want, "0 ") {
-				t.Fatalf("the original sstables did not import and read: %q\n%s", want, out)
-			}
-			for _, mode := range modes {
-				tb := name + "_" + mode
-				if imp := res["IMPORT "+tb]; !strings.HasPrefix(imp, "0") {
-					t.Errorf("nodetool import of the %s children: %s", mode, imp)
-				}
-				if got := res["ROWS "+tb]; got != want {
-					t.Errorf("SELECT over the imported %s children: %s, the original: %s", mode, got, want)
-				}
-				if compactFail := res["COMPACT "+tb]; compactFail != "" {
-					t.Errorf("nodetool compact over the %s children (a filled dead head: %v): %s", mode, deadPrefix[mode], compactFail)
-				}
-				if mode == "copy" && deadPrefix[mode] {
-					t.Logf("nodetool compact over copy children with a filled dead head: ok")
-				}
-				if got := res["COMPACTED "+tb]; got != want {
-					t.Errorf("SELECT after nodetool compact over the %s children: %s, the original: %s", mode, got, want)
-				}
-				if fail := res["CLEANUP "+tb]; fail != "" {
-					t.Errorf("nodetool cleanup over the %s children: %s", mode, fail)
-				}
-				if got := res["CLEANED "+tb]; got != want {
-					t.Errorf("SELECT after nodetool cleanup over the %s children: %s, the original: %s", mode, got, want)
-				}
-			}
+			liveCheck(t, args, name+"_orig", tables)
 		})
 	}
 	// Zero-copy slices of text-keyed parents (filler partitions between their runs) by eight
-	// vnode-like ranges, in every zero-copy mode, against the rechunked slice of the same ranges:
-	// import, SELECT, compact, SELECT, cleanup, SELECT all equal.
+	// vnode-like ranges, in every zero-copy mode, against the rechunked slice of the same ranges.
 	for _, g := range generated(t) {
 		if g.Compression != "lz4" || (g.Version != "oa" && g.Version != "da") {
 			continue
@@ -183,9 +139,9 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			args := []string{"live", "--port", fmt.Sprint(native), "--jmx", fmt.Sprint(jmx),
 				"--schema", "CREATE TABLE sluice.stress (key text, c text, value blob, PRIMARY KEY (key, c))"}
-			modes := []string{"rechunk", "copy", "auto"}
+			var tables []string
 			fillers := 0
-			for _, mode := range modes {
+			for _, mode := range []string{"rechunk", "copy", "auto"} {
 				out := filepath.Join(work, "live-slice", name, mode)
 				if _, err := sluice(t, "sstable", "slice", g.Path, "--ranges", vnodeSpec, "--out", out, "--mode", mode); err != nil {
 					t.Fatal(err)
@@ -196,41 +152,12 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 					}
 				}
 				args = append(args, "--table", name+"_"+mode+"="+out)
+				tables = append(tables, name+"_"+mode)
 			}
 			if fillers == 0 {
 				t.Errorf("no zero-copy slice of %s has a filler partition: the test proves nothing", g.Path)
 			}
-			out, err := harness(t, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := map[string]string{}
-			for _, line := range strings.Split(out, "\n") {
-				f := strings.SplitN(line, " ", 3)
-				if len(f) == 3 {
-					res[f[0]+" "+f[1]] = f[2]
-				}
-			}
-			want := res["ROWS "+name+"_rechunk"]
-			if want == "" || strings.HasPrefix(want, "fail") || strings.HasPrefix(want, "0 ") {
-				t.Fatalf("the rechunked slice did not import and read: %q\n%s", want, out)
-			}
-			for _, mode := range modes {
-				tb := name + "_" + mode
-				if imp := res["IMPORT "+tb]; !strings.HasPrefix(imp, "0") {
-					t.Errorf("nodetool import of the %s slice: %s", mode, imp)
-				}
-				for _, step := range []string{"ROWS", "COMPACTED", "CLEANED"} {
-					if got := res[step+" "+tb]; got != want {
-						t.Errorf("%s over the %s slice: %s, the rechunked slice: %s", step, mode, got, want)
-					}
-				}
-				for _, step := range []string{"COMPACT", "CLEANUP"} {
-					if fail := res[step+" "+tb]; fail != "" {
-						t.Errorf("nodetool %s over the %s slice: %s", strings.ToLower(step), mode, fail)
-					}
-				}
-			}
+			liveCheck(t, args, name+"_rechunk", tables[1:])
 		})
 	}
 	if t.Failed() {
@@ -257,4 +184,40 @@ func fixtureSchemas(t *testing.T) (map[string]string, map[string][]string) {
 	t.Helper()
 	fixtures(t)
 	return fixSchema, fixTypes
+}
+
+// liveCheck runs the live harness (args) and holds every table to the reference table ref: the
+// import succeeds, and SELECT * equals ref's after the import, after nodetool compact and after
+// nodetool cleanup, both of which succeed.
+func liveCheck(t *testing.T, args []string, ref string, tables []string) {
+	t.Helper()
+	out, err := harness(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.SplitN(line, " ", 3); len(f) == 3 {
+			res[f[0]+" "+f[1]] = f[2]
+		}
+	}
+	want := res["ROWS "+ref]
+	if want == "" || strings.HasPrefix(want, "fail") || strings.HasPrefix(want, "0 ") {
+		t.Fatalf("the reference %s did not import and read: %q\n%s", ref, want, out)
+	}
+	for _, tb := range tables {
+		if imp := res["IMPORT "+tb]; !strings.HasPrefix(imp, "0") {
+			t.Errorf("nodetool import of %s: %s", tb, imp)
+		}
+		for _, step := range []string{"ROWS", "COMPACTED", "CLEANED"} {
+			if got := res[step+" "+tb]; got != want {
+				t.Errorf("SELECT over %s (%s): %s, the reference %s: %s", tb, step, got, ref, want)
+			}
+		}
+		for _, step := range []string{"COMPACT", "CLEANUP"} {
+			if fail := res[step+" "+tb]; fail != "" {
+				t.Errorf("nodetool %s over %s: %s", strings.ToLower(step), tb, fail)
+			}
+		}
+	}
 }

@@ -175,21 +175,11 @@ func cassandra(t testing.TB, paths ...string) map[string]*view {
 // RangeScans, keyed by each range's text.
 func cassandraRanges(t testing.TB, ranges string, paths ...string) map[string]*view {
 	t.Helper()
-	args := []string{"check", "--extended"}
-	if ranges != "" {
-		args = append(args, "--ranges", ranges)
-	}
-	out, err := harness(t, append(args, paths...)...)
-	if err != nil {
-		t.Fatalf("cassandra harness: %v", err)
-	}
-	views := parseCheck(out)
+	each := map[string]string{}
 	for _, p := range paths {
-		if views[p] == nil {
-			t.Fatalf("cassandra harness said nothing about %s:\n%s", p, tail(out, 3000))
-		}
+		each[p] = ranges
 	}
-	return views
+	return cassandraEach(t, each)
 }
 
 // cassandraEach is cassandraRanges with ranges of each path's own (path -> ranges' String; ""

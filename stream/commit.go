@@ -197,7 +197,7 @@ func (rs *recvSession) installed(s *sealed) error {
 	if in.Kind == wire.KindPartial {
 		f.Runs = len(in.Layout.Segments)
 		if c := s.job.filled; c.Runs > 0 {
-			f.Runs, f.FillerPartitions = c.Runs, c.FillerPartitions
+			f.Runs, f.FillerPartitions, f.FillerBytes, f.ReencodedBytes = c.Runs, c.FillerPartitions, c.FillerBytes, c.EncodedBytes
 		}
 	}
 	if in.Kind == wire.KindEntire {

@@ -47,6 +47,10 @@ type Fetched struct {
 	// its index addresses besides its Partitions.
 	Runs             int
 	FillerPartitions int64
+	// FillerBytes and ReencodedBytes (a filled partial): the uncompressed bytes of its filler
+	// partitions, and the Data.db bytes of the chunks re-encoded at its runs' edges.
+	FillerBytes    int64
+	ReencodedBytes int64
 }
 
 // FetchResult is what a Fetch installed.

@@ -23,7 +23,7 @@ func newBenchVnodesCmd() *cobra.Command {
 'sluice run' node to 'sluice stream fetch' on 127.0.0.1 (separate processes), fetch alternately
 N disjoint ranges (one wrapping) holding about half its partitions, and one range holding about
 the same half. Prints the median run of each and the multi-run targets: one sstable for the N
-ranges, time per byte within 1.3x of the one range's, dead bytes within two chunks per run, and
+ranges, time per byte within 1.3x of the one range's, re-encoded edge bytes within two chunks per run, and
 bytes received within 1.02x of the live chunk runs plus the index slice.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,9 +50,9 @@ bytes received within 1.02x of the live chunk runs plus the index slice.`,
 			fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, chunks of %d; transport %s; 127.0.0.1; medians of %d run(s)\n",
 				rep.ParentData, rep.ParentDataFile, rep.ChunkLength, rep.Transport, rep.Runs)
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "request\tsstables\truns\tdead bytes\treceived\twall s\tns/byte")
+			fmt.Fprintln(tw, "request\tsstables\truns\tfiller\tre-encoded\treceived\twall s\tns/byte")
 			for _, r := range []bench.VnodesRow{rep.Many, rep.One} {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%.3f\t%.3f\n", r.RangeSpec, r.SSTables, r.Runs, human(r.DeadBytes), human(r.Bytes), r.WallSeconds, r.NsPerByte)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", r.RangeSpec, r.SSTables, r.Runs, human(r.FillerBytes), human(r.ReencodedBytes), human(r.Bytes), r.WallSeconds, r.NsPerByte)
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -41,6 +41,8 @@ type fetchedSSTable struct {
 	Runs       int    `json:"runs"`
 	// FillerPartitions: empty partitions in the gaps between runs, addressed by the index.
 	FillerPartitions int64 `json:"filler_partitions"`
+	FillerBytes      int64 `json:"filler_bytes"`
+	ReencodedBytes   int64 `json:"reencoded_bytes"`
 }
 
 func newFetchCmd() *cobra.Command {
@@ -112,7 +114,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			rep := fetchReport{SSTables: []fetchedSSTable{}, Skipped: res.Skipped, Failed: []string{}, Bytes: res.BytesReceived, Wall: res.Wall.Seconds()}
 			for _, f := range res.SSTables {
 				rep.SSTables = append(rep.SSTables, fetchedSSTable{Path: f.Path + "-Data.db", Kind: f.Kind, Partitions: f.Partitions, Bytes: f.Bytes,
-					Runs: f.Runs, FillerPartitions: f.FillerPartitions})
+					Runs: f.Runs, FillerPartitions: f.FillerPartitions, FillerBytes: f.FillerBytes, ReencodedBytes: f.ReencodedBytes})
 			}
 			for _, e := range res.Failed {
 				rep.Failed = append(rep.Failed, e.Error())

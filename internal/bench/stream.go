@@ -837,7 +837,9 @@ type fetchedOutput struct {
 	Kind      string `json:"kind"`
 	Bytes     int64  `json:"bytes"`
 	Runs      int    `json:"runs"`
-	DeadBytes int64  `json:"dead_bytes"`
+	// The receiver's fill of a partial: filler partitions' bytes, re-encoded edge chunks.
+	FillerBytes    int64 `json:"filler_bytes"`
+	ReencodedBytes int64 `json:"reencoded_bytes"`
 }
 
 // runFetch is configurations (b) to (d) and (f): a `sluice run` node sends, `sluice stream

@@ -135,13 +135,9 @@ func (in *Install) Create(name string) (*os.File, error) {
 // marker last, as described on Install. On failure it rolls back (removes whatever it had
 // published and every temporary) and returns the error joined with any rollback error.
 func (in *Install) Commit() error {
-	if in.done {
-		return ErrInstallDone
-	}
-	in.done = true
-	order, err := in.renameOrder()
+	order, err := in.finishing()
 	if err != nil {
-		return errors.Join(err, in.rollback())
+		return err
 	}
 	if err := in.commit(order); err != nil {
 		return errors.Join(err, in.rollback())
@@ -156,13 +152,9 @@ func (in *Install) Commit() error {
 // scratch directory that no reader shares and that is removed after use (a crash leaves it to
 // the next sweep), where durability buys nothing. The files stay open for the Install to close.
 func (in *Install) Publish() error {
-	if in.done {
-		return ErrInstallDone
-	}
-	in.done = true
-	order, err := in.renameOrder()
+	order, err := in.finishing()
 	if err != nil {
-		return errors.Join(err, in.rollback())
+		return err
 	}
 	for _, f := range order {
 		if err := renameNoReplace(f.tmp, filepath.Join(in.dir, f.name)); err != nil {
@@ -213,6 +205,20 @@ func (in *Install) commit(order []*installFile) error {
 		f.renamed = true
 	}
 	return syncDir(in.dir)
+}
+
+// finishing ends the install's building (Commit or Publish) and returns its rename order; a set
+// that cannot be published is rolled back.
+func (in *Install) finishing() ([]*installFile, error) {
+	if in.done {
+		return nil, ErrInstallDone
+	}
+	in.done = true
+	order, err := in.renameOrder()
+	if err != nil {
+		return nil, errors.Join(err, in.rollback())
+	}
+	return order, nil
 }
 
 // renameOrder puts the marker last, keeping creation order otherwise.

@@ -56,50 +56,42 @@ type seq struct {
 // parseLZ4 splits an LZ4 block into its sequences.
 func parseLZ4(b []byte) ([]seq, bool) {
 	var out []seq
-	for i := 0; i < len(b); {
-		tok := b[i]
-		i++
-		ll := int(tok >> 4)
-		if ll == 15 {
-			for {
-				if i >= len(b) {
-					return nil, false
-				}
-				c := b[i]
-				i++
-				ll += int(c)
-				if c != 255 {
-					break
-				}
+	i := 0
+	// length reads a length field whose token nibble is n: 15 continues in bytes of 255.
+	length := func(n int) (int, bool) {
+		if n < 15 {
+			return n, true
+		}
+		for i < len(b) {
+			c := b[i]
+			i++
+			n += int(c)
+			if c != 255 {
+				return n, true
 			}
 		}
-		if i+ll > len(b) {
+		return 0, false
+	}
+	for i < len(b) {
+		tok := b[i]
+		i++
+		ll, ok := length(int(tok >> 4))
+		if !ok || i+ll > len(b) {
 			return nil, false
 		}
 		s := seq{lits: b[i : i+ll]}
 		i += ll
 		if i == len(b) {
-			out = append(out, s)
-			return out, true
+			return append(out, s), true
 		}
 		if i+2 > len(b) {
 			return nil, false
 		}
 		s.offset = int(binary.LittleEndian.Uint16(b[i:]))
 		i += 2
-		ml := int(tok & 15)
-		if ml == 15 {
-			for {
-				if i >= len(b) {
-					return nil, false
-				}
-				c := b[i]
-				i++
-				ml += int(c)
-				if c != 255 {
-					break
-				}
-			}
+		ml, ok := length(int(tok & 15))
+		if !ok {
+			return nil, false
 		}
 		s.mlen = ml + 4
 		out = append(out, s)

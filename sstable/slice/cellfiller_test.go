@@ -19,8 +19,8 @@ import (
 const marshal = "org.apache.cassandra.db.marshal."
 
 // fixedKeyTable writes an sstable of n partitions whose keys are values of a fixed shape (keyOf),
-// each with rows of clustering values and a text column, LZ4 in 4 KiB chunks.
-func fixedKeyTable(t *testing.T, v string, h *schema.Header, n int, keyOf func(i int) []byte, ck func(j int) [][]byte) string {
+// each holding the rows rowsOf makes, LZ4 in 4 KiB chunks.
+func fixedKeyTable(t *testing.T, v string, h *schema.Header, n int, keyOf func(i int) []byte, rowsOf func(rng *rand.Rand) []*rows.Row) string {
 	t.Helper()
 	ver, err := version.ParseWritable(v)
 	if err != nil {
@@ -43,14 +43,7 @@ func fixedKeyTable(t *testing.T, v string, h *schema.Header, n int, keyOf func(i
 		if err := w.BeginPartition(k, rows.Live); err != nil {
 			t.Fatal(err)
 		}
-		for j := 0; j < 1+rng.IntN(4); j++ {
-			val := make([]byte, 50+rng.IntN(300))
-			for i := range val {
-				val[i] = 'a' + byte(rng.IntN(26))
-			}
-			r := &rows.Row{Clustering: ck(j), Liveness: rows.Liveness{Timestamp: 1_700_000_000_000_000 + int64(j), TTL: rows.NoTTL, LocalExpirationTime: rows.NoDeletionTime},
-				Deletion: rows.Live, Columns: []rows.ColumnData{{Column: 0, Deletion: rows.Live, Cells: []rows.Cell{{
-					Timestamp: 1_700_000_000_000_000 + int64(j), LocalDeletionTime: rows.NoDeletionTime, TTL: rows.NoTTL, Value: val}}}}}
+		for _, r := range rowsOf(rng) {
 			if err := w.AppendRow(r); err != nil {
 				t.Fatal(err)
 			}
@@ -64,6 +57,28 @@ func fixedKeyTable(t *testing.T, v string, h *schema.Header, n int, keyOf func(i
 		t.Fatal(err)
 	}
 	return d.Prefix()
+}
+
+// liveRow is a row of clustering ck whose only column (0) holds value, written at ts.
+func liveRow(ck [][]byte, value []byte, ts int64) *rows.Row {
+	return &rows.Row{Clustering: ck, Liveness: rows.Liveness{Timestamp: ts, TTL: rows.NoTTL, LocalExpirationTime: rows.NoDeletionTime},
+		Deletion: rows.Live, Columns: []rows.ColumnData{{Column: 0, Deletion: rows.Live, Cells: []rows.Cell{{
+			Timestamp: ts, LocalDeletionTime: rows.NoDeletionTime, TTL: rows.NoTTL, Value: value}}}}}
+}
+
+// textRows makes 1 to 4 rows of clustering ck(j) and a 50 to 350 letter value.
+func textRows(ck func(j int) [][]byte) func(rng *rand.Rand) []*rows.Row {
+	return func(rng *rand.Rand) []*rows.Row {
+		var out []*rows.Row
+		for j := 0; j < 1+rng.IntN(4); j++ {
+			val := make([]byte, 50+rng.IntN(300))
+			for i := range val {
+				val[i] = 'a' + byte(rng.IntN(26))
+			}
+			out = append(out, liveRow(ck(j), val, 1_700_000_000_000_000+int64(j)))
+		}
+		return out
+	}
 }
 
 func be32(i int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(i)) }
@@ -111,7 +126,7 @@ func TestSliceFillsFixedShapeKeysWithExpiredCells(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			prefix := fixedKeyTable(t, c.versn, c.h, 3000, c.key, c.ck)
+			prefix := fixedKeyTable(t, c.versn, c.h, 3000, c.key, textRows(c.ck))
 			parts := readAll(t, prefix)
 			for _, n := range []int{1, 8, 33} {
 				ranges := manyRanges(rng, parts, n)
@@ -146,7 +161,13 @@ func TestSliceFillsFixedShapeKeysWithExpiredCells(t *testing.T) {
 func TestSliceReencodesWhatCannotBeFilled(t *testing.T) {
 	h := &schema.Header{MinTimestamp: 1_700_000_000_000_000, KeyType: marshal + "Int32Type",
 		ClusteringTypes: []string{marshal + "Int32Type"}, RegularColumns: []schema.Column{{Name: []byte("v"), Type: marshal + "Int32Type"}}}
-	prefix := fixedKeyTableInts(t, h)
+	prefix := fixedKeyTable(t, "oa", h, 2000, be32, func(*rand.Rand) []*rows.Row {
+		out := make([]*rows.Row, 20)
+		for j := range out {
+			out[j] = liveRow([][]byte{be32(j)}, be32(j), 1_700_000_000_000_000)
+		}
+		return out
+	})
 	parts := readAll(t, prefix)
 	ranges := manyRanges(rand.New(rand.NewPCG(1, 2)), parts, 8)
 	res := checkSlice(t, prefix, ranges, ModeCopy, Options{Bounds: Bounds{MaxDeadRatio: -1}})
@@ -159,43 +180,4 @@ func TestSliceReencodesWhatCannotBeFilled(t *testing.T) {
 	if _, err := Slice(context.Background(), openTable(t, prefix), ranges, t.TempDir(), Options{Mode: ModeCopy}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// fixedKeyTableInts writes int-keyed partitions whose only column is an int.
-func fixedKeyTableInts(t *testing.T, h *schema.Header) string {
-	t.Helper()
-	ver, _ := version.ParseWritable("oa")
-	keys := make([][]byte, 2000)
-	for i := range keys {
-		keys[i] = be32(i)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		return token.CompareKeys(token.Murmur3.Token(keys[a]), keys[a], token.Murmur3.Token(keys[b]), keys[b]) < 0
-	})
-	w, err := sstable.NewWriter(t.TempDir(), sstable.WriterOptions{Version: ver, Partitioner: token.Murmur3, Header: h,
-		Compressor: "LZ4Compressor", ChunkLength: 4 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		if err := w.BeginPartition(k, rows.Live); err != nil {
-			t.Fatal(err)
-		}
-		for j := 0; j < 20; j++ {
-			r := &rows.Row{Clustering: [][]byte{be32(j)}, Liveness: rows.Liveness{Timestamp: 1_700_000_000_000_000, TTL: rows.NoTTL, LocalExpirationTime: rows.NoDeletionTime},
-				Deletion: rows.Live, Columns: []rows.ColumnData{{Column: 0, Deletion: rows.Live, Cells: []rows.Cell{{
-					Timestamp: 1_700_000_000_000_000, LocalDeletionTime: rows.NoDeletionTime, TTL: rows.NoTTL, Value: be32(j)}}}}}
-			if err := w.AppendRow(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.EndPartition(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.Prefix()
 }
