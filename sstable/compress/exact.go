@@ -24,12 +24,13 @@ var ErrNoExactLength = errors.New("no encoding of that exact length")
 
 // GrowRecord re-encodes chunk (its uncompressed bytes) as a record (body and CRC) exactly
 // len(rec)+by bytes long, rec being its record as codec made it. Only LZ4 records grow; a raw
-// record (stored uncompressed) does not.
-func GrowRecord(codec Codec, chunk, rec []byte, by int) ([]byte, error) {
+// record (stored uncompressed) does not, and no record grows to rawAt (the parent's
+// maxCompressedLength), where readers take a body for raw bytes.
+func GrowRecord(codec Codec, chunk, rec []byte, by, rawAt int) ([]byte, error) {
 	if by == 0 {
 		return rec, nil
 	}
-	if _, ok := codec.(*lz4Codec); !ok || len(rec) < 8 || by < 0 {
+	if _, ok := codec.(*lz4Codec); !ok || len(rec) < 8 || by < 0 || len(rec)-CRCLength+by >= rawAt {
 		return nil, ErrNoExactLength
 	}
 	body := rec[:len(rec)-CRCLength]

@@ -42,7 +42,7 @@ func TestGrowRecordHitsEveryLength(t *testing.T) {
 		grown, tried := 0, 0
 		for by := 0; by <= 4096; by += 1 + by/512 {
 			tried++
-			out, err := GrowRecord(codec, chunk, rec, by)
+			out, err := GrowRecord(codec, chunk, rec, by, 1<<30)
 			if errors.Is(err, ErrNoExactLength) {
 				continue
 			}
@@ -66,5 +66,26 @@ func TestGrowRecordHitsEveryLength(t *testing.T) {
 		if grown != tried {
 			t.Errorf("%s: grew to only %d of %d lengths", shape, grown, tried)
 		}
+	}
+}
+
+// A record never grows to the raw threshold, where readers would take its body for raw bytes.
+func TestGrowRecordStopsBelowTheRawThreshold(t *testing.T) {
+	codec, _ := CodecFor(LZ4, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	chunk := make([]byte, 4096)
+	for i := range chunk {
+		chunk[i] = byte('a' + rng.IntN(6))
+	}
+	rec, err := AppendRecord(nil, codec, chunk, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := len(rec) - CRCLength
+	if _, err := GrowRecord(codec, chunk, rec, 10, body+11); err != nil {
+		t.Errorf("to one byte below the threshold: %v", err)
+	}
+	if _, err := GrowRecord(codec, chunk, rec, 10, body+10); !errors.Is(err, ErrNoExactLength) {
+		t.Errorf("to the threshold: %v, want ErrNoExactLength", err)
 	}
 }

@@ -166,7 +166,7 @@ func (w *filledWriter) write() error {
 // grow re-encodes one of the held records by exactly d bytes longer, the last that can be.
 func (w *filledWriter) grow(pending []held, d int) {
 	for j := len(pending) - 1; j >= 0; j-- {
-		if rec, err := compress.GrowRecord(w.codec, pending[j].content, pending[j].rec, d); err == nil {
+		if rec, err := compress.GrowRecord(w.codec, pending[j].content, pending[j].rec, d, w.rawAt); err == nil {
 			pending[j].rec = rec
 			w.out.Grown += int64(d)
 			return

@@ -3,6 +3,7 @@ package slice
 import (
 	"errors"
 	"fmt"
+	"github.com/sluicedb/sluice/internal/crcx"
 	"hash/crc32"
 	"io"
 	"os"
@@ -133,4 +134,58 @@ func (sp *splitter) proveAhead() error {
 		return nil
 	}
 	return provenRange(sp.parent, sp.plans[0].Lo, sp.plans[len(sp.plans)-1].Hi)
+}
+
+// LayoutDigest is the CRC32 of the Data.db laid out by l derived from the parent's stored
+// checksums rather than from the bytes: the inline chunk CRCs (compressed), or CRC.db with the
+// slices a segment cuts read and checked (uncompressed, compress.RangeDigest). A streaming
+// sender puts it in the Manifest so that bytes damaged anywhere on their way fail the
+// receiver's comparison.
+func LayoutDigest(parent *sstable.Table, l *Layout) (uint32, error) {
+	switch {
+	case parent.Compression != nil:
+		return chunkRunDigest(parent.DataFile(), parent.Compression, parent.DataFileLength, l)
+	case parent.CRC == nil:
+		return 0, fmt.Errorf("%w: %s has no CRC.db", ErrUnverifiable, parent.Desc)
+	}
+	var crc uint32
+	if l.Pad > 0 {
+		return 0, fmt.Errorf("slice: LayoutDigest of a padded layout")
+	}
+	for k, s := range l.Segments {
+		d, err := compress.RangeDigest(parent.DataFile(), parent.CRC, parent.DataFileLength, s.SrcOff, s.SrcEnd)
+		if err != nil {
+			return 0, corruptParent(parent, err)
+		}
+		if k == 0 {
+			crc = d
+			continue
+		}
+		crc = crcx.Combine(crc, d, s.Length())
+	}
+	return crc, nil
+}
+
+// chunkRunDigest derives the CRC32 of a child's Data.db (head pad + chunk records) from the
+// parent's inline chunk CRCs, segment by segment (compress.RunDigest: 4 bytes read per chunk,
+// and the pad), joined with CRC-32 combination. A damaged parent chunk makes the derived digest
+// disagree with the bytes, which verify then reports.
+func chunkRunDigest(src *os.File, info *compress.Info, fileLength int64, l *Layout) (uint32, error) {
+	var crc uint32
+	for k, s := range l.Segments {
+		padOff, pad := int64(0), int64(0)
+		if k == 0 {
+			padOff, pad = s.SrcOff-l.Pad, l.Pad
+		}
+		d, err := compress.RunDigest(src, info, fileLength, s.FirstChunk, s.LastChunk, padOff, pad)
+		if err != nil {
+			return 0, err
+		}
+		if k == 0 {
+			crc = d
+			continue
+		}
+		crc = crcx.Combine(crc, d, s.Length())
+	}
+	return crc, nil
 }
