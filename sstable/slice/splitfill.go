@@ -46,7 +46,9 @@ func (sp *splitter) copyChunks(oc *openChild, dst *os.File) error {
 	if err := fl.check(); err != nil {
 		return err
 	}
-	derive := sp.digestFromCRCs || sp.opts.NoDigest
+	// The digest: none (--no-digest), derived from the parent's stored CRCs (a cached parent), or
+	// computed over the written child, every chunk proven on the way (provenRecords, below).
+	derive := sp.digestFromCRCs && !sp.opts.NoDigest
 	fd, err := writeFilled(sp.parent, &fl, fill, dst, sp.opts.Mover, clone, sp.align, derive)
 	if err != nil {
 		return err
