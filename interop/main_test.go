@@ -128,6 +128,7 @@ type view struct {
 	Meta     string
 	Basic    string // sstableverify
 	Extended string // sstableverify -e
+	Scrub    string // sstablescrub's work on a copy: "ok good=N bad=N empty=N" or "fail ..."
 
 	// Every partition key the index-driven read (READKEYS) and the sequential read (SCANKEYS)
 	// returned, in order, empty partitions included; the Empty lists hold the empty ones alone.
@@ -248,6 +249,8 @@ func parseCheck(out string) map[string]*view {
 				rs.Digest = f["digest"]
 			}
 			cur.RangeScans[rng] = rs
+		case "SCRUB":
+			cur.Scrub = rest
 		case "RIDX":
 			cur.RowIndex = rest
 		case "META":

@@ -41,6 +41,7 @@
 //   META ok <facts> | META fail <message>
 //   VERIFY basic ok <summary> | VERIFY basic fail <message>           sstableverify without -e
 //   VERIFY extended ok <summary> | VERIFY extended fail <message>     sstableverify -e, when asked
+//   SCRUB ok good=<n> bad=<n> empty=<n> | SCRUB fail <message>       sstablescrub's work on a copy
 //   END
 // A failure in one sstable never stops the others: every step catches and reports.
 // KEY LISTS: comma-separated lower-case key hex (an empty list is empty text, e.g. "emptykeys= keys=0a0b"); an empty
@@ -381,7 +382,51 @@ public final class Harness
         verify(cfs, sstable, false);
         if (extended)
             verify(cfs, sstable, true);
+        scrub(cfs, path, metadata);
         sstable.selfRef().release();
+    }
+
+    /**
+     * sstablescrub's work (IScrubber, checking data), on a copy of the sstable so the original stays:
+     * `SCRUB ok good=<n> bad=<n> empty=<n>` (partitions written again, dropped as unreadable, dropped as
+     * empty) or `SCRUB fail <message>`.
+     */
+    static void scrub(ColumnFamilyStore cfs, String path, TableMetadata metadata)
+    {
+        try
+        {
+            java.nio.file.Path src = Path.of(path);
+            String prefix = src.getFileName().toString();
+            prefix = prefix.substring(0, prefix.length() - "Data.db".length());
+            java.nio.file.Path dir = Files.createTempDirectory(Env.dir, "scrub");
+            try (java.util.stream.Stream<java.nio.file.Path> files = Files.list(src.getParent()))
+            {
+                for (java.nio.file.Path f : (Iterable<java.nio.file.Path>) files::iterator)
+                    if (f.getFileName().toString().startsWith(prefix))
+                        Files.copy(f, dir.resolve(f.getFileName()));
+            }
+            Descriptor desc = Descriptor.fromFileWithComponent(new File(dir.resolve(src.getFileName()).toString()), false).left;
+            SSTableReader copy = SSTableReader.openNoValidation(null, desc, TableMetadataRef.forOfflineTools(metadata));
+            StringBuilder log = new StringBuilder();
+            OutputHandler handler = new OutputHandler()
+            {
+                public void output(String msg) { }
+                public void debug(String msg) { }
+                public void warn(String msg) { log.append("WARN ").append(msg).append(" | "); }
+                public void warn(Throwable th, String msg) { log.append("WARN ").append(msg).append(": ").append(chain(th)).append(" | "); }
+            };
+            org.apache.cassandra.io.sstable.IScrubber.ScrubResult r;
+            try (org.apache.cassandra.db.lifecycle.LifecycleTransaction txn = org.apache.cassandra.db.lifecycle.LifecycleTransaction.offline(org.apache.cassandra.db.compaction.OperationType.SCRUB, copy);
+                 org.apache.cassandra.io.sstable.IScrubber scrubber = copy.descriptor.getFormat().getScrubber(cfs, txn, handler, org.apache.cassandra.io.sstable.IScrubber.options().checkData(true).build()))
+            {
+                r = scrubber.scrubWithResult();
+            }
+            out.println("SCRUB ok good=" + r.goodPartitions + " bad=" + r.badPartitions + " empty=" + r.emptyPartitions + (log.length() > 0 ? " warnings=" + log.toString().replace('\n', ' ') : ""));
+        }
+        catch (Throwable t)
+        {
+            out.println("SCRUB fail " + chain(t));
+        }
     }
 
     /** As sstabledump's Util.metadataFromSSTable, with a table name of our own. */
