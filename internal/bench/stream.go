@@ -833,10 +833,10 @@ type fetchOutput struct {
 
 // fetchedOutput is one sstable in `stream fetch --json`.
 type fetchedOutput struct {
-	Path      string `json:"path"` // its Data.db
-	Kind      string `json:"kind"`
-	Bytes     int64  `json:"bytes"`
-	Runs      int    `json:"runs"`
+	Path  string `json:"path"` // its Data.db
+	Kind  string `json:"kind"`
+	Bytes int64  `json:"bytes"`
+	Runs  int    `json:"runs"`
 	// The receiver's fill of a partial: filler partitions' bytes, re-encoded edge chunks.
 	FillerBytes    int64 `json:"filler_bytes"`
 	ReencodedBytes int64 `json:"reencoded_bytes"`

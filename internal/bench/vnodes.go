@@ -44,16 +44,16 @@ type VnodesReport struct {
 
 // VnodesRow is one configuration's median run.
 type VnodesRow struct {
-	RangeSpec   string  `json:"ranges"`
-	SSTables    int     `json:"sstables"`
-	Runs        int     `json:"runs"`
+	RangeSpec string `json:"ranges"`
+	SSTables  int    `json:"sstables"`
+	Runs      int    `json:"runs"`
 	// FillerBytes and ReencodedBytes are what the receiver's fill added: the filler
 	// partitions in the gaps between runs, and the Data.db bytes of the re-encoded edge chunks.
-	FillerBytes    int64 `json:"filler_bytes"`
-	ReencodedBytes int64 `json:"reencoded_bytes"`
-	Bytes       int64   `json:"bytes_received"`
-	WallSeconds float64 `json:"wall_seconds"`
-	NsPerByte   float64 `json:"ns_per_byte"`
+	FillerBytes    int64   `json:"filler_bytes"`
+	ReencodedBytes int64   `json:"reencoded_bytes"`
+	Bytes          int64   `json:"bytes_received"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	NsPerByte      float64 `json:"ns_per_byte"`
 }
 
 // Vnodes fetches Ranges disjoint ranges (one wrapping) covering about half of a parent, and
