@@ -280,7 +280,7 @@ func (c *Cluster) scanNode(ctx context.Context, n *Node, rep *CheckReport) (map[
 			path := filepath.Join(td, name)
 			if rep != nil {
 				rep.SSTables++
-				vr, err := sstable.Verify(path, sstable.VerifyOptions{Extended: true})
+				vr, err := sstable.Verify(path, sstable.VerifyOptions{Extended: true, Strict: true})
 				if err != nil || !vr.OK {
 					bad("%s: %s does not verify: %v %v", n.Name, path, err, problemsOf(vr))
 					continue

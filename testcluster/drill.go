@@ -585,10 +585,12 @@ func (c *Cluster) countSSTables(n *Node) (int, error) {
 	return len(m), err
 }
 
-// waitOpStarted waits until n reports an operation of kind.
+// waitOpStarted waits until n reports an operation of kind. A node just restarted after a kill
+// rejoins gossip and resumes first: under a loaded machine (the race detector, two cores, the
+// whole suite beside it) that has taken over a minute.
 func (d *drill) waitOpStarted(ctx context.Context, n *Node, kind string) (adminapi.OpStatus, error) {
 	var s adminapi.OpStatus
-	err := waitFor(ctx, time.Minute, kind+" to start on "+n.Name, func() (bool, error) {
+	err := waitFor(ctx, 3*time.Minute, kind+" to start on "+n.Name, func() (bool, error) {
 		o, ok, err := n.LastOp(ctx, kind)
 		s = o
 		return ok, err

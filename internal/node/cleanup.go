@@ -227,7 +227,7 @@ func (n *Node) importDir(ctx context.Context, o *op, req ImportRequest) error {
 		if err != nil {
 			return err
 		}
-		parts[i] = rep.Partitions
+		parts[i] = rep.Partitions - rep.Fillers
 		for _, p := range rep.Problems {
 			problems = append(problems, s.Desc.Prefix()+": "+p.String())
 		}
