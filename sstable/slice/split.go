@@ -76,23 +76,11 @@ type Child struct {
 	FirstToken     token.Token
 	LastToken      token.Token
 	DataFileLength int64
-	// DeadBytes counts the child's uncompressed Data.db bytes that belong to no partition of
-	// the child: the part of each run's first chunk before its first partition and of each
-	// run's last chunk after its last (the child's data ends with its last partition), and
-	// partitions between runs less than a chunk apart. Readers never reach them: they enter
-	// Data.db only at index positions.
-	DeadBytes int64
-	Cloned    int64 // Data.db bytes shared with the parent
-	Copied    int64 // Data.db bytes copied or written
+	Cloned         int64 // Data.db bytes shared with the parent
+	Copied         int64 // Data.db bytes copied or written
 	// Runs is the number of contiguous pieces of the parent the child's Data.db concatenates
 	// (1 for a split child; rechunk and rewrite count the runs they joined).
 	Runs int
-	// Unscannable, when not empty, says why a reader that walks Data.db from its start
-	// without the index (Cassandra 5.0's compaction, cleanup, sstabledump) would misread the
-	// child: dead bytes between runs, or a dead head that could not be filled. Empty means
-	// the split laid out nothing such a reader trips on; a parent with dead regions of its own
-	// (a multi-run sstable) passes them on, which `sstable verify` reports (Scannable).
-	Unscannable string
 	// FillerPartitions and FillerBytes are the filler partitions (fill.go) the child holds:
 	// empty partitions in the gaps its runs leave, counted apart from Partitions.
 	FillerPartitions int64

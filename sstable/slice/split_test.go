@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fixtures"
@@ -99,24 +98,12 @@ func checkSplit(t *testing.T, parentPrefix string, ranges token.RangeSet, mode M
 }
 
 // checkScan holds a child of a gap-free parent (every parent these tests cut: generated or
-// Cassandra-written) to what it says of Cassandra 5.0's sequential readers. Nothing said: a
-// scan from position 0 finds empty filler partitions sorting before the first partition, then
-// exactly the child's partitions, and verify agrees (scannable). Something said: one of the
-// package's reasons; a split child (one run) may only lack a filled head.
-func checkScan(t *testing.T, c Child, parts []partition, oneRun bool) {
+// Cassandra-written) to Cassandra's sequential rules: a scan from position 0 finds exactly the
+// partitions its index addresses, the fillers among them empty, and verify agrees.
+func checkScan(t *testing.T, c Child, parts []partition, _ bool) {
 	t.Helper()
-	if why := c.Unscannable; why != "" {
-		switch {
-		case strings.HasPrefix(why, "dead head not filled"), strings.HasPrefix(why, "head pad"):
-		case strings.HasPrefix(why, "dead bytes between runs") && !oneRun:
-		default:
-			t.Errorf("child %s is not scannable: %q", c.Desc, why)
-		}
-		t.Logf("child %s: not scannable: %s", c.Desc, why)
-		return
-	}
 	if err := sstabletest.CheckScannable(c.Desc.Prefix(), sstabletest.Keys(parts)); err != nil {
-		t.Errorf("child %s is said to be scannable: %v", c.Desc, err)
+		t.Errorf("child %s: %v", c.Desc, err)
 	}
 }
 
