@@ -27,7 +27,8 @@ import org.apache.cassandra.tools.Output;
  * `nodetool import --copy-data live NAME DIR...` (NodeTool's own class over JMX; it verifies each sstable first),
  * then SELECT * and print `ROWS <name> <count> <digest>` (digest over the sorted rows, every column's bytes), then
  * `nodetool compact live NAME` and the same SELECT again as `COMPACTED <name> <count> <digest>` or
- * `COMPACT <name> fail <exit code>`, then `nodetool cleanup live NAME` and `CLEANED <name> <count> <digest>` or
+ * `COMPACT <name> fail <exit code>`, `IMPORTED <name> <estimate>` and `PARTITIONS <name> <estimate>` (nodetool tablestats' partition estimate after the import and after the compaction), then
+ * `nodetool cleanup live NAME` and `CLEANED <name> <count> <digest>` or
  * `CLEANUP <name> fail <exit code>`. `IMPORT <name> <exit code> <output>` reports the import.
  */
 final class Live
@@ -58,10 +59,14 @@ final class Live
                 Capture c = nodetool(cmd);
                 Harness.out.println("IMPORT " + name + " " + c.code + " " + c.text.replace('\n', ' ').trim());
                 select(session, "ROWS", name);
+                partitions(jmx, "IMPORTED", name);
                 Capture compact = nodetool(List.of("-h", "127.0.0.1", "-p", jmx, "compact", "live", name));
                 if (compact.code != 0)
                     Harness.out.println("COMPACT " + name + " fail " + compact.code + " " + compact.text.replace('\n', ' ').trim());
                 select(session, "COMPACTED", name);
+                // What compaction kept: the table's partition estimate (its sstables' key
+                // cardinality), which holds a filler partition only if compaction did not drop it.
+                partitions(jmx, "PARTITIONS", name);
                 Capture cleanup = nodetool(List.of("-h", "127.0.0.1", "-p", jmx, "cleanup", "live", name));
                 if (cleanup.code != 0)
                     Harness.out.println("CLEANUP " + name + " fail " + cleanup.code + " " + cleanup.text.replace('\n', ' ').trim());
@@ -70,6 +75,15 @@ final class Live
             }
         }
         return 0;
+    }
+
+    /** Prints `TAG <name> <estimate>`: nodetool tablestats' partition estimate of live.NAME. */
+    static void partitions(String jmx, String tag, String name)
+    {
+        Capture stats = nodetool(List.of("-h", "127.0.0.1", "-p", jmx, "tablestats", "live." + name));
+        for (String line : stats.text.split("\n"))
+            if (line.trim().startsWith("Number of partitions (estimate):"))
+                Harness.out.println(tag + " " + name + " " + line.substring(line.indexOf(':') + 1).trim());
     }
 
     record Capture(int code, String text) {}
