@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicedb/sluice/sstable/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,8 +60,8 @@ func stripPositions(v any) {
 	}
 }
 
-// Cassandra 4.1's own sstabledump reads sluice's nb output: `sstable gen` (LZ4 and none) and the
-// children of every split mode of the LZ4 one. Every partition sluice's index lists is dumped, in
+// Cassandra 4.1's own sstabledump reads sluice's nb output: `sstable gen` (LZ4 and none), the
+// children of every split mode of the LZ4 one and its zero-copy slices by eight ranges. Every partition sluice's index lists is dumped, in
 // its order, and the union of the children's partitions is the parent's, field by field; the
 // children's filler partitions are dumped too, empty.
 func TestCassandra41ReadsNB(t *testing.T) {
@@ -90,9 +91,32 @@ func TestCassandra41ReadsNB(t *testing.T) {
 			if g.Compression != "lz4" {
 				return
 			}
-			for _, mode := range []string{"copy", "rechunk", "rewrite"} {
+			// Every split mode's children hold all of the parent; slices of eight vnode-like
+			// ranges (filler partitions between their runs) the parent's partitions in them.
+			vnodes, err := token.ParseRanges(token.Murmur3, vnodeSpec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokenOf := map[string]token.Token{}
+			for _, k := range keys {
+				b, _ := hex.DecodeString(k.Key)
+				tokenOf["["+string(b)+"]"] = token.Murmur3.Token(b)
+			}
+			all := want
+			for _, mode := range []string{"copy", "rechunk", "rewrite", "slice-copy", "slice-auto"} {
 				out := filepath.Join(work, "split41", g.Name, mode)
-				if _, err := sluice(t, "sstable", "split", g.Path, "--out", out, "--ways", "3", "--mode", mode); err != nil {
+				args := []string{"sstable", "split", g.Path, "--out", out, "--ways", "3", "--mode", mode}
+				want = all
+				if m, ok := strings.CutPrefix(mode, "slice-"); ok {
+					args = []string{"sstable", "slice", g.Path, "--out", out, "--ranges", vnodeSpec, "--mode", m}
+					want = map[string]string{}
+					for k, v := range all {
+						if vnodes.Contains(tokenOf[k]) {
+							want[k] = v
+						}
+					}
+				}
+				if _, err := sluice(t, args...); err != nil {
 					t.Fatal(err)
 				}
 				got := map[string]string{}
