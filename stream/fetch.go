@@ -60,6 +60,9 @@ type FetchResult struct {
 	Failed        []error  // one *SSTableError per failed sstable
 	BytesReceived int64
 	Wall          time.Duration
+	// Warnings say what the fetch ignored: resume record entries that name no file of the
+	// target directory.
+	Warnings []string
 }
 
 // Fetch runs one receiving session against req.Peer and installs what it receives. It
@@ -87,7 +90,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 	if _, err := rand.Read(sr.SessionID[:]); err != nil {
 		return nil, err
 	}
-	res := &FetchResult{}
+	res := &FetchResult{Warnings: state.warnings}
 	for id := range state.Installed {
 		sr.Resume = append(sr.Resume, wire.ResumePoint{SSTableID: id, VerifiedChunks: ResumeInstalled})
 		res.Skipped = append(res.Skipped, id)

@@ -318,3 +318,44 @@ func TestFetchSweepsOnlyItsOwnLeftovers(t *testing.T) {
 		t.Errorf("truncated kept file not swept: %v", err)
 	}
 }
+
+// A resume record's entries name files of the target directory itself. An entry that points
+// elsewhere (`../A/...`, an absolute path) or at a symbolic link is ignored with a warning, so
+// that sstable is fetched again: a planted record cannot make a fetch skip what it must install.
+func TestResumeRecordIsConfinedToItsDirectory(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "A"), filepath.Join(root, "B")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toc := "oa-1-big-TOC.txt"
+	if err := os.WriteFile(filepath.Join(a, toc), []byte("Data.db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a, toc), filepath.Join(b, "oa-2-big-TOC.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "oa-3-big-TOC.txt"), []byte("Data.db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ranges := "(0,100]"
+	st := loadState(b, "peer:1", "ks", "t", ranges, false)
+	st.Installed = map[string]string{
+		"up":       "../A/" + toc,
+		"absolute": filepath.Join(a, toc),
+		"link":     "oa-2-big-TOC.txt",
+		"here":     "oa-3-big-TOC.txt",
+	}
+	if err := st.save(); err != nil {
+		t.Fatal(err)
+	}
+	got := loadState(b, "peer:1", "ks", "t", ranges, true)
+	if len(got.Installed) != 1 || got.Installed["here"] != "oa-3-big-TOC.txt" {
+		t.Errorf("installed %v, want only the entry naming a file of B", got.Installed)
+	}
+	if len(got.warnings) != 3 {
+		t.Errorf("%d warnings, want one per ignored entry: %q", len(got.warnings), got.warnings)
+	}
+}

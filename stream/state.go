@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,6 +33,8 @@ type fetchState struct {
 	dir       string
 	key       string // names this request's files in dir
 	path      string
+	// warnings say which entries of the record were ignored, and why.
+	warnings []string
 }
 
 // partialState is a partly received sstable: its Data.db kept under Path (a hard link to
@@ -96,10 +99,23 @@ func loadState(dir, peer, keyspace, table, ranges string, resume bool) *fetchSta
 		return st
 	}
 	for id, toc := range old.Installed {
-		if d, c, err := descriptor.Parse(filepath.Join(dir, toc)); err == nil && c == descriptor.TOC {
-			if _, err := os.Stat(d.Path(descriptor.TOC)); err == nil {
-				st.Installed[id] = toc
+		// An entry names a TOC of the target directory itself: no separator, no "..", no
+		// symbolic link followed. Anything else (a record edited or planted to point at
+		// another directory) is ignored, so the sstable is fetched again.
+		if !localName(toc) {
+			st.warnings = append(st.warnings, fmt.Sprintf("resume record %s: entry for %q names %q, not a file of %s: ignored", st.path, id, toc, dir))
+			continue
+		}
+		d, c, err := descriptor.Parse(filepath.Join(dir, toc))
+		if err != nil || c != descriptor.TOC {
+			continue
+		}
+		if fi, err := os.Lstat(d.Path(descriptor.TOC)); err == nil {
+			if !fi.Mode().IsRegular() {
+				st.warnings = append(st.warnings, fmt.Sprintf("resume record %s: entry for %q names %q, which is not a regular file: ignored", st.path, id, toc))
+				continue
 			}
+			st.Installed[id] = toc
 		}
 	}
 	if p := old.Partial; p != nil && st.ownsPart(p.Path) && p.VerifiedChunks > 0 && p.VerifiedChunks != ResumeInstalled && p.Bytes > 0 {
@@ -110,6 +126,11 @@ func loadState(dir, peer, keyspace, table, ranges string, resume bool) *fetchSta
 		}
 	}
 	return st
+}
+
+// localName says whether name is a plain file name: no directory part, not "." or "..".
+func localName(name string) bool {
+	return name != "" && name != "." && name != ".." && filepath.Base(name) == name && !strings.ContainsAny(name, "/\\\x00")
 }
 
 // ownsPart says whether name is a kept Data.db of this request.

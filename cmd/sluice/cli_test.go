@@ -229,3 +229,39 @@ func TestSliceJSON(t *testing.T) {
 		t.Errorf("empty range wrote %v", ds)
 	}
 }
+
+// Usage bounds: a --ways beyond what a split can make or a --ranges list beyond the protocol's
+// bound is a usage error (exit 2) that names the bound, and nothing is written.
+func TestUsageBounds(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := sluice(t, "sstable", "gen", "--out", dir, "--version", "oa", "--partitions", "20", "--partition-size", "8KiB", "--row-size", "1KiB"); code != 0 {
+		t.Fatalf("gen: %s", errs)
+	}
+	data, _ := filepath.Glob(filepath.Join(dir, "sluice", "stress-*", "oa-1-big-Data.db"))
+	if len(data) != 1 {
+		t.Fatalf("gen wrote %v", data)
+	}
+	many := strings.Repeat("(1,2],", maxRanges) + "(3,4]"
+	for _, c := range []struct {
+		args  []string
+		bound string
+	}{
+		{[]string{"sstable", "split", data[0], "--ways", "9223372036854775807"}, "want 1 to 65536"},
+		{[]string{"sstable", "split", data[0], "--ways", "4000000000"}, "want 1 to 65536"},
+		{[]string{"sstable", "split", data[0], "--ways", "21"}, "holds 20 partitions, so at most 20 children"},
+		{[]string{"sstable", "split", data[0], "--ranges", many}, "at most 65536"},
+		{[]string{"sstable", "slice", data[0], "--ranges", many}, "at most 65536"},
+	} {
+		out := filepath.Join(dir, "out")
+		code, _, errs := sluice(t, append(c.args, "--out", out)...)
+		if code != 2 || !strings.Contains(errs, c.bound) {
+			t.Errorf("%s: exit %d, %q; want exit 2 naming %q", strings.Join(c.args[:3], " "), code, errs, c.bound)
+		}
+		if ds, _ := filepath.Glob(filepath.Join(out, "*-Data.db")); len(ds) != 0 {
+			t.Errorf("%s wrote %v", strings.Join(c.args[:3], " "), ds)
+		}
+	}
+	if code, _, errs := sluice(t, "sstable", "split", data[0], "--ways", "20", "--out", filepath.Join(dir, "ok")); code != 0 {
+		t.Errorf("--ways 20 of 20 partitions: %s", errs)
+	}
+}

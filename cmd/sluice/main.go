@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/sluicedb/sluice/sstable/token"
 )
 
 func main() {
@@ -48,6 +51,31 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// Usage bounds: past them a command line is a usage error (exit 2) that names the bound.
+const (
+	// maxRanges is the most token ranges one command takes: the stream protocol's bound on a
+	// request (wire.Limits.MaxRanges' default), so nothing a command accepts is refused later.
+	maxRanges = 1 << 16
+	// maxWays is the most children split --ways makes.
+	maxWays = 1 << 16
+)
+
+// parseRanges reads a --ranges SPEC for partitioner p within maxRanges; a bad or too long
+// list is a usage error.
+func parseRanges(p token.Partitioner, spec string) (token.RangeSet, error) {
+	if n := strings.Count(spec, "(") + strings.Count(spec, "["); n > maxRanges {
+		return nil, usagef("--ranges: %d ranges, at most %d", n, maxRanges)
+	}
+	rs, err := token.ParseRanges(p, spec)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if len(rs) > maxRanges {
+		return nil, usagef("--ranges: %d ranges, at most %d", len(rs), maxRanges)
+	}
+	return rs, nil
+}
 
 // failedError marks a command that ran and reported its own failure (exit 1, nothing more
 // printed), e.g. verify finding problems.

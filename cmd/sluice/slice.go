@@ -11,7 +11,6 @@ import (
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/slice"
-	"github.com/sluicedb/sluice/sstable/token"
 )
 
 // sliceReport is `sstable slice --json`: one object per written sstable (exactly one unless the
@@ -67,9 +66,9 @@ zero-copy modes fall back to one sstable per run, and reason says why.`,
 				return err
 			}
 			defer parent.Close()
-			ranges, err := token.ParseRanges(parent.Partitioner, spec)
+			ranges, err := parseRanges(parent.Partitioner, spec)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			if _, err := slice.NewPieces(parent.Partitioner, ranges); err != nil {
 				return usageError{err}

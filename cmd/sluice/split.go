@@ -67,8 +67,8 @@ refuses (legacy counter shards).`,
 			if (spec == "") == (ways == 0) {
 				return usagef("split: give exactly one of --ranges and --ways")
 			}
-			if ways < 0 {
-				return usagef("split: --ways %d: want at least 1", ways)
+			if ways < 0 || ways > maxWays {
+				return usagef("split: --ways %d: want 1 to %d", ways, maxWays)
 			}
 			m, err := slice.ParseMode(mode)
 			if err != nil {
@@ -89,12 +89,15 @@ refuses (legacy counter shards).`,
 				return err
 			}
 			defer parent.Close()
+			if n := parentPartitions(parent); ways > 0 && n > 0 && int64(ways) > n {
+				return usagef("split: --ways %d: %s holds %d partitions, so at most %d children", ways, args[0], n, n)
+			}
 			var ranges token.RangeSet
 			// From here on a failure is the input's, not the command line's (exit 1), except
 			// ranges that overlap, which the planner finds.
 			if spec != "" {
-				if ranges, err = token.ParseRanges(parent.Partitioner, spec); err != nil {
-					return usageError{err}
+				if ranges, err = parseRanges(parent.Partitioner, spec); err != nil {
+					return err
 				}
 				if _, err := slice.NewPieces(parent.Partitioner, ranges); err != nil {
 					return usageError{err}
@@ -161,4 +164,12 @@ func fillerNote(n int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" (+%d filler)", n)
+}
+
+// parentPartitions is the partition count Statistics.db records for t (0 when it has none).
+func parentPartitions(t *sstable.Table) int64 {
+	if s := t.Statistics.Stats; s != nil {
+		return s.EstimatedPartitionSize.Total()
+	}
+	return 0
 }

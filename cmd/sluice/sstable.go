@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
-	"github.com/sluicedb/sluice/sstable/token"
 )
 
 func newSSTableCmd() *cobra.Command {
@@ -212,8 +211,8 @@ holds; otherwise exit 1 with one line per problem naming the component file and 
 				}
 				p := t.Partitioner
 				t.Close()
-				if opts.Ranges, err = token.ParseRanges(p, spec); err != nil {
-					return usageError{err}
+				if opts.Ranges, err = parseRanges(p, spec); err != nil {
+					return err
 				}
 			}
 			rep, err := sstable.Verify(args[0], opts)

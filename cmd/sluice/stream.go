@@ -77,9 +77,9 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			if err != nil {
 				return usageError{err}
 			}
-			ranges, err := token.ParseRanges(p, spec)
+			ranges, err := parseRanges(p, spec)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			id, err := tlsx.Load(tlsDir, name)
 			if err != nil {
@@ -115,6 +115,9 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			for _, f := range res.SSTables {
 				rep.SSTables = append(rep.SSTables, fetchedSSTable{Path: f.Path + "-Data.db", Kind: f.Kind, Partitions: f.Partitions, Bytes: f.Bytes,
 					Runs: f.Runs, FillerPartitions: f.FillerPartitions, FillerBytes: f.FillerBytes, ReencodedBytes: f.ReencodedBytes})
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 			}
 			for _, e := range res.Failed {
 				rep.Failed = append(rep.Failed, e.Error())
