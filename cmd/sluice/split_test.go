@@ -19,7 +19,7 @@ func TestSplitExitCodes(t *testing.T) {
 		{"--ways", "99999999999999999999"},
 		{"--ways", "9223372036854775807"}, // issue 21: more than can be split is a usage error
 		{"--ways", "4000000000"},
-		{"--ways", "151"}, // the parent holds 150 partitions
+		{"--ways", "151"},                      // the parent holds 150 partitions
 		{"--ranges", "(0,100],(50,200]"},       // overlapping
 		{"--ranges", "(0,100]", "--ways", "2"}, // both
 		{"--ways", "2", "--mode", "sideways"},
