@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sluicedb/sluice/internal/fsx"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,6 +84,17 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		return nil, err
 	}
 	state := loadState(req.Dir, req.Peer, req.Keyspace, req.Table, req.Ranges.String(), req.Resume)
+	// What installs left in the directory when their process died (a receiver killed
+	// mid-fetch): their owner locks say they are gone, whoever ran them. Installs in flight
+	// stay.
+	removed, err := fsx.CleanLeftovers(req.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("stream: removing leftovers of dead installs in %s: %w", req.Dir, err)
+	}
+	if len(removed) > 0 {
+		state.warnings = append(state.warnings, fmt.Sprintf("removed %d files that installs left in %s when their process died: %s",
+			len(removed), req.Dir, strings.Join(removed[:min(len(removed), 8)], " ")))
+	}
 	if err := state.sweep(); err != nil {
 		return nil, fmt.Errorf("stream: removing leftovers of an earlier fetch in %s: %w", req.Dir, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicedb/sluice/internal/fsx"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -399,5 +400,55 @@ func TestFetchBigIndexSlicesEitherWay(t *testing.T) {
 			}
 			checkFetched(t, parents, ranges, res)
 		})
+	}
+}
+
+// A receiver killed mid-fetch leaves its installs' temporaries behind, their owner locks no
+// longer held. The next fetch into the directory (a --resume, or any other) removes them and
+// says so, and leaves alone what an install in flight holds.
+func TestFetchRemovesWhatDeadReceiversLeft(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{31}})
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-3000000000000000000,3000000000000000000]")
+	dir := t.TempDir()
+	dead := []string{fsx.TempPrefix + "00000000deadbeef-Data.db", fsx.TempPrefix + "00000000deadbeef-Index.db", fsx.TempPrefix + "00000000deadbeef.lock"}
+	for _, n := range dead {
+		if err := os.WriteFile(filepath.Join(dir, n), make([]byte, 4096), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := fsx.NewInstall(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	if _, err := live.Create("in-flight"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+		FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir, Resume: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFetched(t, parents, ranges, res)
+	for _, n := range dead {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			t.Errorf("%s is still there", n)
+		}
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "removed 3 files") {
+		t.Errorf("warnings %q, want one saying what was removed", res.Warnings)
+	}
+	ents, _ := os.ReadDir(dir)
+	inFlight := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), fsx.TempPrefix) {
+			inFlight++
+		}
+	}
+	if inFlight != 2 { // the live install's temporary and its lock
+		t.Errorf("%d temporaries in %s, want the live install's 2", inFlight, dir)
 	}
 }

@@ -21,6 +21,13 @@ const TempPrefix = ".sluice-tmp-"
 // intentSuffix ends the name of an install's intent record, TempPrefix+id+intentSuffix.
 const intentSuffix = ".intent"
 
+// lockSuffix ends the name of an install's owner lock, TempPrefix+id+lockSuffix: an empty file
+// the install holds an exclusive flock on from its first file to its end, so that a cleaner
+// tells an install in flight (its lock held) from the leftovers of one whose process died (the
+// kernel released the lock) without guessing from times. It is made under lockSuffix+"x" and
+// renamed once locked, so no cleaner ever sees an unlocked lock file of a live install.
+const lockSuffix = ".lock"
+
 // intentHeader and intentTrailer frame an intent record; a record without the trailer was torn
 // by a crash while it was written, before any rename. The trailer holds a '/', so it cannot be
 // a file name.
@@ -70,6 +77,7 @@ type Install struct {
 	marker string
 	files  []*installFile
 	done   bool
+	lock   *os.File // the owner lock, from the first Create
 
 	// beforeRename, when set by tests, runs before each rename with the final name; an error
 	// fails Commit at that point.
@@ -122,6 +130,9 @@ func (in *Install) Create(name string) (*os.File, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	if err := in.takeLock(); err != nil {
+		return nil, err
+	}
 	tmp := filepath.Join(in.dir, TempPrefix+in.id+"-"+name)
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -145,6 +156,7 @@ func (in *Install) Commit() error {
 	// The set is durable and complete. If removing the record fails, CleanLeftovers finds the
 	// marker in place and only removes the record, so the install has still succeeded.
 	_ = os.Remove(in.intentPath())
+	_ = in.releaseLock()
 	return nil
 }
 
@@ -168,7 +180,7 @@ func (in *Install) Publish() error {
 			f.f = nil
 		}
 	}
-	return nil
+	return in.releaseLock()
 }
 
 func (in *Install) commit(order []*installFile) error {
@@ -205,6 +217,37 @@ func (in *Install) commit(order []*installFile) error {
 		f.renamed = true
 	}
 	return syncDir(in.dir)
+}
+
+// takeLock makes and holds the install's owner lock, once.
+func (in *Install) takeLock() error {
+	if in.lock != nil {
+		return nil
+	}
+	final := filepath.Join(in.dir, TempPrefix+in.id+lockSuffix)
+	f, err := os.OpenFile(final+"x", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := lockOwner(f); err != nil {
+		return errors.Join(err, f.Close(), os.Remove(f.Name()))
+	}
+	if err := os.Rename(f.Name(), final); err != nil {
+		return errors.Join(err, f.Close(), os.Remove(f.Name()))
+	}
+	in.lock = f
+	return nil
+}
+
+// releaseLock ends the install's ownership: its lock file goes, then the lock.
+func (in *Install) releaseLock() error {
+	if in.lock == nil {
+		return nil
+	}
+	err := removeIfExists(filepath.Join(in.dir, TempPrefix+in.id+lockSuffix))
+	err = errors.Join(err, in.lock.Close())
+	in.lock = nil
+	return err
 }
 
 // finishing ends the install's building (Commit or Publish) and returns its rename order; a set
@@ -306,18 +349,37 @@ func (in *Install) rollback() error {
 			errs = append(errs, removeIfExists(f.tmp))
 		}
 	}
+	errs = append(errs, in.releaseLock())
 	return errors.Join(errs...)
 }
 
 // CleanLeftovers removes what interrupted installs left in dir and returns the removed base
 // names: the final-named files of an install that crashed before its marker was durable, then
-// every TempPrefix file. Call it at start-up, before any Install in dir begins: it cannot tell
+// every TempPrefix file of an install whose owner is gone (its owner lock not held). Installs in
+// flight, this process's or another's, are left alone, so any process may call it at any time;
+// before owner locks, it had to run at start-up, before any Install in dir began: it could not tell
 // a running install's temporaries from a dead one's.
 func CleanLeftovers(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	// Installs in flight (another process's, or this one's) hold their owner lock: their
+	// files stay. Only the leftovers of installs whose owner is gone are removed.
+	alive := map[string]bool{}
+	for _, e := range entries {
+		if id, ok := lockID(e.Name()); ok && ownerAlive(filepath.Join(dir, e.Name())) {
+			alive[id] = true
+		}
+	}
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if id, ok := tempID(e.Name()); ok && alive[id] {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	entries = kept
 	var removed []string
 	remove := func(name string) error {
 		if err := removeIfExists(filepath.Join(dir, name)); err != nil {
@@ -370,6 +432,29 @@ func CleanLeftovers(dir string) ([]string, error) {
 // temporary does not (a final name with the temporary still present is someone else's).
 func installComplete(dir, id, marker string) bool {
 	return exists(filepath.Join(dir, marker)) && !exists(filepath.Join(dir, TempPrefix+id+"-"+marker))
+}
+
+// tempID returns the install id of any name an install makes (TempPrefix, the id, then "-"
+// and a final name, or a suffix).
+func tempID(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, TempPrefix)
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexAny(rest, "-."); i > 0 {
+		return rest[:i], true
+	}
+	return "", false
+}
+
+// lockID returns the install id of an owner lock's name (made or being made).
+func lockID(name string) (string, bool) {
+	id, ok := tempID(name)
+	if !ok {
+		return "", false
+	}
+	suffix := strings.TrimPrefix(name, TempPrefix+id)
+	return id, suffix == lockSuffix || suffix == lockSuffix+"x"
 }
 
 // intentID returns the install id of an intent record's name.
@@ -546,6 +631,7 @@ func CommitAll(ins ...*Install) error {
 	}
 	for _, in := range ins {
 		_ = os.Remove(in.intentPath())
+		_ = in.releaseLock()
 	}
 	return nil
 }

@@ -59,3 +59,23 @@ func renamesDurableInOrder(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.XFS_SUPER_MAGIC
 }
+
+// lockOwner takes an exclusive flock on f, held until f is closed or the process ends: the
+// kernel releases it when its owner dies, however it dies.
+func lockOwner(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) }
+
+// ownerAlive reports whether another open file holds the owner lock at path: the install it
+// names is in flight. A lock file nobody holds (its owner died) or that is gone says no.
+func ownerAlive(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return false
+	}
+	return errors.Is(err, unix.EWOULDBLOCK)
+}

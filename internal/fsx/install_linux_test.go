@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"unsafe"
@@ -161,5 +162,51 @@ func TestCommitAllPowerCutOnXFS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The leftovers of an install whose owner is gone (its lock file no longer held: the kernel
+// released it when the process died) are removed by any CleanLeftovers, at any time; the files
+// of an install in flight, whoever runs it, stay.
+func TestCleanLeftoversSparesInstallsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	live, err := NewInstall(dir, "TOC.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	if _, err := live.Create("Data.db"); err != nil {
+		t.Fatal(err)
+	}
+	// A dead install: its temporary and its lock file, which nobody holds.
+	dead := []string{TempPrefix + "0123456789abcdef-Data.db", TempPrefix + "0123456789abcdef" + lockSuffix}
+	for _, n := range dead {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanLeftovers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(removed)
+	sort.Strings(dead)
+	if strings.Join(removed, " ") != strings.Join(dead, " ") {
+		t.Errorf("removed %v, want exactly the dead install's %v", removed, dead)
+	}
+	if _, err := os.Stat(filepath.Join(dir, TempPrefix+live.id+"-Data.db")); err != nil {
+		t.Errorf("the live install's temporary is gone: %v", err)
+	}
+	if _, err := live.Create("TOC.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Commit(); err != nil {
+		t.Fatalf("the live install cannot commit after the cleaner ran: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), TempPrefix) {
+			t.Errorf("%s left after the commit", e.Name())
+		}
 	}
 }

@@ -39,3 +39,9 @@ func renamesDurableInOrder(dir string) bool { return false }
 
 // openUnnamed has no O_TMPFILE here; Scratch falls back to a removed temporary file.
 func openUnnamed(string) (*os.File, error) { return nil, errors.ErrUnsupported }
+
+// lockOwner has no flock here: every install's leftovers count as its owner's gone.
+func lockOwner(*os.File) error { return nil }
+
+// ownerAlive cannot tell here: no owner is known alive.
+func ownerAlive(string) bool { return false }

@@ -149,7 +149,8 @@ func TestInstallRejects(t *testing.T) {
 	if err := noMarker.Commit(); err == nil {
 		t.Fatal("Commit without the marker succeeded")
 	}
-	if got := listDir(t, dir); !slices.Equal(got, []string{TempPrefix + in.id + "-once", "existing"}) {
+	// The install still in flight holds its temporary and its owner lock; the failed one left nothing.
+	if got := listDir(t, dir); !slices.Equal(got, []string{TempPrefix + in.id + "-once", TempPrefix + in.id + lockSuffix, "existing"}) {
 		t.Fatalf("directory holds %v", got)
 	}
 }
