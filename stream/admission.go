@@ -43,17 +43,18 @@ func identify(conn *quic.Conn) (tlsx.PeerIdentity, error) {
 }
 
 // admit takes a session slot for peer: one of MaxSessions node-wide and one of
-// MaxSessionsPerPeer for the certificate name. The returned function gives both back.
-func (s *Server) admit(peer string) (func(), error) {
+// MaxSessionsPerPeer for the certificate name. The returned function gives both back. A peer
+// at its limit is admitted over it, provisionally: once its request is read (supersede) the
+// session either replaces that peer's session of the same request, which a receiver killed
+// and resuming left behind, or is refused.
+func (s *Server) admit(peer string) (release func(), over bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.perPeer[peer] >= s.cfg.MaxSessionsPerPeer {
-		return nil, fmt.Errorf("%w: %s already holds %d sessions (the per-peer limit)", ErrBusy, peer, s.perPeer[peer])
-	}
+	over = s.perPeer[peer] >= s.cfg.MaxSessionsPerPeer
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		return nil, fmt.Errorf("%w: %d sessions running", ErrBusy, s.cfg.MaxSessions)
+		return nil, false, fmt.Errorf("%w: %d sessions running", ErrBusy, s.cfg.MaxSessions)
 	}
 	s.perPeer[peer]++
 	return func() {
@@ -61,6 +62,48 @@ func (s *Server) admit(peer string) (func(), error) {
 		s.mu.Lock()
 		if s.perPeer[peer]--; s.perPeer[peer] == 0 {
 			delete(s.perPeer, peer)
+		}
+		s.mu.Unlock()
+	}, over, nil
+}
+
+// requestKey identifies what a session streams: the same keyspace, table and ranges.
+func requestKey(req *wire.StreamRequest) string {
+	return fmt.Sprintf("%s\x00%s\x00%x", req.Keyspace, req.Table, req.Ranges)
+}
+
+// supersede registers ss, whose request is read, among its peer's sessions. A session admitted
+// over its peer's limit takes the place of that peer's session of the same request (closed at
+// once: a receiver killed mid-fetch that resumes would otherwise wait for the dead session's
+// idle timeout), or is refused with the per-peer limit. unregister undoes it.
+func (s *Server) supersede(ss *sendSession, over bool) (unregister func(), err error) {
+	key := requestKey(ss.sm.Request())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mine := s.active[ss.id.Name]
+	if over {
+		var victim *sendSession
+		for other, k := range mine {
+			if k == key && (victim == nil || other.started.Before(victim.started)) {
+				victim = other
+			}
+		}
+		if victim == nil {
+			return nil, fmt.Errorf("%w: %s already holds %d sessions (the per-peer limit)", ErrBusy, ss.id.Name, s.perPeer[ss.id.Name]-1)
+		}
+		delete(mine, victim)
+		victim.conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeShuttingDown), "superseded by a new session of the same request from "+ss.id.Name)
+	}
+	if mine == nil {
+		mine = map[*sendSession]string{}
+		s.active[ss.id.Name] = mine
+	}
+	mine[ss] = key
+	return func() {
+		s.mu.Lock()
+		delete(s.active[ss.id.Name], ss)
+		if len(s.active[ss.id.Name]) == 0 {
+			delete(s.active, ss.id.Name)
 		}
 		s.mu.Unlock()
 	}, nil

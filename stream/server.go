@@ -42,10 +42,13 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*tracker
 	perPeer  map[string]int // sessions held, by peer certificate name
-	conns    map[*quic.Conn]struct{}
-	addr     net.Addr
-	plane    *tcpPlane // Transport tls or tcp
-	ready    chan struct{}
+	// active are the sessions whose request is read, by peer certificate name, with their
+	// request's key (supersede).
+	active map[string]map[*sendSession]string
+	conns  map[*quic.Conn]struct{}
+	addr   net.Addr
+	plane  *tcpPlane // Transport tls or tcp
+	ready  chan struct{}
 }
 
 // NewServer returns a server over cat. tlsConf must require and verify client
@@ -53,7 +56,7 @@ type Server struct {
 func NewServer(cfg Config, cat Catalog, tlsConf *tls.Config, log zerolog.Logger) *Server {
 	cfg = cfg.withDefaults()
 	return &Server{cfg: cfg, cat: cat, tls: tlsConf, log: log, out: NewLimiter(0), in: NewLimiter(0),
-		sem: make(chan struct{}, cfg.MaxSessions), sessions: map[string]*tracker{}, perPeer: map[string]int{}, conns: map[*quic.Conn]struct{}{},
+		sem: make(chan struct{}, cfg.MaxSessions), sessions: map[string]*tracker{}, perPeer: map[string]int{}, active: map[string]map[*sendSession]string{}, conns: map[*quic.Conn]struct{}{},
 		ready: make(chan struct{})}
 }
 
@@ -218,14 +221,14 @@ func (s *Server) handle(ctx context.Context, conn *quic.Conn) {
 		h(ctx, conn, id)
 		return
 	}
-	release, err := s.admit(id.Name)
+	release, over, err := s.admit(id.Name)
 	if err != nil {
 		log.Warn().Err(err).Msg("stream session refused")
 		conn.CloseWithError(quic.ApplicationErrorCode(wire.CodeRefused), err.Error())
 		return
 	}
 	defer release()
-	ss := &sendSession{srv: s, conn: conn, peer: peer, id: id, log: log}
+	ss := &sendSession{srv: s, conn: conn, peer: peer, id: id, log: log, over: over, started: time.Now()}
 	err = ss.run(ctx)
 	s.cfg.observeSession(Sending, err)
 	if err != nil {
@@ -266,19 +269,23 @@ type sendSession struct {
 	conn    *quic.Conn
 	peer    string
 	id      tlsx.PeerIdentity // the verified certificate
+	over    bool              // admitted over its peer's limit: it must supersede a session
+	started time.Time
 	log     zerolog.Logger
-	ctrl    *quic.Stream
-	sm      *Sender
-	tr      *tracker
-	wbuf    []byte
-	buf     []byte
-	msgs    chan wire.Message
-	rerr    chan error
-	tables  []*sstable.Table
-	release func()
-	byID    map[string]*outgoing // planned sstables by ID, for outcomes
-	offer   *tcpOffer            // the TCP data plane offered to the receiver, or nil
-	data    *dataConn            // its connection, once the receiver presented the token
+	// unregister takes the session out of its peer's active sessions (supersede).
+	unregister func()
+	ctrl       *quic.Stream
+	sm         *Sender
+	tr         *tracker
+	wbuf       []byte
+	buf        []byte
+	msgs       chan wire.Message
+	rerr       chan error
+	tables     []*sstable.Table
+	release    func()
+	byID       map[string]*outgoing // planned sstables by ID, for outcomes
+	offer      *tcpOffer            // the TCP data plane offered to the receiver, or nil
+	data       *dataConn            // its connection, once the receiver presented the token
 }
 
 const hdrRoom = 512
@@ -297,6 +304,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 		return err
 	}
 	defer ss.ctrl.CancelRead(0)
+	defer ss.unregister()
 	defer func() {
 		for _, t := range ss.tables {
 			t.Close()
@@ -361,6 +369,12 @@ func (ss *sendSession) handshake(ctx context.Context) (*frameReader, error) {
 		}
 	}
 	ctrl.SetReadDeadline(time.Time{})
+	unregister, err := ss.srv.supersede(ss, ss.over)
+	if err != nil {
+		ctrl.CancelRead(0)
+		return nil, err
+	}
+	ss.unregister = unregister
 	fr.limit(capFrame(cfg.Limits, maxSessionFrame))
 	req := ss.sm.Request()
 	ss.tr = newTracker(req.SessionID.String(), ss.peer, Sending, req.Keyspace, req.Table)

@@ -371,6 +371,12 @@ func mustTokenFile(t *testing.T, addr string) string {
 // StreamRequest, reading nothing more: a peer that pins a session slot.
 func (v *victim) holdSession(t *testing.T, name string) *quic.Conn {
 	t.Helper()
+	return v.holdSessionOf(t, name, "(-9223372036854775808,9223372036854775807]")
+}
+
+// holdSessionOf is holdSession for a request of the ranges spec.
+func (v *victim) holdSessionOf(t *testing.T, name, spec string) *quic.Conn {
+	t.Helper()
 	id, err := tlsx.Load(v.tlsDir, name)
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +391,7 @@ func (v *victim) holdSession(t *testing.T, name string) *quic.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, _ := token.ParseRanges(token.Murmur3, "(-9223372036854775808,9223372036854775807]")
+	rs, _ := token.ParseRanges(token.Murmur3, spec)
 	var b []byte
 	b = wire.AppendMessage(b, &wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: name})
 	req := &wire.StreamRequest{Operation: wire.OpFetch, Keyspace: "sluice", Table: "stress", Ranges: stream.EncodeRanges(rs)}
@@ -408,7 +414,8 @@ func (v *victim) fetchAs(t *testing.T, name string, flags ...string) (int, strin
 }
 
 // Findings 3 and 4: one certificate holder cannot take every session slot (a per-peer cap
-// below the node-wide one), its idle sessions end at the idle timeout although its QUIC
+// below the node-wide one; a session of a request it already streams supersedes that one,
+// issue 21), its idle sessions end at the idle timeout although its QUIC
 // keepalives continue, an oversized control frame is refused from its header, a Hello that
 // names another node than the certificate is refused, and a client certificate fetches
 // nothing the configuration does not allow and cannot call peer operations.
@@ -428,7 +435,8 @@ func TestHostilePeerCannotLockOutOthersOrActBeyondItsRole(t *testing.T) {
 		}
 		return n == 2
 	})
-	extra := v.holdSession(t, "peer")
+	// A third session of another request is refused with the per-peer limit.
+	extra := v.holdSessionOf(t, "peer", "(0,1000]")
 	select {
 	case <-extra.Context().Done():
 		var ae *quic.ApplicationError
@@ -438,6 +446,25 @@ func TestHostilePeerCannotLockOutOthersOrActBeyondItsRole(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("a third session of one peer was admitted")
 	}
+	// A third session of the same request (a receiver killed mid-fetch, resuming) takes the
+	// place of the oldest one at once, instead of waiting for its idle timeout: the peer still
+	// holds two.
+	again := v.holdSession(t, "peer")
+	select {
+	case <-held[0].Context().Done():
+		var ae *quic.ApplicationError
+		if err := context.Cause(held[0].Context()); !errors.As(err, &ae) || !strings.Contains(ae.ErrorMessage, "superseded") {
+			t.Errorf("the oldest session closed with %v, want superseded", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("a session of the same request did not supersede the oldest one at once")
+	}
+	select {
+	case <-again.Context().Done():
+		t.Errorf("the superseding session was closed: %v", context.Cause(again.Context()))
+	case <-time.After(200 * time.Millisecond):
+	}
+	held = []*quic.Conn{held[1], again}
 	// Another certificate still gets in while peer holds its slots.
 	if code, errs := v.fetchAs(t, "peer2"); code != 0 {
 		t.Fatalf("another peer's fetch while one peer holds its slots: exit %d: %s", code, errs)
