@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,13 +130,7 @@ func TestVerifyExitCodes(t *testing.T) {
 // gen, then split --json with the documented fields; the children verify.
 func TestGenAndSplitJSON(t *testing.T) {
 	dir := t.TempDir()
-	if code, _, errs := sluice(t, "sstable", "gen", "--out", dir, "--version", "da", "--partitions", "64", "--partition-size", "8KiB", "--row-size", "1KiB"); code != 0 {
-		t.Fatalf("gen: %s", errs)
-	}
-	data, _ := filepath.Glob(filepath.Join(dir, "sluice", "stress-*", "da-1-bti-Data.db"))
-	if len(data) != 1 {
-		t.Fatalf("gen wrote %v", data)
-	}
+	data := []string{genSmall(t, dir, "da", 64)}
 	code, out, errs := sluice(t, "sstable", "split", data[0], "--out", filepath.Join(dir, "kids"), "--ways", "3", "--json")
 	if code != 0 {
 		t.Fatalf("split: %s", errs)
@@ -234,13 +229,7 @@ func TestSliceJSON(t *testing.T) {
 // bound is a usage error (exit 2) that names the bound, and nothing is written.
 func TestUsageBounds(t *testing.T) {
 	dir := t.TempDir()
-	if code, _, errs := sluice(t, "sstable", "gen", "--out", dir, "--version", "oa", "--partitions", "20", "--partition-size", "8KiB", "--row-size", "1KiB"); code != 0 {
-		t.Fatalf("gen: %s", errs)
-	}
-	data, _ := filepath.Glob(filepath.Join(dir, "sluice", "stress-*", "oa-1-big-Data.db"))
-	if len(data) != 1 {
-		t.Fatalf("gen wrote %v", data)
-	}
+	data := []string{genSmall(t, dir, "oa", 20)}
 	many := strings.Repeat("(1,2],", maxRanges) + "(3,4]"
 	for _, c := range []struct {
 		args  []string
@@ -264,4 +253,17 @@ func TestUsageBounds(t *testing.T) {
 	if code, _, errs := sluice(t, "sstable", "split", data[0], "--ways", "20", "--out", filepath.Join(dir, "ok")); code != 0 {
 		t.Errorf("--ways 20 of 20 partitions: %s", errs)
 	}
+}
+
+// genSmall generates an sstable of n 8 KiB partitions of version v in dir and returns its Data.db.
+func genSmall(t *testing.T, dir, v string, n int) string {
+	t.Helper()
+	if code, _, errs := sluice(t, "sstable", "gen", "--out", dir, "--version", v, "--partitions", fmt.Sprint(n), "--partition-size", "8KiB", "--row-size", "1KiB"); code != 0 {
+		t.Fatalf("gen: %s", errs)
+	}
+	data, _ := filepath.Glob(filepath.Join(dir, "sluice", "stress-*", v+"-1-*-Data.db"))
+	if len(data) != 1 {
+		t.Fatalf("gen wrote %v", data)
+	}
+	return data[0]
 }
