@@ -156,6 +156,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 }
 
 type recvSession struct {
+	ctx        context.Context // the session's: what its installs' fills stop with
 	cfg        Config
 	conn       *quic.Conn
 	peer       string
@@ -198,6 +199,7 @@ func (rs *recvSession) progress(f func(*SessionStatus)) {
 }
 
 func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
+	rs.ctx = ctx
 	ctrl, err := rs.conn.OpenStreamSync(ctx)
 	if err != nil {
 		return err
@@ -382,6 +384,7 @@ func (t *transfer) begin() *stop {
 	if err != nil {
 		return stopped(err, false)
 	}
+	job.ctx = rs.ctx
 	t.job = job
 	if v, ok := rs.resumed[in.ID]; ok {
 		delete(rs.resumed, in.ID)

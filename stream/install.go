@@ -54,7 +54,8 @@ type installJob struct {
 	pubDesc descriptor.Descriptor
 	pubData *os.File
 	filled  slice.Child
-	fillers int64 // entire: the filler partitions among the manifest's partitions
+	ctx     context.Context // ends a fill when the session ends (nil: never)
+	fillers int64           // entire: the filler partitions among the manifest's partitions
 	// beforePublish, if set, is called with the final descriptor just before the commit that
 	// makes the sstable visible in the target directory, so the caller can record the install
 	// first: a crash between that commit and a record written after it would fetch the
@@ -446,7 +447,11 @@ func (j *installJob) refill(partitions int64) error {
 		min := recv.Partitioner.MinToken()
 		ranges = token.RangeSet{{Left: min, Right: min}}
 	}
-	res, err := slice.Slice(context.Background(), recv, ranges, j.dir, slice.Options{Mode: slice.ModeAuto, ExactEnds: true,
+	ctx := j.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := slice.Slice(ctx, recv, ranges, j.dir, slice.Options{Mode: slice.ModeAuto, ExactEnds: true,
 		Into: &slice.Target{Inst: j.pub, Desc: j.pubDesc, Data: j.pubData}})
 	switch {
 	case errors.Is(err, slice.ErrCorrupt) || errors.Is(err, sstable.ErrCorrupt):
