@@ -2,7 +2,6 @@ package sstable
 
 import (
 	"math"
-	"strings"
 
 	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"
@@ -79,15 +78,10 @@ func (t *Table) ScanPartitionsMarked(fn func(p *Partition, filler bool) error) e
 	if err != nil {
 		return err
 	}
-	w := rows.NewWriter(table, t.Version())
-	empty, err := w.BeginPartition(nil, nil, rows.Live)
-	if err == nil {
-		empty, err = w.EndPartition(empty)
-	}
+	over, err := EmptyOverhead(table, t.Version()) // an empty partition less its key
 	if err != nil {
 		return err
 	}
-	over := int64(len(empty)) // an empty partition less its key
 	// A key of a type that takes any length sizes an empty filler; other fillers hold one
 	// expired cell whose value sized them, and are at most a few chunks long.
 	var maxCell int64
@@ -150,9 +144,25 @@ func anyLengthKey(k *schema.Type) bool {
 	if k == nil || k.Kind != schema.KindScalar {
 		return false
 	}
-	switch k.Name[strings.LastIndexByte(k.Name, '.')+1:] {
+	switch k.ShortName() {
 	case "UTF8Type", "AsciiType", "BytesType":
 		return true
 	}
 	return false
+}
+
+// EmptyPartition appends a partition with key and nothing in it: the key, the LIVE deletion,
+// the empty static row where the table has statics, the end-of-partition flag.
+func EmptyPartition(w *rows.Writer, dst, key []byte) ([]byte, error) {
+	dst, err := w.BeginPartition(dst, key, rows.Live)
+	if err == nil {
+		dst, err = w.EndPartition(dst)
+	}
+	return dst, err
+}
+
+// EmptyOverhead is the size of an empty partition of table t in version v, less its key.
+func EmptyOverhead(t *schema.Table, v version.Version) (int64, error) {
+	b, err := EmptyPartition(rows.NewWriter(t, v), nil, nil)
+	return int64(len(b)), err
 }

@@ -100,6 +100,15 @@ func (t *Type) MultiCell() bool {
 	return false
 }
 
+// ShortName is a built-in type's class name without the marshal package ("UTF8Type"), or ""
+// for a class outside it.
+func (t *Type) ShortName() string {
+	if t.Kind == KindCustom {
+		return ""
+	}
+	return strings.TrimPrefix(t.Name, MarshalPackage)
+}
+
 // IsCounter reports CounterColumnType.
 func (t *Type) IsCounter() bool { return t.Kind == KindCounter }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/rows"
@@ -72,9 +71,6 @@ func newCellShape(t *schema.Table) (*cellShape, string) {
 	return sh, ""
 }
 
-// baseName is a marshal type's class name without its package.
-func baseName(t *schema.Type) string { return t.Name[strings.LastIndexByte(t.Name, '.')+1:] }
-
 // keyShape is a template for values of type t and its bytes a search may vary.
 func keyShape(t *schema.Type) ([]byte, []keyByte, bool) {
 	all := func(n int, from int) []keyByte {
@@ -86,13 +82,13 @@ func keyShape(t *schema.Type) ([]byte, []keyByte, bool) {
 	}
 	switch t.Kind {
 	case schema.KindScalar:
-		switch baseName(t) {
+		switch t.ShortName() {
 		case "Int32Type", "LongType", "ShortType", "ByteType", "UUIDType", "LexicalUUIDType", "TimestampType",
 			"DateType", "SimpleDateType", "DoubleType", "FloatType", "IntegerType":
 			n := t.ValueLengthIfFixed()
 			if n <= 0 {
 				n = 8 // IntegerType, LexicalUUIDType: any 8 bytes are a value
-				if baseName(t) == "LexicalUUIDType" {
+				if t.ShortName() == "LexicalUUIDType" {
 					n = 16
 				}
 			}
@@ -140,7 +136,7 @@ func paddingColumn(cols []schema.ColumnInfo) int {
 		if c.Complex || c.Counter || c.Type.Kind != schema.KindScalar {
 			continue
 		}
-		switch baseName(c.Type) {
+		switch c.Type.ShortName() {
 		case "UTF8Type", "AsciiType", "BytesType":
 			return i
 		}
@@ -155,7 +151,7 @@ func clusteringValue(t *schema.Type) ([]byte, bool) {
 	if t.Kind != schema.KindScalar {
 		return nil, false
 	}
-	switch baseName(t) {
+	switch t.ShortName() {
 	case "TimeUUIDType":
 		b := make([]byte, 16)
 		b[6], b[8] = 0x10, 0x80

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/sluicedb/sluice/sstable"
 	"math"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/sluicedb/sluice/sstable/rows"
@@ -74,11 +74,11 @@ func newFillerMaker(t *schema.Table, v version.Version, p token.Partitioner) (*f
 		default:
 			return nil, "no filler partition under " + p.Name()
 		}
-		empty, err := emptyPartition(m.w, nil, nil)
+		over, err := sstable.EmptyOverhead(t, v)
 		if err != nil {
 			return nil, err.Error()
 		}
-		m.over = int64(len(empty))
+		m.over = over
 		return m, ""
 	}
 	if p.Name() != token.Murmur3Name {
@@ -103,8 +103,7 @@ func keyValidator(k *schema.Type) func([]byte) bool {
 	if k == nil || k.Kind != schema.KindScalar {
 		return nil
 	}
-	name := k.Name[strings.LastIndexByte(k.Name, '.')+1:]
-	switch name {
+	switch k.ShortName() {
 	case "UTF8Type":
 		return utf8.Valid
 	case "AsciiType":
@@ -165,7 +164,7 @@ func (m *fillerMaker) region(size int64, lower, tok token.Token, key []byte) ([]
 	for i := range keys {
 		keys[i].Off = int64(len(out))
 		var err error
-		if out, err = emptyPartition(m.w, out, keys[i].Key); err != nil {
+		if out, err = sstable.EmptyPartition(m.w, out, keys[i].Key); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -208,13 +207,4 @@ func (m *fillerMaker) key(n int, i int64, lower, tok token.Token, first []byte) 
 		return nil, token.Token{}, fmt.Errorf("%w: no %d-byte key between %x and %x", errNoFiller, n, lo, first)
 	}
 	return k, t, nil
-}
-
-// emptyPartition appends a partition with key and nothing in it.
-func emptyPartition(w *rows.Writer, dst, key []byte) ([]byte, error) {
-	dst, err := w.BeginPartition(dst, key, rows.Live)
-	if err == nil {
-		dst, err = w.EndPartition(dst)
-	}
-	return dst, err
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/sluicedb/sluice/sstable"
-	"github.com/sluicedb/sluice/sstable/rows"
 )
 
 // copyChunks lays the child out so that every byte of its data belongs to a partition its
@@ -199,11 +198,9 @@ func (sp *splitter) emptyOverhead() (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		b, err := emptyPartition(rows.NewWriter(t, sp.parent.Version()), nil, nil)
-		if err != nil {
+		if sp.over, err = sstable.EmptyOverhead(t, sp.parent.Version()); err != nil {
 			return 0, err
 		}
-		sp.over = int64(len(b))
 	}
 	return sp.over, nil
 }
