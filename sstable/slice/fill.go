@@ -168,14 +168,17 @@ func (fl *fillLayout) check() error {
 	if at != fl.DataLength {
 		return fmt.Errorf("slice: fill layout: stretches end at %d, data at %d", at, fl.DataLength)
 	}
+	k := 0 // verbatim stretches come in run order: one pass over both
 	for _, v := range fl.Verbatim {
 		child := int64(v.Chunk) * fl.L
 		parent := int64(v.Parent) * fl.L
+		for k < len(fl.Runs) && fl.Runs[k].Hi <= parent {
+			k++
+		}
 		ok := false
-		for k, r := range fl.Runs {
-			if parent >= r.Lo && parent < r.Hi && parent-fl.Shift[k] == child {
-				ok = k == len(fl.Runs)-1 || parent+int64(v.N)*fl.L <= r.Hi
-			}
+		if k < len(fl.Runs) {
+			r := fl.Runs[k]
+			ok = parent >= r.Lo && parent-fl.Shift[k] == child && (k == len(fl.Runs)-1 || parent+int64(v.N)*fl.L <= r.Hi)
 		}
 		if !ok {
 			return fmt.Errorf("slice: fill layout: verbatim chunks %d+%d from parent %d leave their run", v.Chunk, v.N, v.Parent)
