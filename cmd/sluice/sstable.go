@@ -29,27 +29,30 @@ hex for ByteOrdered; keys print as lower-case hex.`,
 
 // description is `sstable describe --json`; field names are a scripting interface.
 type description struct {
-	Path           string   `json:"path"`
-	Version        string   `json:"version"`
-	Format         string   `json:"format"`
-	Partitioner    string   `json:"partitioner"`
-	Partitions     int64    `json:"partitions"`
-	FirstToken     string   `json:"first_token"`
-	LastToken      string   `json:"last_token"`
-	FirstKey       string   `json:"first_key"`
-	LastKey        string   `json:"last_key"`
-	DataLength     int64    `json:"data_length"`
-	DataFileLength int64    `json:"data_file_length"`
-	Compressor     string   `json:"compressor"`
-	ChunkLength    int      `json:"chunk_length"`
-	ChunkCount     int      `json:"chunk_count"`
-	Components     []string `json:"components"`
-	FPChance       float64  `json:"bloom_filter_fp_chance"`
-	KeyType        string   `json:"key_type"`
-	MinTimestamp   int64    `json:"min_timestamp"`
-	MaxTimestamp   int64    `json:"max_timestamp"`
-	Level          int32    `json:"sstable_level"`
-	RepairedAt     int64    `json:"repaired_at"`
+	Path        string `json:"path"`
+	Version     string `json:"version"`
+	Format      string `json:"format"`
+	Partitioner string `json:"partitioner"`
+	Partitions  int64  `json:"partitions"`
+	// FillerPartitions are the filler partitions among the index's entries, apart from
+	// Partitions (what sluice puts in the gaps of a zero-copy sstable).
+	FillerPartitions int64    `json:"filler_partitions"`
+	FirstToken       string   `json:"first_token"`
+	LastToken        string   `json:"last_token"`
+	FirstKey         string   `json:"first_key"`
+	LastKey          string   `json:"last_key"`
+	DataLength       int64    `json:"data_length"`
+	DataFileLength   int64    `json:"data_file_length"`
+	Compressor       string   `json:"compressor"`
+	ChunkLength      int      `json:"chunk_length"`
+	ChunkCount       int      `json:"chunk_count"`
+	Components       []string `json:"components"`
+	FPChance         float64  `json:"bloom_filter_fp_chance"`
+	KeyType          string   `json:"key_type"`
+	MinTimestamp     int64    `json:"min_timestamp"`
+	MaxTimestamp     int64    `json:"max_timestamp"`
+	Level            int32    `json:"sstable_level"`
+	RepairedAt       int64    `json:"repaired_at"`
 }
 
 func describe(path string) (*description, error) {
@@ -81,12 +84,16 @@ func describe(path string) (*description, error) {
 		d.MinTimestamp, d.MaxTimestamp = s.MinTimestamp, s.MaxTimestamp
 		d.Level, d.RepairedAt = s.SSTableLevel, s.RepairedAt
 	}
-	err = t.ScanPartitions(func(p *sstable.Partition) error {
+	err = t.ScanPartitionsMarked(func(p *sstable.Partition, filler bool) error {
 		if p.Ordinal == 0 {
 			d.FirstToken, d.FirstKey = p.Token.String(), hex.EncodeToString(p.Key)
 		}
 		d.LastToken, d.LastKey = p.Token.String(), hex.EncodeToString(p.Key)
-		d.Partitions++
+		if filler {
+			d.FillerPartitions++
+		} else {
+			d.Partitions++
+		}
 		return nil
 	})
 	return d, err
@@ -111,7 +118,7 @@ func newDescribeCmd() *cobra.Command {
 			tw.row("path", d.Path)
 			tw.row("version", d.Version+" ("+d.Format+")")
 			tw.row("partitioner", d.Partitioner)
-			tw.row("partitions", fmt.Sprint(d.Partitions))
+			tw.row("partitions", fmt.Sprint(d.Partitions)+fillerNote(d.FillerPartitions))
 			tw.row("first token", d.FirstToken)
 			tw.row("last token", d.LastToken)
 			tw.row("first key", d.FirstKey)
