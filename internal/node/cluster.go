@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,14 @@ type cluster struct {
 	peers peers // the other members, for stream plans (netPeers)
 
 	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (replace.go)
+
+	// Ring-change tracking: cleanup acts only on a ring that has not changed for a settle
+	// period (confirm.go). noteRing updates it, from watch and from the checks themselves.
+	ringMu        sync.Mutex
+	ringSum       uint64        // ringFingerprint of the ring last seen
+	ringChangedAt time.Time     // when the ring last changed (or membership started)
+	settle        time.Duration // one gossip round: the push/pull interval (settlePeriod)
+	settleWait    time.Duration // how long a cleanup waits for a young ring to settle
 }
 
 // startCluster starts gossip, joins the seeds (retrying until ctx ends), settles the node's
@@ -98,8 +107,9 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 		Label: n.cfg.ClusterLabel, Meta: meta, Log: n.log}
 	if n.peerClient != nil {
 		// The gossip key only lets a node talk; its state and tokens count once it proved
-		// its name with the cluster CA at its stream address.
-		gcfg.Verify = n.verifyMember
+		// its name with the cluster CA at its stream address, and only as claims signed by
+		// the key of the certificate it proved.
+		gcfg.Verify, gcfg.Signer = n.proveMember, n.id.Signer()
 	}
 	if n.tuneGossip != nil {
 		gcfg = n.tuneGossip(gcfg)
@@ -113,6 +123,10 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	}
 	c := &cluster{n: n, g: g, log: n.log.With().Str("component", "membership").Logger(), meta: meta}
 	c.peers = netPeers{c}
+	c.settle = settlePeriod(gcfg)
+	c.settleWait = c.settle
+	c.ringChangedAt = time.Now()
+	c.noteRing()
 	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
 	if replacing, err := c.prepareReplace(st, found); replacing || err != nil {
 		if err != nil {
@@ -303,6 +317,7 @@ func (c *cluster) down() []string {
 // gone fails this node's sessions with it at once instead of after the idle timeout.
 func (c *cluster) watch() {
 	for ev := range c.g.Events() {
+		c.noteRing()
 		switch ev.Kind {
 		case gossip.Dead, gossip.Leave:
 			// Only a proven member speaks for its address: an impostor announcing another
@@ -318,6 +333,63 @@ func (c *cluster) watch() {
 			c.log.Info().Str("peer", ev.Member.Name).Msg("membership change: join")
 		}
 	}
+}
+
+// defaultPushPull is gossip.Config's documented default PushPullInterval.
+const defaultPushPull = 30 * time.Second
+
+// settlePeriod is how long the ring must stay unchanged before cleanup acts on it: one
+// push/pull interval, the round in which every member exchanges its full state with another,
+// so that a change one member saw has had a chance to reach (or be contradicted by) the rest.
+func settlePeriod(gcfg gossip.Config) time.Duration {
+	if gcfg.PushPullInterval > 0 {
+		return gcfg.PushPullInterval
+	}
+	return defaultPushPull
+}
+
+// noteRing compares the ring gossip builds now with the one last seen and records the time
+// when it differs. It returns the ring's fingerprint and when it last changed.
+func (c *cluster) noteRing() (uint64, time.Time) {
+	sum := ringFingerprint(c.g.Ring())
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	if sum != c.ringSum {
+		c.ringSum, c.ringChangedAt = sum, time.Now()
+	}
+	return c.ringSum, c.ringChangedAt
+}
+
+// settleTimes returns the settle period and how long cleanup waits for it.
+func (c *cluster) settleTimes() (settle, wait time.Duration) {
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	return c.settle, c.settleWait
+}
+
+// ringFingerprint hashes what a ring is made of: every member's name, place, state and
+// tokens, or the error that kept gossip from building it.
+func ringFingerprint(r ring.Ring, err error) uint64 {
+	h := fnv.New64a()
+	if err != nil {
+		h.Write([]byte("error\x00" + err.Error()))
+		return h.Sum64()
+	}
+	var b []byte
+	for _, m := range r.Members() { // sorted by name, tokens sorted
+		b = append(b[:0], m.Node.Name...)
+		b = append(b, 0)
+		b = append(b, m.Node.DC...)
+		b = append(b, 0)
+		b = append(b, m.Node.Rack...)
+		b = append(b, 0, byte(m.State))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Tokens)))
+		for _, t := range m.Tokens {
+			b = binary.LittleEndian.AppendUint64(b, uint64(t.Long))
+		}
+		h.Write(b)
+	}
+	return h.Sum64()
 }
 
 // peerRegistry maps a peer's stream address to the cancel functions of the sessions this node

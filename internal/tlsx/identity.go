@@ -37,6 +37,10 @@ func (id *Identity) Name() string { return id.name }
 // Certificate returns the node's certificate; callers must not modify it.
 func (id *Identity) Certificate() *x509.Certificate { return id.cert.Leaf }
 
+// Signer returns the private key of the node's certificate, which signs the node's gossip
+// claims.
+func (id *Identity) Signer() crypto.Signer { return id.cert.PrivateKey.(crypto.Signer) }
+
 // CA returns the cluster CA certificate; callers must not modify it.
 func (id *Identity) CA() *x509.Certificate { return id.ca }
 

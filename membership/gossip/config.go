@@ -1,6 +1,10 @@
 package gossip
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"net"
@@ -9,6 +13,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
+
+	"github.com/sluicedb/sluice/membership/gossip/claim"
 )
 
 // Config configures a Gossip. The zero value of every optional field means its default, given
@@ -61,8 +67,13 @@ type Config struct {
 	// Log receives Gossip's and memberlist's logs. The zero Logger discards them.
 	Log zerolog.Logger
 	// Verify, when set, proves each member's identity before its state and tokens count in
-	// Ring (see Verifier). Nil trusts every holder of the cluster key, as before roles.
+	// Ring (see Verifier), and every claim in a member's name (tokens, metadata, leave intent)
+	// must then be signed by the key it proved. Nil trusts every holder of the cluster key:
+	// claims are neither signed nor checked.
 	Verify Verifier
+	// Signer is the private key of this node's certificate; it signs every claim this node
+	// makes. Required with Verify. ECDSA or Ed25519.
+	Signer crypto.Signer
 
 	// loopback selects memberlist.DefaultLocalConfig as the base for the settings this Config
 	// does not expose (TCP timeout, indirect checks, retransmits); set by ForTests.
@@ -163,8 +174,20 @@ func (c Config) validate() error {
 	case len(c.Label) > memberlist.LabelMaxSize:
 		return bad("Label", "%d bytes, at most %d", len(c.Label), memberlist.LabelMaxSize)
 	}
-	if _, err := encodeLocalMeta(c.Meta); err != nil {
+	if _, err := encodeLocalMeta(c.Name, c.Meta); err != nil {
 		return bad("Meta", "%v", err)
+	}
+	if c.Verify != nil {
+		switch k := c.Signer; {
+		case k == nil:
+			return bad("Signer", "required with Verify: claims must be signed")
+		default:
+			switch k.Public().(type) {
+			case *ecdsa.PublicKey, ed25519.PublicKey:
+			default:
+				return bad("Signer", "%T keys cannot sign gossip claims (ECDSA or Ed25519)", k.Public())
+			}
+		}
 	}
 	for _, d := range []struct {
 		field string
@@ -189,13 +212,20 @@ func (c Config) validate() error {
 	return nil
 }
 
-// encodeLocalMeta encodes m for the local node, checking that it still fits MetaMaxSize with
-// the largest TokensVersion, so that a later version bump can never make it too large.
-func encodeLocalMeta(m NodeMeta) ([]byte, error) {
+// encodeLocalMeta encodes m for the local node name, checking that its signed claim still fits
+// MetaMaxSize with the largest TokensVersion, claim version and signature, so that a later
+// version bump can never make it too large.
+func encodeLocalMeta(name string, m NodeMeta) ([]byte, error) {
 	worst := m
 	worst.TokensVersion = math.MaxUint64
-	if _, err := appendMeta(nil, worst); err != nil {
+	p, err := appendMeta(nil, worst)
+	if err != nil {
 		return nil, err
+	}
+	envelope := 1 + binary.MaxVarintLen64 + len(name) + binary.MaxVarintLen64 +
+		binary.MaxVarintLen64 + len(p) + binary.MaxVarintLen64 + claim.MaxSigLen
+	if envelope > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("%w: %d bytes signed, limit %d", ErrMetaTooLarge, envelope, memberlist.MetaMaxSize)
 	}
 	return appendMeta(nil, m)
 }

@@ -20,11 +20,13 @@ import (
 type (
 	delegate      Gossip
 	eventDelegate Gossip
+	aliveDelegate Gossip
 )
 
 var (
 	_ memberlist.Delegate      = (*delegate)(nil)
 	_ memberlist.EventDelegate = (*eventDelegate)(nil)
+	_ memberlist.AliveDelegate = (*aliveDelegate)(nil)
 	_ memberlist.Broadcast     = (*chunkBroadcast)(nil)
 	_ memberlist.Broadcast     = (*leaveBroadcast)(nil)
 )
@@ -37,74 +39,31 @@ func (d *delegate) NodeMeta(limit int) []byte {
 	return bytes.Clone(g.metaEnc)
 }
 
-// NotifyMsg receives token chunks broadcast by peers. A chunk that brings new tokens is
-// queued again for this node's own gossip rounds, so chunks spread epidemically like
-// memberlist's own messages rather than only from their origin.
+// NotifyMsg receives claims broadcast by peers (token chunks, leave intents); claims.go
+// decides what they may do.
 func (d *delegate) NotifyMsg(b []byte) {
 	g := (*Gossip)(d)
 	if len(b) == 0 {
 		return
 	}
 	switch b[0] {
-	case msgTokenChunk:
-		d.chunk(b)
-	case msgLeave:
-		d.leave(b)
+	case msgTokenChunk, msgLeave:
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.receiveLocked(bytes.Clone(b), false)
 	default:
 		g.log.Debug().Uint8("type", b[0]).Msg("ignoring unknown message type")
 	}
 }
 
-func (d *delegate) chunk(b []byte) {
-	g := (*Gossip)(d)
-	c, err := decodeChunk(b) // copies what it keeps
-	if err != nil {
-		g.log.Warn().Err(err).Msg("dropping token broadcast")
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch g.tokens.addChunk(c) {
-	case installed:
-		g.notifyLocked(Update, c.name)
-		fallthrough
-	case accepted:
-		g.bcast.QueueBroadcast(&chunkBroadcast{name: c.name, version: c.version, msg: bytes.Clone(b)})
-	case refute:
-		g.refuteLocked(c.version)
-	}
-}
-
-// leave records a leave intent and relays it the first time it changes something.
-func (d *delegate) leave(b []byte) {
-	g := (*Gossip)(d)
-	name, err := decodeLeave(b)
-	if err != nil {
-		g.log.Warn().Err(err).Msg("dropping leave intent")
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, ok := g.members[name]
-	if !ok || name == g.cfg.Name {
-		return
-	}
-	switch {
-	case e.liveness == StateAlive && !e.leaving:
-		e.leaving = true
-	case e.liveness == StateDead:
-		// The departure was noticed (or relayed) before the intent: it was a Leave after all.
-		e.liveness = StateLeft
-		g.notifyLocked(Leave, name)
-	default:
-		return
-	}
-	g.bcast.QueueBroadcast(&leaveBroadcast{name: name, msg: bytes.Clone(b)})
-}
-
-// refuteLocked re-announces the local set above a version a peer holds for it.
+// refuteLocked re-announces the local set above a version this node itself signed in an
+// earlier life (claims in its name it did not sign never get here).
 func (g *Gossip) refuteLocked(seen uint64) {
-	s := g.tokens.bump(seen)
+	s, ok := g.tokens.bumped(seen)
+	if !ok {
+		g.log.Error().Uint64("seen", seen).Msg("a claim of this node's tokens is at the top of the version range; not outbidding it")
+		return
+	}
 	g.log.Warn().Uint64("seen", seen).Uint64("version", s.version).Msg("peer holds a newer token version for this node; re-announcing")
 	g.localTokensChangedLocked(s)
 	g.kick()
@@ -115,38 +74,38 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 	return d.bcast.GetBroadcasts(overhead, limit)
 }
 
-// LocalState returns every token set this node knows, for a push/pull exchange.
+// LocalState returns the signed chunks of every token set this node knows, for a push/pull
+// exchange.
 func (d *delegate) LocalState(join bool) []byte {
 	g := (*Gossip)(d)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return appendState(nil, g.tokens.entries())
+	return appendState(nil, g.tokens.messages())
 }
 
-// MergeRemoteState adopts every token set in a peer's push/pull state that is newer than ours,
-// and broadcasts the sets it adopted: a seed that learns a joiner's set this way passes it on,
-// as it would a broadcast chunk. A joiner adopting the seed's sets does not, since every other
-// member already has them.
+// MergeRemoteState takes every chunk of a peer's push/pull state as if it had been broadcast,
+// and broadcasts the sets it adopted: a seed that learns a joiner's set this way passes it on.
+// A joiner adopting the seed's sets does not, since every other member already has them.
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	g := (*Gossip)(d)
-	entries, err := decodeState(buf) // copies what it keeps
+	msgs, err := decodeState(buf) // copies
 	if err != nil {
 		g.log.Warn().Err(err).Msg("dropping token state from push/pull")
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, e := range entries {
-		switch g.tokens.merge(e.name, e.set) {
-		case installed:
-			g.notifyLocked(Update, e.name)
-			if !join || !g.joining.Load() {
-				g.queueChunksLocked(e.name, e.set)
-			}
-		case refute:
-			g.refuteLocked(e.set.version)
-		}
+	fromJoin := join && g.joining.Load()
+	for _, m := range msgs {
+		g.receiveLocked(m, fromJoin)
 	}
+}
+
+// NotifyAlive lets memberlist apply an alive message only when its metadata is a claim the
+// member signed (claims.go, checkMeta): a forged alive message changes nothing, not even the
+// member's gossip address.
+func (d *aliveDelegate) NotifyAlive(n *memberlist.Node) error {
+	return (*Gossip)(d).checkMeta(n.Name, n.Meta)
 }
 
 // NotifyJoin records a node that became alive. memberlist calls the event methods one at a
@@ -177,7 +136,7 @@ func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
 
 func (d *eventDelegate) record(n *memberlist.Node, l Liveness, kind EventKind) {
 	g := (*Gossip)(d)
-	meta, err := decodeMeta(n.Meta) // copies
+	c, meta, err := decodeMetaClaim(n.Meta) // copies
 	if err != nil {
 		g.log.Warn().Err(err).Str("member", n.Name).Msg("undecodable metadata; treating it as empty")
 	}
@@ -197,6 +156,7 @@ func (d *eventDelegate) record(n *memberlist.Node, l Liveness, kind EventKind) {
 	}
 	newLife := kind == Join || (ok && e.liveness != StateAlive && l == StateAlive)
 	e.addr, e.meta, e.liveness = n.Address(), meta, l
+	e.metaRaw, e.metaVersion = bytes.Clone(n.Meta), c.Version
 	if newLife {
 		// Whoever holds the gossip key may take a name its owner left: a new life proves
 		// itself again, whatever address it announces.

@@ -56,11 +56,14 @@ type Gossip struct {
 	// memberlist, except TransmitLimitedQueue.QueueBroadcast, which takes only its own lock
 	// and calls chunkBroadcast.Invalidates, which takes none.
 	mu      sync.Mutex
-	meta    NodeMeta // local; TokensVersion mirrors tokens.local().version
-	metaEnc []byte   // encoding of meta, handed to memberlist by NodeMeta
-	tokens  *tokenTable
-	members map[string]*memberEntry
-	proofs  map[string]*proof // identity verdicts by member name (Config.Verify)
+	meta        NodeMeta // local; TokensVersion mirrors tokens.local().version
+	metaVersion uint64   // the version of the local metadata claim
+	metaEnc     []byte   // the signed claim of meta, handed to memberlist by NodeMeta
+	tokens      *tokenTable
+	members     map[string]*memberEntry
+	proofs      map[string]*proof   // identity verdicts by member name (Config.Verify)
+	held        map[string][][]byte // claims waiting for their member's proof (claims.go)
+	rejected    map[string]uint64   // claims rejected, by reason
 
 	proofSem chan struct{} // bounds the proofs running at once
 
@@ -86,10 +89,6 @@ func New(cfg Config) (*Gossip, error) {
 	cfg.ClusterKey, cfg.ExtraKeys = nil, nil // the keyring holds them from now on
 	meta := cfg.Meta
 	meta.TokensVersion = 0
-	enc, err := encodeLocalMeta(meta)
-	if err != nil {
-		return nil, fmt.Errorf("%w: Meta: %v", ErrInvalidConfig, err)
-	}
 	g := &Gossip{
 		cfg:      cfg,
 		log:      cfg.Log.With().Str("component", "gossip").Str("node", cfg.Name).Logger(),
@@ -98,7 +97,6 @@ func New(cfg Config) (*Gossip, error) {
 		out:      make(chan Event, cfg.EventBuffer),
 		announce: make(chan struct{}, 1),
 		meta:     meta,
-		metaEnc:  enc,
 		tokens:   newTokenTable(cfg.Name),
 		members:  make(map[string]*memberEntry),
 		proofs:   make(map[string]*proof),
@@ -117,7 +115,15 @@ func New(cfg Config) (*Gossip, error) {
 		RetransmitMult: retransmit,
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.sealMetaLocked()
 	return g, nil
+}
+
+// sealMetaLocked signs the local metadata under a new version, above the last one and this
+// node's clock. g.mu must be held (or g not yet shared).
+func (g *Gossip) sealMetaLocked() {
+	g.metaVersion = max(g.metaVersion+1, uint64(time.Now().UnixNano()))
+	g.metaEnc = g.signLocked(metaClaim(g.cfg.Name, g.meta, g.metaVersion))
 }
 
 // Start creates the memberlist, listening on BindAddr, and joins the seeds. It retries, with
@@ -138,6 +144,7 @@ func (g *Gossip) Start(ctx context.Context) error {
 	mc := g.cfg.memberlistConfig(g.keyring)
 	mc.Delegate = (*delegate)(g)
 	mc.Events = (*eventDelegate)(g)
+	mc.Alive = (*aliveDelegate)(g)
 	mc.Logger = log.New(logWriter{g.log}, "", 0)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -225,7 +232,10 @@ func (g *Gossip) Leave(timeout time.Duration) error {
 	start := time.Now()
 	g.left.Store(true)
 	if ml.NumMembers() > 1 {
-		b := &leaveBroadcast{name: g.cfg.Name, msg: appendLeave(nil, g.cfg.Name), sent: make(chan struct{})}
+		g.mu.Lock()
+		msg := g.signLocked(leaveClaim(g.cfg.Name, g.metaVersion))
+		g.mu.Unlock()
+		b := &leaveBroadcast{name: g.cfg.Name, msg: msg, sent: make(chan struct{})}
 		g.bcast.QueueBroadcast(b)
 		select {
 		case <-b.sent:
@@ -330,12 +340,12 @@ func (g *Gossip) kick() {
 func (g *Gossip) SetMeta(m NodeMeta) error {
 	g.mu.Lock()
 	m.TokensVersion = g.meta.TokensVersion
-	enc, err := encodeLocalMeta(m)
-	if err != nil {
+	if _, err := encodeLocalMeta(g.cfg.Name, m); err != nil {
 		g.mu.Unlock()
 		return err
 	}
-	g.meta, g.metaEnc = m, enc
+	g.meta = m
+	g.sealMetaLocked()
 	g.mu.Unlock()
 	g.kick()
 	return nil
@@ -354,29 +364,32 @@ func (g *Gossip) SetTokens(tokens []int64) error {
 		return err
 	}
 	g.mu.Lock()
-	s := g.tokens.setLocal(ts, uint64(time.Now().UnixNano()))
+	s := g.tokens.nextLocal(ts, uint64(time.Now().UnixNano()))
 	g.localTokensChangedLocked(s)
 	g.mu.Unlock()
 	g.kick()
 	return nil
 }
 
-// localTokensChangedLocked announces a new local set: metadata version, chunk broadcasts and
-// an Update event. g.mu must be held; the caller kicks the announcer afterwards.
+// localTokensChangedLocked signs and installs a new local set and announces it: metadata
+// version, chunk broadcasts and an Update event. g.mu must be held; the caller kicks the
+// announcer afterwards.
 func (g *Gossip) localTokensChangedLocked(s tokenSet) {
+	s.msgs = nil
+	for _, c := range chunkClaims(g.cfg.Name, s) {
+		s.msgs = append(s.msgs, g.signLocked(c))
+	}
+	g.tokens.setLocal(s)
 	g.meta.TokensVersion = s.version
 	// encodeLocalMeta checked the worst-case TokensVersion when the metadata was accepted.
-	g.metaEnc, _ = encodeLocalMeta(g.meta)
-	g.queueChunksLocked(g.cfg.Name, s)
+	g.sealMetaLocked()
+	g.queueMsgsLocked(g.cfg.Name, s)
 	g.notifyLocked(Update, g.cfg.Name)
 }
 
-// queueChunksLocked queues the broadcast chunks of a node's set. g.mu must be held.
-func (g *Gossip) queueChunksLocked(name string, s tokenSet) {
-	if len(name) > maxNameLen {
-		return // from a misconfigured peer; its chunks might not fit a packet
-	}
-	for _, msg := range appendChunks(name, s) {
+// queueMsgsLocked queues the signed chunks of a node's set for broadcast. g.mu must be held.
+func (g *Gossip) queueMsgsLocked(name string, s tokenSet) {
+	for _, msg := range s.msgs {
 		g.bcast.QueueBroadcast(&chunkBroadcast{name: name, version: s.version, msg: msg})
 	}
 }

@@ -2,10 +2,13 @@ package gossip
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sluicedb/sluice/membership/gossip/claim"
 )
 
 // MaxTokensPerNode is the plausibility cap on one member's token set: Cassandra's largest
@@ -39,11 +42,12 @@ func (i Identity) String() string {
 	return "pending"
 }
 
-// Verifier proves that member m (its Name, gossip Addr and Meta are set) is who it says: for
-// sluice, a mutual-TLS handshake with its advertised stream address whose certificate chains
-// to the cluster CA, names m.Name and carries the node role. It is called without locks held,
-// at most maxProofs at a time, and must respect ctx.
-type Verifier func(ctx context.Context, m Member) error
+// Verifier proves that member m (its Name, gossip Addr and Meta are set) is who it says and
+// returns the public key of the certificate it proved with: for sluice, a mutual-TLS
+// handshake with its advertised stream address whose certificate chains to the cluster CA,
+// names m.Name and carries the node role. Every claim in m's name must verify under that key.
+// It is called without locks held, at most maxProofs at a time, and must respect ctx.
+type Verifier func(ctx context.Context, m Member) (crypto.PublicKey, error)
 
 const (
 	maxProofs      = 4
@@ -60,6 +64,10 @@ type proof struct {
 	err     string
 	running bool
 	retry   time.Duration
+	key     crypto.PublicKey // what the member proved with; its claims verify under it
+
+	reproving  bool      // a proof under a new key is running (reproveLocked)
+	reprovedAt time.Time // when the last one started
 }
 
 // identityLocked is name's verdict as Member.Identity reports it.
@@ -103,11 +111,12 @@ func (g *Gossip) startProofLocked(name string, p *proof, addr string, meta NodeM
 			return
 		}
 		var err error
+		var key crypto.PublicKey
 		if meta.StreamAddr == "" {
 			err = errors.New("no stream address announced")
 		} else {
 			ctx, cancel := context.WithTimeout(g.ctx, proofTimeout)
-			err = g.cfg.Verify(ctx, Member{Name: name, Addr: addr, Meta: meta})
+			key, err = g.cfg.Verify(ctx, Member{Name: name, Addr: addr, Meta: meta})
 			cancel()
 		}
 		<-g.proofSem
@@ -121,12 +130,18 @@ func (g *Gossip) startProofLocked(name string, p *proof, addr string, meta NodeM
 			return // the member moved on to another address meanwhile
 		}
 		if err == nil {
-			p.state, p.err, p.retry = IdentityProven, "", 0
+			// The metadata that named this stream address must be the member's own claim.
+			err = g.metaSignedLocked(name, key)
+		}
+		if err == nil {
+			p.state, p.err, p.retry, p.key = IdentityProven, "", 0, key
 			g.log.Info().Str("member", name).Str("stream_addr", meta.StreamAddr).Msg(proofLogPrefix + " proven")
+			g.releaseLocked(name)
 			g.notifyLocked(Update, name)
 			return
 		}
 		p.state, p.err = IdentityRefused, err.Error()
+		g.releaseLocked(name)
 		p.retry = min(max(2*p.retry, proofRetryMin), proofRetryMax)
 		g.log.Error().Str("member", name).Str("stream_addr", meta.StreamAddr).Err(err).Dur("retry_in", p.retry).
 			Msg(proofLogPrefix + " not proven: its state and tokens do not count")
@@ -139,6 +154,22 @@ func (g *Gossip) startProofLocked(name string, p *proof, addr string, meta NodeM
 			}
 		})
 	}()
+}
+
+// metaSignedLocked checks that the metadata recorded for name is its claim under key.
+func (g *Gossip) metaSignedLocked(name string, key crypto.PublicKey) error {
+	e := g.members[name]
+	if e == nil {
+		return errors.New("not a member")
+	}
+	c, _, err := decodeMetaClaim(e.metaRaw)
+	if err == nil {
+		err = claim.Verify(key, g.cfg.Label, c)
+	}
+	if err != nil {
+		return fmt.Errorf("its metadata is not signed by the certificate it proved: %w", err)
+	}
+	return nil
 }
 
 // admit says whether member m counts in the ring: its identity proven and its token set

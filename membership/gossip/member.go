@@ -51,8 +51,10 @@ type Member struct {
 
 // memberEntry is what the event delegate records for a node.
 type memberEntry struct {
-	addr     string
-	meta     NodeMeta
+	addr        string
+	meta        NodeMeta
+	metaRaw     []byte // the signed metadata claim meta came from
+	metaVersion uint64 // its version
 	liveness Liveness
 	leaving  bool // a leave intent arrived while the member was alive
 }

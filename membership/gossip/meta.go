@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/sluicedb/sluice/membership/gossip/claim"
 	"github.com/sluicedb/sluice/membership/ring"
 )
 
@@ -61,6 +62,30 @@ func appendMeta(b []byte, m NodeMeta) ([]byte, error) {
 		return b[:start], fmt.Errorf("%w: %d bytes, limit %d", ErrMetaTooLarge, n, memberlist.MetaMaxSize)
 	}
 	return b, nil
+}
+
+// metaClaim is node name's metadata m as an unsigned claim at version v; encodeLocalMeta
+// has checked that its signed envelope fits memberlist.MetaMaxSize.
+func metaClaim(name string, m NodeMeta, v uint64) claim.Claim {
+	p, _ := appendMeta(nil, m)
+	return claim.Claim{Kind: claim.KindMeta, Name: name, Version: v, Payload: p}
+}
+
+// decodeMetaClaim parses memberlist node metadata: a claim of kind KindMeta whose payload is
+// a NodeMeta. The signature is not checked here.
+func decodeMetaClaim(b []byte) (claim.Claim, NodeMeta, error) {
+	c, err := claim.Decode(b)
+	if err != nil {
+		return claim.Claim{}, NodeMeta{}, fmt.Errorf("node metadata: %w", err)
+	}
+	if c.Kind != claim.KindMeta {
+		return claim.Claim{}, NodeMeta{}, fmt.Errorf("%w: node metadata of claim kind %d", ErrMalformed, c.Kind)
+	}
+	m, err := decodeMeta(c.Payload)
+	if err != nil {
+		return claim.Claim{}, NodeMeta{}, err
+	}
+	return c, m, nil
 }
 
 // decodeMeta parses an encoded NodeMeta. Errors wrap ErrMalformed and carry the byte offset.

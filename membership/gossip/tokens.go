@@ -3,6 +3,7 @@ package gossip
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -21,12 +22,14 @@ type tokenTable struct {
 	pending map[string]*assembly
 }
 
-// assembly collects the chunks of one version of one node's set.
+// assembly collects the chunks of one version of one node's set, and their signed envelopes
+// by offset.
 type assembly struct {
 	version uint64
 	tokens  []int64
 	have    []bool
 	missing int
+	msgs    map[int][]byte
 }
 
 // outcome is what a merge did.
@@ -64,21 +67,29 @@ func normalizeTokens(tokens []int64) ([]int64, error) {
 // local returns the local node's set (version 0 and no tokens before the first setLocal).
 func (t *tokenTable) local() tokenSet { return t.sets[t.self] }
 
-// setLocal replaces the local set with sorted, duplicate-free tokens under a version above
-// both the current one and now, a wall-clock reading in nanoseconds: a node that restarts
-// without remembering its version still announces a version above its previous life's.
-func (t *tokenTable) setLocal(tokens []int64, now uint64) tokenSet {
-	s := tokenSet{version: max(t.local().version+1, now), tokens: tokens}
-	t.sets[t.self] = s
-	return s
+// nextLocal is the local set with sorted, duplicate-free tokens under a version above both
+// the current one and now, a wall-clock reading in nanoseconds: a node that restarts without
+// remembering its version still announces a version above its previous life's. The caller
+// signs its chunks and installs it with setLocal.
+func (t *tokenTable) nextLocal(tokens []int64, now uint64) tokenSet {
+	return tokenSet{version: max(t.local().version+1, now), tokens: tokens}
 }
 
-// bump raises the local version above floor, keeping the tokens; see refute.
-func (t *tokenTable) bump(floor uint64) tokenSet {
-	s := t.local()
-	s.version = max(s.version, floor) + 1
-	t.sets[t.self] = s
-	return s
+// setLocal installs the local set s (from nextLocal or bumped, with its signed chunks).
+func (t *tokenTable) setLocal(s tokenSet) { t.sets[t.self] = s }
+
+// bumped is the local set under a version above floor, keeping the tokens; see refute. It
+// never wraps: a floor at the top of the range (only a forged claim could carry it, and
+// claims are checked against the clock before they get here) leaves the version as it is,
+// and ok is false.
+func (t *tokenTable) bumped(floor uint64) (s tokenSet, ok bool) {
+	s = t.local()
+	if floor == math.MaxUint64 {
+		return s, false
+	}
+	s.version = max(s.version, floor+1)
+	s.msgs = nil
+	return s, true
 }
 
 // get returns the current set of a node.
@@ -87,51 +98,21 @@ func (t *tokenTable) get(name string) (tokenSet, bool) {
 	return s, ok
 }
 
-// entries returns every known set, sorted by name, for the push/pull state.
-func (t *tokenTable) entries() []stateEntry {
-	out := make([]stateEntry, 0, len(t.sets))
+// messages returns the signed chunks of every known set, sorted by name, for the push/pull
+// state.
+func (t *tokenTable) messages() [][]byte {
+	var out [][]byte
 	for _, name := range slices.Sorted(maps.Keys(t.sets)) {
-		out = append(out, stateEntry{name: name, set: t.sets[name]})
+		out = append(out, t.sets[name].msgs...)
 	}
 	return out
 }
 
-// checkSelf decides whether a peer's view of the local set calls for a refutation: a higher
-// version, or the same version with other tokens.
-//
-// Before the local node has set any tokens there is nothing to defend: the stale version is
-// ignored, and the first setLocal (wall-clock based) normally outbids it anyway.
-func (t *tokenTable) checkSelf(s tokenSet) outcome {
-	l := t.local()
-	if l.version == 0 {
-		return unchanged
-	}
-	if s.version > l.version || (s.version == l.version && !slices.Equal(s.tokens, l.tokens)) {
-		return refute
-	}
-	return unchanged
-}
-
-// merge installs a complete set for name if it is newer than the known one. s.tokens must be
-// sorted and must not be modified afterwards.
-func (t *tokenTable) merge(name string, s tokenSet) outcome {
-	if name == t.self {
-		return t.checkSelf(s)
-	}
-	if cur, ok := t.sets[name]; ok && s.version <= cur.version {
-		return unchanged
-	}
-	t.sets[name] = s
-	if p := t.pending[name]; p != nil && p.version <= s.version {
-		delete(t.pending, name)
-	}
-	return installed
-}
-
-// addChunk adds one broadcast chunk and installs the set once all its chunks have arrived.
-// Chunks that contradict the assembly they belong to (another total, another token at a
-// filled position, sets that are not ascending across chunk boundaries) are dropped.
-func (t *tokenTable) addChunk(c chunk) outcome {
+// addChunk adds one chunk (msg, its signed envelope, is kept to pass on) and installs the set
+// once all its chunks have arrived. Chunks that contradict the assembly they belong to
+// (another total, another token at a filled position, sets that are not ascending across
+// chunk boundaries) are dropped.
+func (t *tokenTable) addChunk(c chunk, msg []byte) outcome {
 	if c.name == t.self {
 		if l := t.local(); l.version != 0 && c.version > l.version {
 			return refute
@@ -144,7 +125,8 @@ func (t *tokenTable) addChunk(c chunk) outcome {
 	p := t.pending[c.name]
 	switch {
 	case p == nil || p.version < c.version:
-		p = &assembly{version: c.version, tokens: make([]int64, c.total), have: make([]bool, c.total), missing: c.total}
+		p = &assembly{version: c.version, tokens: make([]int64, c.total), have: make([]bool, c.total), missing: c.total,
+			msgs: map[int][]byte{}}
 		t.pending[c.name] = p
 	case p.version > c.version || len(p.tokens) != c.total:
 		return unchanged
@@ -163,6 +145,9 @@ func (t *tokenTable) addChunk(c chunk) outcome {
 		p.missing--
 		added = true
 	}
+	if added || c.total == 0 {
+		p.msgs[c.offset] = msg
+	}
 	if p.missing > 0 {
 		if added {
 			return accepted
@@ -173,7 +158,12 @@ func (t *tokenTable) addChunk(c chunk) outcome {
 	if !ascending(p.tokens) {
 		return unchanged
 	}
-	t.sets[c.name] = tokenSet{version: p.version, tokens: p.tokens}
+	offs := slices.Sorted(maps.Keys(p.msgs))
+	msgs := make([][]byte, len(offs))
+	for i, o := range offs {
+		msgs[i] = p.msgs[o]
+	}
+	t.sets[c.name] = tokenSet{version: p.version, tokens: p.tokens, msgs: msgs}
 	return installed
 }
 

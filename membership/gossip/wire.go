@@ -3,63 +3,65 @@ package gossip
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/sluicedb/sluice/membership/gossip/claim"
 )
 
-// Two encodings carry token sets, both big-endian int64 tokens in ascending order:
+// Everything a node says about itself over gossip is a claim (package claim): an envelope
+// naming the member, its version of the statement and a signature by that member's node
+// certificate. Three kinds ride on it, distinguished by the envelope's first byte:
 //
-// The push/pull state (Delegate.LocalState / MergeRemoteState, over TCP, any size):
+// A token chunk (a user broadcast via TransmitLimitedQueue / NotifyMsg, over UDP), payload
 //
-//	format:u8=1 count:uvarint
-//	count × { name:uvarint len + bytes, version:uvarint, n:uvarint, n × int64 }
-//
-// A token chunk (a user broadcast via TransmitLimitedQueue / NotifyMsg, over UDP):
-//
-//	type:u8=msgTokenChunk name:uvarint len + bytes version:uvarint
-//	total:uvarint offset:uvarint n:uvarint n × int64
+//	total:uvarint offset:uvarint n:uvarint n × int64 (big-endian, ascending)
 //
 // A set of total tokens is cut into chunks that each fit a gossip packet; chunk k carries
-// tokens [offset, offset+n) of the sorted set. A receiver assembles the chunks of one version
-// and installs the set once every token has arrived. Message types are append-only; a receiver
-// ignores types it does not know.
+// tokens [offset, offset+n) of the sorted set, and each chunk is signed on its own, so a
+// receiver never assembles a byte its owner did not sign. The claim's version is the set's.
 //
-// A leave intent (also a user broadcast) announces that the named node is leaving gracefully:
+// A leave intent (also a user broadcast), empty payload, version the leaving node's
+// metadata version: the named node is leaving gracefully.
 //
-//	type:u8=msgLeave name:uvarint len + bytes
+// Node metadata (memberlist's per-node meta, see meta.go), payload the NodeMeta encoding.
+//
+// The push/pull state (Delegate.LocalState / MergeRemoteState, over TCP) is every token
+// chunk this node holds, verbatim as its owner signed it:
+//
+//	format:u8=2 count:uvarint count × { len:uvarint chunk envelope }
+//
+// Message kinds are append-only; a receiver ignores kinds it does not know.
 
 const (
-	stateFormat = 1
+	stateFormat = 2
 
-	msgTokenChunk = 1
-	msgLeave      = 2
+	msgTokenChunk = claim.KindTokenChunk
+	msgLeave      = claim.KindLeave
 
 	// maxTokens bounds a token set so that a malformed total cannot make a receiver allocate
 	// without limit. Cassandra's num_tokens is at most a few hundred in practice.
 	maxTokens = 1 << 16
 
 	// maxNameLen bounds a node name so that a chunk header has a known maximum size.
-	maxNameLen = 128
+	maxNameLen = claim.MaxNameLen
 
 	// maxChunkBytes bounds an encoded chunk. memberlist packets are UDPBufferSize (1400)
 	// bytes; after its compound, label (at most 2+255), encryption and user-message overheads
 	// at least ~1050 remain, so an 800-byte chunk always fits in one packet.
 	maxChunkBytes = 800
-	// chunkHeaderMax is the largest chunk header: type, a maxNameLen name, four uvarints.
-	chunkHeaderMax = 1 + binary.MaxVarintLen64 + maxNameLen + 4*binary.MaxVarintLen64
+	// chunkHeaderMax is the largest chunk without tokens: the signed envelope and the
+	// payload's three uvarints.
+	chunkHeaderMax = claim.Overhead + 3*binary.MaxVarintLen64
 	// tokensPerChunk is how many tokens one chunk carries.
 	tokensPerChunk = (maxChunkBytes - chunkHeaderMax) / 8
 )
 
 // tokenSet is a versioned token set. tokens is sorted ascending and never modified once the
-// set is stored: readers share it and copy before handing it out.
+// set is stored: readers share it and copy before handing it out. msgs are its signed chunks
+// in offset order, passed on verbatim in push/pull exchanges and re-broadcasts.
 type tokenSet struct {
 	version uint64
 	tokens  []int64
-}
-
-// stateEntry is one node's token set in the push/pull state.
-type stateEntry struct {
-	name string
-	set  tokenSet
+	msgs    [][]byte
 }
 
 func appendInt64s(b []byte, vs []int64) []byte {
@@ -69,43 +71,37 @@ func appendInt64s(b []byte, vs []int64) []byte {
 	return b
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// appendState appends the push/pull encoding of entries to b.
-func appendState(b []byte, entries []stateEntry) []byte {
+// appendState appends the push/pull encoding of the signed chunks msgs to b.
+func appendState(b []byte, msgs [][]byte) []byte {
 	b = append(b, stateFormat)
-	b = binary.AppendUvarint(b, uint64(len(entries)))
-	for _, e := range entries {
-		b = appendString(b, e.name)
-		b = binary.AppendUvarint(b, e.set.version)
-		b = binary.AppendUvarint(b, uint64(len(e.set.tokens)))
-		b = appendInt64s(b, e.set.tokens)
+	b = binary.AppendUvarint(b, uint64(len(msgs)))
+	for _, m := range msgs {
+		b = binary.AppendUvarint(b, uint64(len(m)))
+		b = append(b, m...)
 	}
 	return b
 }
 
-// decodeState parses a push/pull state. The returned entries do not alias b. Token lists are
-// checked to be strictly ascending and at most maxTokens long.
-func decodeState(b []byte) ([]stateEntry, error) {
+// decodeState parses a push/pull state into its chunk envelopes, each at most maxChunkBytes.
+// The returned messages do not alias b.
+func decodeState(b []byte) ([][]byte, error) {
 	d := decoder{b: b}
 	if f := d.u8(); d.err == nil && f != stateFormat {
 		return nil, fmt.Errorf("%w: token state format %d at offset 0", ErrMalformed, f)
 	}
-	// An entry takes at least three bytes: empty name, version and count.
-	n := d.count(3)
-	out := make([]stateEntry, 0, n)
+	// A message takes at least two bytes: its length and a kind.
+	n := d.count(2)
+	out := make([][]byte, 0, n)
 	for range n {
-		var e stateEntry
-		e.name = d.str()
-		e.set.version = d.uvarint()
-		e.set.tokens = d.tokens(d.count(8))
+		l := d.uvarint()
+		if d.err == nil && l > maxChunkBytes {
+			d.failf("message of %d bytes exceeds %d", l, maxChunkBytes)
+		}
+		m := d.bytes(int(l))
 		if d.err != nil {
 			break
 		}
-		out = append(out, e)
+		out = append(out, append([]byte(nil), m...))
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("token state: %w", d.err)
@@ -130,22 +126,9 @@ func (d *decoder) tokens(n int) []int64 {
 	return ts
 }
 
-// appendLeave appends a leave intent: type:u8=msgLeave name:uvarint len + bytes.
-func appendLeave(b []byte, name string) []byte {
-	return appendString(append(b, msgLeave), name)
-}
-
-// decodeLeave parses a leave intent, type byte included, and returns the leaving node's name.
-func decodeLeave(b []byte) (string, error) {
-	d := decoder{b: b}
-	if t := d.u8(); d.err == nil && t != msgLeave {
-		return "", fmt.Errorf("%w: message type %d at offset 0", ErrMalformed, t)
-	}
-	name := d.str()
-	if d.err != nil {
-		return "", fmt.Errorf("leave intent: %w", d.err)
-	}
-	return name, nil
+// leaveClaim is the (unsigned) leave intent of node name at metadata version v.
+func leaveClaim(name string, v uint64) claim.Claim {
+	return claim.Claim{Kind: msgLeave, Name: name, Version: v}
 }
 
 // chunk is one decoded token chunk.
@@ -157,45 +140,43 @@ type chunk struct {
 	tokens  []int64
 }
 
-// appendChunks encodes a token set as chunks of at most maxChunkBytes; an empty set is one
-// chunk with no tokens. name must be at most maxNameLen bytes.
-func appendChunks(name string, s tokenSet) [][]byte {
-	var out [][]byte
+// chunkClaims cuts a token set into unsigned chunk claims whose signed envelopes fit
+// maxChunkBytes; an empty set is one chunk with no tokens.
+func chunkClaims(name string, s tokenSet) []claim.Claim {
+	var out []claim.Claim
 	for off := 0; off == 0 || off < len(s.tokens); off += tokensPerChunk {
 		part := s.tokens[off:min(off+tokensPerChunk, len(s.tokens))]
-		b := make([]byte, 0, chunkHeaderMax+8*len(part))
-		b = append(b, msgTokenChunk)
-		b = appendString(b, name)
-		b = binary.AppendUvarint(b, s.version)
+		b := make([]byte, 0, 3*binary.MaxVarintLen64+8*len(part))
 		b = binary.AppendUvarint(b, uint64(len(s.tokens)))
 		b = binary.AppendUvarint(b, uint64(off))
 		b = binary.AppendUvarint(b, uint64(len(part)))
-		out = append(out, appendInt64s(b, part))
+		out = append(out, claim.Claim{Kind: msgTokenChunk, Name: name, Version: s.version, Payload: appendInt64s(b, part)})
 	}
 	return out
 }
 
-// decodeChunk parses a token chunk message, type byte included. The result does not alias b.
-func decodeChunk(b []byte) (chunk, error) {
-	d := decoder{b: b}
-	if t := d.u8(); d.err == nil && t != msgTokenChunk {
-		return chunk{}, fmt.Errorf("%w: message type %d at offset 0", ErrMalformed, t)
+// decodeChunk parses the payload of a token chunk claim. The result does not alias c.
+func decodeChunk(c claim.Claim) (chunk, error) {
+	if c.Kind != msgTokenChunk {
+		return chunk{}, fmt.Errorf("%w: message type %d is not a token chunk", ErrMalformed, c.Kind)
 	}
-	var c chunk
-	c.name = d.str()
-	c.version = d.uvarint()
+	d := decoder{b: c.Payload}
+	out := chunk{name: c.Name, version: c.Version}
 	total, off := d.uvarint(), d.uvarint()
 	if d.err == nil && (total > maxTokens || off > total) {
 		d.failf("chunk at %d of %d tokens", off, total)
 	}
-	c.total, c.offset = int(total), int(off)
+	out.total, out.offset = int(total), int(off)
 	n := d.count(8)
-	if d.err == nil && n > c.total-c.offset {
-		d.failf("chunk of %d tokens at %d overruns a set of %d", n, c.offset, c.total)
+	if d.err == nil && n > out.total-out.offset {
+		d.failf("chunk of %d tokens at %d overruns a set of %d", n, out.offset, out.total)
 	}
-	c.tokens = d.tokens(n)
+	out.tokens = d.tokens(n)
+	if d.err == nil && d.remaining() > 0 {
+		d.failf("trailing bytes")
+	}
 	if d.err != nil {
-		return chunk{}, fmt.Errorf("token chunk: %w", d.err)
+		return chunk{}, fmt.Errorf("token chunk of %s: %w", c.Name, d.err)
 	}
-	return c, nil
+	return out, nil
 }
