@@ -237,6 +237,11 @@ func (g *Gossip) checkMeta(name string, b []byte) error {
 		return errors.New("metadata claims another member's name")
 	}
 	v, reason := g.checkClaimLocked(c)
+	if v == rejected && reason == RejectUnproven {
+		// A member seen for the first time, or one whose proof failed: its metadata is
+		// provisional (it only says where to prove it), never a claim that counts.
+		v = held
+	}
 	if v == rejected && reason == RejectBadSignature {
 		// Maybe a new certificate (a renewed key after a restart): prove the member again
 		// at the address this claim gives; its key replaces the old one only if it signed

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/sluicedb/sluice/membership/gossip/claim"
 	"github.com/sluicedb/sluice/membership/ring"
 )
 
@@ -22,11 +23,10 @@ func unstarted(t *testing.T) *Gossip {
 
 func peerNode(t *testing.T, name string, m NodeMeta) *memberlist.Node {
 	t.Helper()
-	b, err := appendMeta(nil, m)
-	if err != nil {
+	if _, err := appendMeta(nil, m); err != nil {
 		t.Fatal(err)
 	}
-	return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 9), Port: 7946, Meta: b}
+	return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 9), Port: 7946, Meta: metaClaim(name, m, 1).Encode()}
 }
 
 func kinds(g *Gossip) []EventKind {
@@ -62,7 +62,7 @@ func TestLeaveIntentBeforeDepartureMakesItALeave(t *testing.T) {
 	g := unstarted(t)
 	n := peerNode(t, "peer", NodeMeta{State: ring.Normal})
 	(*eventDelegate)(g).NotifyJoin(n)
-	(*delegate)(g).NotifyMsg(appendLeave(nil, "peer"))
+	(*delegate)(g).NotifyMsg(leaveMsg("peer"))
 	if l := liveness(g, "peer"); l != StateAlive {
 		t.Fatalf("an intent alone changed liveness to %v", l)
 	}
@@ -86,7 +86,7 @@ func TestLeaveIntentAfterDepartureTurnsDeadIntoLeave(t *testing.T) {
 	n := peerNode(t, "peer", NodeMeta{State: ring.Normal})
 	(*eventDelegate)(g).NotifyJoin(n)
 	(*eventDelegate)(g).NotifyLeave(n)
-	(*delegate)(g).NotifyMsg(appendLeave(nil, "peer"))
+	(*delegate)(g).NotifyMsg(leaveMsg("peer"))
 	if l := liveness(g, "peer"); l != StateLeft {
 		t.Fatalf("liveness %v", l)
 	}
@@ -101,7 +101,7 @@ func TestDelegatesCopyTheirInput(t *testing.T) {
 	(*eventDelegate)(g).NotifyJoin(n)
 	clear(n.Meta)
 	msgs := appendChunks("peer", tokenSet{version: 3, tokens: []int64{10, 20}})
-	state := appendState(nil, []stateEntry{{name: "other", set: tokenSet{version: 1, tokens: []int64{5}}}})
+	state := appendState(nil, appendChunks("other", tokenSet{version: 1, tokens: []int64{5}}))
 	(*delegate)(g).NotifyMsg(msgs[0])
 	(*delegate)(g).MergeRemoteState(state, false)
 	clear(msgs[0])
@@ -116,7 +116,7 @@ func TestDelegatesCopyTheirInput(t *testing.T) {
 	// What NodeMeta hands to memberlist is a copy too.
 	b := (*delegate)(g).NodeMeta(memberlist.MetaMaxSize)
 	clear(b)
-	if got := (*delegate)(g).NodeMeta(memberlist.MetaMaxSize); got[0] != metaFormat {
+	if got := (*delegate)(g).NodeMeta(memberlist.MetaMaxSize); got[0] != claim.KindMeta {
 		t.Fatal("NodeMeta returned its internal buffer")
 	}
 }

@@ -2,6 +2,8 @@ package gossip
 
 import (
 	"context"
+	"crypto"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -50,7 +52,28 @@ type testCluster struct {
 	log   zerolog.Logger
 	rng   *rand.Rand
 	nodes []*Gossip
+
+	keysMu sync.Mutex
+	keys   map[string]ed25519.PrivateKey // each node name's certificate key, made on first use
 }
+
+// key is the signing key of node name's certificate in this test.
+func (c *testCluster) key(name string) ed25519.PrivateKey {
+	c.keysMu.Lock()
+	defer c.keysMu.Unlock()
+	if c.keys == nil {
+		c.keys = map[string]ed25519.PrivateKey{}
+	}
+	k, ok := c.keys[name]
+	if !ok {
+		_, k, _ = ed25519.GenerateKey(nil)
+		c.keys[name] = k
+	}
+	return k
+}
+
+// pub is the public key member name proves, for a test Verifier.
+func (c *testCluster) pub(name string) crypto.PublicKey { return c.key(name).Public() }
 
 func newTestCluster(t *testing.T) *testCluster {
 	t.Parallel()
@@ -71,6 +94,7 @@ func (c *testCluster) config(name string) Config {
 		Label:      c.label,
 		Meta:       NodeMeta{StreamAddr: "127.0.0.1:7000", AdminAddr: "127.0.0.1:8080", DC: "dc1", Rack: "r" + name[len(name)-1:], State: ring.Normal},
 		Log:        c.log,
+		Signer:     c.key(name),
 	}.ForTests()
 }
 
@@ -479,13 +503,13 @@ func TestRingWaitsForAnnouncedTokens(t *testing.T) {
 	// A peer whose metadata announces a version this node has not received yet.
 	g.mu.Lock()
 	g.members["peer"] = &memberEntry{addr: "127.0.0.1:1", meta: NodeMeta{State: ring.Normal, TokensVersion: 5}, liveness: StateAlive}
-	g.tokens.merge("peer", tokenSet{version: 4, tokens: []int64{1}})
+	feed(g.tokens, "peer", tokenSet{version: 4, tokens: []int64{1}})
 	g.mu.Unlock()
 	if _, err := g.Ring(); !errors.Is(err, ErrTokensPending) || !strings.Contains(err.Error(), "peer") {
 		t.Fatalf("err = %v", err)
 	}
 	g.mu.Lock()
-	g.tokens.merge("peer", tokenSet{version: 5, tokens: []int64{2}})
+	feed(g.tokens, "peer", tokenSet{version: 5, tokens: []int64{2}})
 	g.mu.Unlock()
 	if _, err := g.Ring(); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,16 +19,16 @@ func TestOnlyProvenMembersAreInTheRing(t *testing.T) {
 	verdict := map[string]error{"node1": nil, "node2": errors.New("certificate signed by unknown authority")}
 	tries := map[string]int{}
 	cfg := c.config("node0")
-	cfg.Verify = func(ctx context.Context, m Member) error {
+	cfg.Verify = func(ctx context.Context, m Member) (crypto.PublicKey, error) {
 		name := m.Name
 		mu.Lock()
 		defer mu.Unlock()
 		tries[name]++
 		v, ok := verdict[name]
 		if !ok {
-			return fmt.Errorf("unknown %s", name)
+			return nil, fmt.Errorf("unknown %s", name)
 		}
-		return v
+		return c.pub(name), v
 	}
 	obs := c.add(cfg)
 	c.addN(2) // node1 (proven) and node2 (refused)
@@ -66,12 +67,12 @@ func TestAPendingProofKeepsTheRingUnsettled(t *testing.T) {
 	c := newTestCluster(t)
 	release := make(chan struct{})
 	cfg := c.config("node0")
-	cfg.Verify = func(ctx context.Context, m Member) error {
+	cfg.Verify = func(ctx context.Context, m Member) (crypto.PublicKey, error) {
 		select {
 		case <-release:
-			return nil
+			return c.pub(m.Name), nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	obs := c.add(cfg)
@@ -101,14 +102,14 @@ func TestANewLifeProvesItselfAgain(t *testing.T) {
 	var mu sync.Mutex
 	tries := 0
 	cfg := c.config("node0")
-	cfg.Verify = func(ctx context.Context, m Member) error {
+	cfg.Verify = func(ctx context.Context, m Member) (crypto.PublicKey, error) {
 		name := m.Name
 		mu.Lock()
 		defer mu.Unlock()
 		if name == "node1" {
 			tries++
 		}
-		return nil
+		return c.pub(name), nil
 	}
 	obs := c.add(cfg)
 	first := c.add(c.config("node1"))

@@ -65,7 +65,7 @@ func TestLocalMetaReservesRoomForAnyTokensVersion(t *testing.T) {
 	// Fits with version 0 (1 byte) but not with the largest version (10 bytes): a later
 	// SetTokens could not announce it, so it is refused up front.
 	m := NodeMeta{StreamAddr: strings.Repeat("a", memberlist.MetaMaxSize-2-1-4-1)}
-	if _, err := encodeLocalMeta(m); !errors.Is(err, ErrMetaTooLarge) {
+	if _, err := encodeLocalMeta("n1", m); !errors.Is(err, ErrMetaTooLarge) {
 		t.Fatalf("err = %v, want ErrMetaTooLarge", err)
 	}
 }

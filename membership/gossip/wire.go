@@ -94,8 +94,8 @@ func decodeState(b []byte) ([][]byte, error) {
 	out := make([][]byte, 0, n)
 	for range n {
 		l := d.uvarint()
-		if d.err == nil && l > maxChunkBytes {
-			d.failf("message of %d bytes exceeds %d", l, maxChunkBytes)
+		if d.err == nil && (l == 0 || l > maxChunkBytes) {
+			d.failf("message of %d bytes (1 to %d)", l, maxChunkBytes)
 		}
 		m := d.bytes(int(l))
 		if d.err != nil {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/sluicedb/sluice/membership/gossip/claim"
 )
 
 func sortedTokens(rng *rand.Rand, n int) []int64 {
@@ -23,33 +25,31 @@ func sortedTokens(rng *rand.Rand, n int) []int64 {
 
 func TestStateRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	in := []stateEntry{
-		{name: "a", set: tokenSet{version: 1, tokens: sortedTokens(rng, 256)}},
-		{name: "b", set: tokenSet{version: 1 << 62, tokens: []int64{}}},
-		{name: "", set: tokenSet{version: 0, tokens: []int64{-1 << 63, 0, 1<<63 - 1}}},
-	}
+	var in [][]byte
+	in = append(in, appendChunks("a", tokenSet{version: 1, tokens: sortedTokens(rng, 256)})...)
+	in = append(in, appendChunks("b", tokenSet{version: 1 << 62, tokens: []int64{}})...)
 	b := appendState(nil, in)
 	out, err := decodeState(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out) != len(in) {
-		t.Fatalf("%d entries, want %d", len(out), len(in))
+		t.Fatalf("%d messages, want %d", len(out), len(in))
 	}
 	for i := range in {
-		if out[i].name != in[i].name || out[i].set.version != in[i].set.version || !slices.Equal(out[i].set.tokens, in[i].set.tokens) {
-			t.Fatalf("entry %d: got %+v, want %+v", i, out[i], in[i])
+		if !slices.Equal(out[i], in[i]) {
+			t.Fatalf("message %d differs", i)
 		}
 	}
 	// The result must not alias the input buffer.
 	clear(b)
-	if out[0].name != "a" || out[0].set.tokens[0] != in[0].set.tokens[0] {
+	if !slices.Equal(out[0], in[0]) {
 		t.Fatal("decoded state aliases its input")
 	}
 }
 
 func TestStateDecodeRejectsEveryTruncation(t *testing.T) {
-	b := appendState(nil, []stateEntry{{name: "n1", set: tokenSet{version: 9, tokens: []int64{1, 2, 3}}}})
+	b := appendState(nil, appendChunks("n1", tokenSet{version: 9, tokens: []int64{1, 2, 3}}))
 	for i := range len(b) {
 		if _, err := decodeState(b[:i]); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("prefix of %d bytes: err = %v", i, err)
@@ -59,11 +59,9 @@ func TestStateDecodeRejectsEveryTruncation(t *testing.T) {
 
 func TestStateDecodeRejectsLiesAboutLengths(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"huge entry count":    {stateFormat, 0xff, 0xff, 0xff, 0xff, 0x0f},
-		"huge token count":    {stateFormat, 1, 1, 'n', 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
-		"tokens not in order": appendState(nil, []stateEntry{{name: "n", set: tokenSet{version: 1, tokens: []int64{2, 1}}}}),
-		"duplicate token":     appendState(nil, []stateEntry{{name: "n", set: tokenSet{version: 1, tokens: []int64{5, 5}}}}),
-		"other format":        {stateFormat + 1, 0},
+		"huge message count": {stateFormat, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"oversized message":  appendState(nil, [][]byte{make([]byte, maxChunkBytes+1)}),
+		"other format":       {stateFormat + 1, 0},
 	} {
 		if _, err := decodeState(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v", name, err)
@@ -85,7 +83,7 @@ func TestChunksFitAGossipPacketAndReassemble(t *testing.T) {
 			if len(m) > maxChunkBytes {
 				t.Fatalf("%d tokens: chunk of %d bytes exceeds %d", n, len(m), maxChunkBytes)
 			}
-			c, err := decodeChunk(m)
+			c, err := decodeChunkMsg(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,17 +101,22 @@ func TestChunksFitAGossipPacketAndReassemble(t *testing.T) {
 func TestChunkDecodeRejectsBadInput(t *testing.T) {
 	good := appendChunks("n", tokenSet{version: 3, tokens: []int64{1, 2, 3}})[0]
 	for i := range len(good) {
-		if _, err := decodeChunk(good[:i]); !errors.Is(err, ErrMalformed) {
+		if _, err := decodeChunkMsg(good[:i]); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("prefix of %d bytes: err = %v", i, err)
 		}
 	}
+	chunkOf := func(kind uint8, payload ...byte) []byte {
+		return claim.Claim{Kind: kind, Name: "n", Version: 1, Payload: payload}.Encode()
+	}
 	for name, b := range map[string][]byte{
-		"other type":            {msgTokenChunk + 1},
-		"offset beyond total":   {msgTokenChunk, 1, 'n', 1, 2, 3, 0},
-		"overruns total":        append([]byte{msgTokenChunk, 1, 'n', 1, 1, 0, 2}, make([]byte, 16)...),
-		"total above maxTokens": {msgTokenChunk, 1, 'n', 1, 0x81, 0x80, 0x08, 0, 0},
+		"other type":            chunkOf(msgTokenChunk + 1),
+		"offset beyond total":   chunkOf(msgTokenChunk, 2, 3, 0),
+		"overruns total":        chunkOf(msgTokenChunk, append([]byte{1, 0, 2}, make([]byte, 16)...)...),
+		"total above maxTokens": chunkOf(msgTokenChunk, 0x81, 0x80, 0x08, 0, 0),
+		"tokens not in order":   chunkOf(msgTokenChunk, append([]byte{2, 0, 2}, appendInt64s(nil, []int64{2, 1})...)...),
+		"trailing bytes":        chunkOf(msgTokenChunk, 0, 0, 0, 9),
 	} {
-		if _, err := decodeChunk(b); !errors.Is(err, ErrMalformed) {
+		if _, err := decodeChunkMsg(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -121,24 +124,23 @@ func TestChunkDecodeRejectsBadInput(t *testing.T) {
 
 func FuzzDecodeState(f *testing.F) {
 	f.Add(appendState(nil, nil))
-	f.Add(appendState(nil, []stateEntry{{name: "a", set: tokenSet{version: 1, tokens: []int64{-5, 7}}}, {name: "b", set: tokenSet{version: 2}}}))
+	f.Add(appendState(nil, append(appendChunks("a", tokenSet{version: 1, tokens: []int64{-5, 7}}), appendChunks("b", tokenSet{version: 2})...)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		es, err := decodeState(b)
+		ms, err := decodeState(b)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error does not wrap ErrMalformed: %v", err)
 			}
 			return
 		}
-		again, err := decodeState(appendState(nil, es))
-		if err != nil || len(again) != len(es) {
-			t.Fatalf("re-decode: %d entries, %v", len(again), err)
+		again, err := decodeState(appendState(nil, ms))
+		if err != nil || len(again) != len(ms) {
+			t.Fatalf("re-decode: %d messages, %v", len(again), err)
 		}
-		for i := range es {
-			if again[i].name != es[i].name || again[i].set.version != es[i].set.version || !slices.Equal(again[i].set.tokens, es[i].set.tokens) {
-				t.Fatalf("entry %d changed", i)
-			}
-		}
+		// Feeding them to an unsigned Gossip must not panic either.
+		g, _ := New(validConfig())
+		defer g.Shutdown()
+		(*delegate)(g).MergeRemoteState(b, false)
 	})
 }
 
@@ -147,7 +149,7 @@ func FuzzDecodeChunk(f *testing.F) {
 		f.Add(m)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := decodeChunk(b)
+		c, err := decodeChunkMsg(b)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error does not wrap ErrMalformed: %v", err)
@@ -158,6 +160,6 @@ func FuzzDecodeChunk(f *testing.F) {
 			t.Fatalf("accepted an inconsistent chunk: %d tokens at %d of %d", len(c.tokens), c.offset, c.total)
 		}
 		// Feeding it to a table must not panic either.
-		newTokenTable("self").addChunk(c)
+		newTokenTable("self").addChunk(c, b)
 	})
 }
