@@ -36,10 +36,11 @@ func KeyHash(key []byte) uint64 { return xxhash.Sum64(key) }
 
 // Digest page limits: a page stops at MaxDigestsPerPage partitions or MaxDigestBytes encoded,
 // at the end of a token (partitions sharing a token stay on one page, so the next page starts
-// after a token).
+// after a token). MaxDigestBytes holds a full page of digests of up to 4 copies each; a page
+// of partitions with more copies stops earlier, and the caller asks for the next one.
 const (
 	MaxDigestsPerPage = 1 << 16
-	MaxDigestBytes    = 16 << 20
+	MaxDigestBytes    = 4 << 20
 	// maxCopies bounds one partition's copies on the wire: more sstables than this holding one
 	// partition is not a table a node serves.
 	maxCopies = 1 << 12
@@ -47,6 +48,21 @@ const (
 	// collision); more is a hostile peer.
 	maxSameToken = 64
 )
+
+// maxDigestSize is the largest encoding of one digest ParseDigests accepts.
+const maxDigestSize = 24 + binary.MaxVarintLen64 + 8*maxCopies
+
+// DigestPageSize bounds the encoding (AppendDigests) of a page Digests returns for limit
+// (MaxDigestsPerPage when it is not positive or larger) from a table an honest replica holds:
+// the page stops before a new token once it holds limit digests or MaxDigestBytes, so past
+// either it holds only the partitions of its last token, at most maxSameToken of them (as
+// ParseDigests accepts). A peer call's answer is sized from it before the page is read.
+func DigestPageSize(limit int) int {
+	if limit <= 0 || limit > MaxDigestsPerPage {
+		limit = MaxDigestsPerPage
+	}
+	return min((limit+maxSameToken)*maxDigestSize, MaxDigestBytes+maxSameToken*maxDigestSize)
+}
 
 // encodedSize is a digest's size in AppendDigests' encoding.
 func (d *Digest) encodedSize() int { return 24 + binary.MaxVarintLen64 + 8*len(d.Copies) }
@@ -81,6 +97,16 @@ func Digests(ctx context.Context, tables []*sstable.Table, rs token.RangeSet, af
 		err = nil
 	}
 	return out, more, err
+}
+
+// DigestsSize bounds the bytes AppendDigests appends for ds: a buffer of this capacity takes
+// the encoding without growing.
+func DigestsSize(ds []Digest) int {
+	n := 0
+	for i := range ds {
+		n += ds[i].encodedSize()
+	}
+	return n
 }
 
 // AppendDigests appends the encoding of ds to dst: per digest the token, key hash and hash

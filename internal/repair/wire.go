@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/sluicedb/sluice/sstable/token"
 )
@@ -44,13 +45,46 @@ func ParseLeaves(b []byte, depth int) ([]Leaf, error) {
 	return out, nil
 }
 
-// MarshalJSON encodes the tree as {"range": "(l,r]", "depth": d, "leaves": base64}.
+// MarshalJSON encodes the tree as {"range": "(l,r]", "depth": d, "leaves": base64} (AppendJSON
+// into a buffer of TreeWireSize(depth) bytes).
 func (t *Tree) MarshalJSON() ([]byte, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	return json.Marshal(wireTree{Range: t.Range.String(), Depth: t.Depth,
-		Leaves: base64.StdEncoding.EncodeToString(t.AppendLeaves(make([]byte, 0, leafSize*len(t.Leaves))))})
+	return t.AppendJSON(make([]byte, 0, TreeWireSize(t.Depth))), nil
+}
+
+// AppendJSON appends what MarshalJSON returns, adding at most TreeWireSize(depth) bytes: the
+// leaves are encoded three at a time (48 bytes, whole base64 quanta) straight into dst, so an
+// answer of many trees is one buffer and no copy. The tree must be valid (as Build and
+// UnmarshalJSON make them).
+func (t *Tree) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"range":"`...)
+	dst = append(dst, t.Range.String()...)
+	dst = append(dst, `","depth":`...)
+	dst = strconv.AppendInt(dst, int64(t.Depth), 10)
+	dst = append(dst, `,"leaves":"`...)
+	var chunk [3 * leafSize]byte
+	for i := 0; i < len(t.Leaves); i += 3 {
+		n := 0
+		for _, l := range t.Leaves[i:min(i+3, len(t.Leaves))] {
+			binary.LittleEndian.PutUint64(chunk[n:], l.Hash)
+			binary.LittleEndian.PutUint64(chunk[n+8:], l.Partitions)
+			n += leafSize
+		}
+		dst = base64.StdEncoding.AppendEncode(dst, chunk[:n])
+	}
+	return append(dst, `"}`...)
+}
+
+// treeEnvelope is the longest JSON of a tree without its leaves: the widest Murmur3 range and
+// a two-digit depth.
+const treeEnvelope = len(`{"range":"(-9223372036854775808,-9223372036854775808]","depth":15,"leaves":""}`)
+
+// TreeWireSize bounds the bytes of a tree's JSON form (MarshalJSON) at depth: what a peer's
+// answer holds per tree, known before the tree is built.
+func TreeWireSize(depth int) int {
+	return treeEnvelope + base64.StdEncoding.EncodedLen(leafSize<<depth)
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes, checking the range, depth and leaf count.
