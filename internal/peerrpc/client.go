@@ -37,7 +37,15 @@ type Client struct {
 	// HandshakeTimeout bounds the QUIC handshake; IdleTimeout and KeepAlive keep a long call
 	// (a fetch may run for hours) alive and detect a dead peer. Defaults 10s, 30s, 10s.
 	HandshakeTimeout, IdleTimeout, KeepAlive time.Duration
+	// Limits is the table the client obeys, the servers' own: a request body beyond its
+	// method's MaxBody is not sent, and no more than its MaxAnswer (and room for an error) is
+	// read back. nil for the default table.
+	Limits *Limits
 }
+
+// answerSlack is what a client reads beyond a method's MaxAnswer: the envelope, or an error
+// (its message truncated to maxErrorMsg, which JSON escaping may grow sixfold).
+const answerSlack = 8 << 10
 
 // TLSConfig is the client configuration that proves the server at addr is node name: its
 // certificate chains to the cluster CA, is for name and carries the node role. The host of
@@ -71,6 +79,20 @@ func VerifyNode(cs tls.ConnectionState, name string) error {
 // Call asks node name at addr (its stream address) to run method with req and decodes the
 // answer into out (which may be nil). A refusal is an *Error.
 func (c *Client) Call(ctx context.Context, addr, name, method string, req, out any) error {
+	var body json.RawMessage
+	var err error
+	if req != nil {
+		if body, err = json.Marshal(req); err != nil {
+			return err
+		}
+	}
+	maxAnswer := MaxResponse
+	if m, ok := c.Limits.Lookup(method); ok {
+		if len(body) > m.MaxBody {
+			return fmt.Errorf("peerrpc: %s: body of %d bytes exceeds its MaxBody of %d", method, len(body), m.MaxBody)
+		}
+		maxAnswer = min(maxAnswer, m.MaxAnswer+answerSlack)
+	}
 	tc, err := TLSConfig(c.ID, addr, name)
 	if err != nil {
 		return err
@@ -88,12 +110,6 @@ func (c *Client) Call(ctx context.Context, addr, name, method string, req, out a
 	}
 	// A cancelled ctx ends the call: the server sees the connection close and stops.
 	defer context.AfterFunc(ctx, func() { conn.CloseWithError(0, "call cancelled") })()
-	var body json.RawMessage
-	if req != nil {
-		if body, err = json.Marshal(req); err != nil {
-			return err
-		}
-	}
 	buf, err := appendFrame(nil, Request{Method: method, Body: body})
 	if err != nil {
 		return err
@@ -105,7 +121,7 @@ func (c *Client) Call(ctx context.Context, addr, name, method string, req, out a
 		return callErr(ctx, name, method, err)
 	}
 	st.Close() // the request is complete; the answer comes back on the same stream
-	b, err := readFrame(st, MaxResponse)
+	b, err := readFrame(st, maxAnswer)
 	if err != nil {
 		return callErr(ctx, name, method, err)
 	}

@@ -43,7 +43,14 @@ const (
 	CodeConflict     Code = "conflict"     // the node's state does not allow it now
 	CodeUnauthorized Code = "unauthorized" // the caller may not do this
 	CodeFailed       Code = "failed"       // the operation ran and failed
+	CodeBusy         Code = "busy"         // a budget of concurrent work is exhausted; retry later
 )
+
+// IsBusy reports whether err is a call refused with CodeBusy, which a later retry may pass.
+func IsBusy(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeBusy
+}
 
 // readFrame reads one length-prefixed frame of at most max bytes.
 func readFrame(r io.Reader, max int) ([]byte, error) {
