@@ -3,6 +3,8 @@ package node
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sluicedb/sluice/internal/peerrpc"
 )
 
 // Label values of the streaming metrics.
@@ -45,6 +47,10 @@ type Metrics struct {
 	// ThroughputLimit is the current rate limit in bytes per second by direction, 0 =
 	// unlimited: sluice_stream_throughput_limit_bytes_per_second. The node sets it.
 	ThroughputLimit *prometheus.GaugeVec
+	// PeerCallsRefused counts the peer calls this node's limits refused before running them
+	// (or whose answer exceeded its bound), by method ("other" for a method not in the table)
+	// and peerrpc.Reason: sluice_peer_calls_refused_total.
+	PeerCallsRefused *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors on a fresh registry. Every label combination the node
@@ -81,13 +87,25 @@ func NewMetrics() *Metrics {
 			Namespace: "sluice", Subsystem: "stream", Name: "throughput_limit_bytes_per_second",
 			Help: "Current streaming rate limit by direction (in, out); 0 means unlimited.",
 		}, []string{"direction"}),
+		PeerCallsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "peer", Name: "calls_refused_total",
+			Help: "Peer calls refused by their bounds or budgets, by method and reason.",
+		}, []string{"method", "reason"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.BytesStreamed, m.FilesStreamed, m.SlicesRefused, m.CRCFailures, m.DigestFailures,
-		m.Sessions, m.ThroughputLimit,
+		m.Sessions, m.ThroughputLimit, m.PeerCallsRefused,
 	)
+	for _, meth := range peerrpc.DefaultMethods() {
+		for _, r := range peerrpc.Reasons() {
+			if r != peerrpc.ReasonUnknown {
+				m.PeerCallsRefused.WithLabelValues(meth.Name, string(r))
+			}
+		}
+	}
+	m.PeerCallsRefused.WithLabelValues("other", string(peerrpc.ReasonUnknown))
 	for _, dir := range []string{DirIn, DirOut} {
 		for _, kind := range []string{KindEntire, KindPartial, KindRows} {
 			m.BytesStreamed.WithLabelValues(dir, kind)

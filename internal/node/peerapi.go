@@ -19,16 +19,16 @@ import (
 )
 
 // Peer operations: what nodes ask of each other, over peerrpc (QUIC with mutual TLS on the
-// stream socket), never over the admin API.
+// stream socket), never over the admin API. Their bounds are peerrpc's table, which the
+// server holds every call to before peerCall sees it.
 const (
-	peerIdentity   = "identity"    // → IdentityResponse: the proof of a member's name
-	peerLoad       = "load"        // → LoadResponse
-	peerTables     = "tables"      // TablesRequest → TablesResponse
-	peerRing       = "ring"        // → RingView without loads
-	peerFetch      = "fetch"       // FetchOpRequest → FetchOpResponse, when the fetch is done
-	peerRepairTree = "repair_tree" // TreeRequest → TreeResponse
-	// DigestRequest → DigestResponse
-	peerRepairDigests = "repair_digests"
+	peerIdentity      = peerrpc.MethodIdentity      // → IdentityResponse: the proof of a member's name
+	peerLoad          = peerrpc.MethodLoad          // → LoadResponse
+	peerTables        = peerrpc.MethodTables        // TablesRequest → TablesResponse
+	peerRing          = peerrpc.MethodRing          // → RingView without loads
+	peerFetch         = peerrpc.MethodFetch         // FetchOpRequest → FetchOpResponse, when the fetch is done
+	peerRepairTree    = peerrpc.MethodRepairTree    // TreeRequest → TreeResponse
+	peerRepairDigests = peerrpc.MethodRepairDigests // DigestRequest → DigestResponse
 )
 
 // maxPeerFetches bounds the fetches other members' operations run on this node at once; more
@@ -50,14 +50,18 @@ type TablesResponse struct {
 	Tables []TableStatus `json:"tables"`
 }
 
-// servePeer is the stream server's handler for peerrpc connections.
+// servePeer is the stream server's handler for peerrpc connections. The server counts the
+// calls its limits refuse in the node's metrics (set here, as New builds the server).
 func (n *Node) servePeer(ctx context.Context, conn *quic.Conn, caller tlsx.PeerIdentity) {
+	n.peerSrv.OnRefuse(n.countPeerRefusal)
 	n.peerSrv.ServeConn(ctx, conn, caller)
 }
 
-// peerCall answers one peer call. The caller holds a node certificate of the cluster CA (the
-// stream server checked); calls that change this node's data also need the caller to be a
-// proven member of this node's ring.
+// peerCall routes one peer call the server admitted: its method is in peerrpc's table, its
+// body within the method's bounds, and a heavy call holds its caller's slot and its reserved
+// memory. The caller holds a node certificate of the cluster CA (the stream server checked);
+// calls that change this node's data also need the caller to be a proven member of this
+// node's ring.
 func (n *Node) peerCall(ctx context.Context, caller tlsx.PeerIdentity, method string, body []byte) (any, error) {
 	decode := func(v any) error {
 		if err := peerrpc.DecodeBody(body, v); err != nil {
@@ -107,13 +111,21 @@ func (n *Node) peerCall(ctx context.Context, caller tlsx.PeerIdentity, method st
 		if err := decode(&req); err != nil {
 			return nil, err
 		}
-		return n.repairTree(ctx, req)
+		tr, err := n.repairTree(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return treesAnswer(tr.Trees), nil
 	case peerRepairDigests:
 		var req DigestRequest
 		if err := decode(&req); err != nil {
 			return nil, err
 		}
-		return n.repairDigests(ctx, req)
+		ds, more, err := n.digestPage(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return digestsAnswer(ds, more), nil
 	}
 	return nil, peerrpc.Errorf(peerrpc.CodeUnknown, "no peer operation %q", method)
 }
@@ -197,14 +209,24 @@ func (n *Node) repairTree(ctx context.Context, req TreeRequest) (TreeResponse, e
 	return TreeResponse{Trees: trees}, err
 }
 
-// repairDigests lists one page of this node's partition digests for a peer's repair.
+// repairDigests lists one page of this node's partition digests for a peer's repair (the
+// peer call encodes digestPage's page itself: digestsAnswer).
 func (n *Node) repairDigests(ctx context.Context, req DigestRequest) (DigestResponse, error) {
+	ds, more, err := n.digestPage(ctx, req)
+	if err != nil {
+		return DigestResponse{}, err
+	}
+	return DigestResponse{Digests: base64.StdEncoding.EncodeToString(repair.AppendDigests(nil, ds)), More: more}, nil
+}
+
+// digestPage is one page of this node's partition digests for a peer's repair.
+func (n *Node) digestPage(ctx context.Context, req DigestRequest) ([]repair.Digest, bool, error) {
 	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
-		return DigestResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "digest request: %v", err)
+		return nil, false, peerrpc.Errorf(peerrpc.CodeBadRequest, "digest request: %v", err)
 	}
 	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
 	if err != nil {
-		return DigestResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "digest request: %v", err)
+		return nil, false, peerrpc.Errorf(peerrpc.CodeBadRequest, "digest request: %v", err)
 	}
 	limit := req.Limit
 	if limit <= 0 || limit > repair.MaxDigestsPerPage {
@@ -212,17 +234,14 @@ func (n *Node) repairDigests(ctx context.Context, req DigestRequest) (DigestResp
 	}
 	tables, release, err := n.openTable(req.Keyspace, req.Table)
 	if err != nil {
-		return DigestResponse{}, err
+		return nil, false, err
 	}
 	defer release()
 	ds, more, err := repair.Digests(ctx, tables, rs, req.After, limit)
 	if errors.Is(err, repair.ErrBadTree) {
-		return DigestResponse{}, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
+		return nil, false, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
 	}
-	if err != nil {
-		return DigestResponse{}, err
-	}
-	return DigestResponse{Digests: base64.StdEncoding.EncodeToString(repair.AppendDigests(nil, ds)), More: more}, nil
+	return ds, more, err
 }
 
 // call asks member m to run a peer operation, proving on the way that it is m.

@@ -156,18 +156,17 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m go
 	}
 	res.Trees = len(mine)
 	var mismatched token.RangeSet
-	// One request per depth: the trees of a request share theirs.
-	for _, depth := range depths(specs) {
+	// The trees of a request share their depth, and a request stays within the peer's bounds
+	// (treeBatches).
+	for _, batch := range treeBatches(specs) {
 		var rs token.RangeSet
 		var local []*repair.Tree
-		for i, sp := range specs {
-			if sp.Depth == depth {
-				rs, local = append(rs, sp.Range), append(local, mine[i])
-			}
+		for _, i := range batch {
+			rs, local = append(rs, specs[i].Range), append(local, mine[i])
 		}
 		var tr TreeResponse
-		if err := c.call(ctx, m, peerRepairTree,
-			TreeRequest{Keyspace: req.Keyspace, Table: req.Table, Ranges: rs.String(), Depth: depth}, &tr); err != nil {
+		if err := c.callHeavy(ctx, m, peerRepairTree,
+			TreeRequest{Keyspace: req.Keyspace, Table: req.Table, Ranges: rs.String(), Depth: specs[batch[0]].Depth}, &tr); err != nil {
 			return res, err
 		}
 		if len(tr.Trees) != len(local) {
@@ -222,7 +221,8 @@ func (c *cluster) repairPeer(ctx context.Context, o *op, req RepairRequest, m go
 }
 
 // Bounds of the requests a repair sends: the ranges of one fetch, and the bytes of range text
-// in one peer call (peerrpc.MaxRequest less room for the rest of the request).
+// in one peer call (peerrpc.MaxRequest less room for the rest of the request). Tree and digest
+// requests also obey peerrpc's per-call bounds (treeBatches, peerrpc.MaxCallRanges).
 const (
 	maxFetchRanges = 1 << 15
 	rangesBudget   = peerrpc.MaxRequest - 4<<10
@@ -260,11 +260,11 @@ func (c *cluster) syncPlan(ctx context.Context, req RepairRequest, m gossip.Memb
 		return repair.SyncPlan{}, err
 	}
 	var theirs []repair.Digest
-	for _, rs := range batchRanges(mismatched, maxFetchRanges, rangesBudget) {
+	for _, rs := range batchRanges(mismatched, peerrpc.MaxCallRanges, rangesBudget) {
 		var after *int64
 		for {
 			var dr DigestResponse
-			err := c.call(ctx, m, peerRepairDigests, DigestRequest{Keyspace: req.Keyspace, Table: req.Table,
+			err := c.callHeavy(ctx, m, peerRepairDigests, DigestRequest{Keyspace: req.Keyspace, Table: req.Table,
 				Ranges: rs.String(), After: after, Limit: repair.MaxDigestsPerPage}, &dr)
 			if err != nil {
 				return repair.SyncPlan{}, err
