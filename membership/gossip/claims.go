@@ -224,7 +224,15 @@ func (g *Gossip) leaveLocked(c claim.Claim, msg []byte) {
 // proven key it must verify under it and be no older than what name said before. Metadata of
 // a member not proven yet is provisional: its stream address is where the proof goes, and
 // the proof is refused unless the proven key signed it.
+//
+// Alive messages about this node itself always pass: memberlist refutes any that differs from
+// what this node announces, which is what ends a forged or stale one everywhere. Holding
+// them back would leave the cluster with the stale state unrefuted (a restarted node hears
+// its previous life's alive messages this way).
 func (g *Gossip) checkMeta(name string, b []byte) error {
+	if name == g.cfg.Name {
+		return nil
+	}
 	c, _, err := decodeMetaClaim(b)
 	g.mu.Lock()
 	defer g.mu.Unlock()
