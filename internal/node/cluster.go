@@ -118,6 +118,7 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.metrics.gossipRejected.src.Store(g)
 	if err := g.Start(ctx); err != nil {
 		return nil, err
 	}

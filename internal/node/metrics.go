@@ -51,6 +51,8 @@ type Metrics struct {
 	// (or whose answer exceeded its bound), by method ("other" for a method not in the table)
 	// and peerrpc.Reason: sluice_peer_calls_refused_total.
 	PeerCallsRefused *prometheus.CounterVec
+	// gossipRejected reads Gossip.Rejected at scrape time: sluice_gossip_rejected_total.
+	gossipRejected *gossipRejections
 }
 
 // NewMetrics creates the collectors on a fresh registry. Every label combination the node
@@ -98,6 +100,8 @@ func NewMetrics() *Metrics {
 		m.BytesStreamed, m.FilesStreamed, m.SlicesRefused, m.CRCFailures, m.DigestFailures,
 		m.Sessions, m.ThroughputLimit, m.PeerCallsRefused,
 	)
+	m.gossipRejected = newGossipRejections()
+	m.Registry.MustRegister(m.gossipRejected)
 	for _, meth := range peerrpc.DefaultMethods() {
 		for _, r := range peerrpc.Reasons() {
 			if r != peerrpc.ReasonUnknown {
