@@ -429,6 +429,7 @@ func TestMetricsServesTheStreamCollectorsInPrometheusText(t *testing.T) {
 		`sluice_stream_sessions_total{direction="in",outcome="failed"} 1`,
 		`sluice_stream_sessions_total{direction="out",outcome="complete"} 0`,
 		`sluice_stream_throughput_limit_bytes_per_second{direction="in"} 0`,
+		`sluice_gossip_rejected_total{reason="bad_signature"} 0`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(text, line+"") {
