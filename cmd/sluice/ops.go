@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -80,6 +81,20 @@ func printOp(w io.Writer, st adminapi.OpStatus) {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", filepath.Base(c.SSTable), c.Action, c.Partitions, c.Kept, len(c.Children))
 		}
 	}
+	if len(st.CleanupChecks) > 0 {
+		fmt.Fprintln(tw, "TABLE\tCONFIRMED BY THE OWNERS (DROPPED)")
+		for _, c := range st.CleanupChecks {
+			fmt.Fprintf(tw, "%s.%s\t%s\n", c.Keyspace, c.Table, cmp.Or(c.Confirmed, "-"))
+		}
+		if refusedRanges(st.CleanupChecks) > 0 {
+			fmt.Fprintln(tw, "TABLE\tNOT CONFIRMED (KEPT)\tOWNER\tREASON")
+			for _, c := range st.CleanupChecks {
+				for _, f := range c.Refused {
+					fmt.Fprintf(tw, "%s.%s\t%s\t%s\t%s\n", c.Keyspace, c.Table, f.Range, cmp.Or(f.Owner, "-"), f.Reason)
+				}
+			}
+		}
+	}
 	if len(st.Imported) > 0 {
 		fmt.Fprintln(tw, "SOURCE\tINSTALLED\tPARTITIONS")
 		for _, i := range st.Imported {
@@ -93,6 +108,15 @@ func printOp(w io.Writer, st adminapi.OpStatus) {
 		return
 	}
 	fmt.Fprintf(w, "%s %s in %v\n", st.Kind, st.State, took)
+}
+
+// refusedRanges counts the refusals of a cleanup's checks.
+func refusedRanges(checks []adminapi.CleanupCheck) int {
+	n := 0
+	for _, c := range checks {
+		n += len(c.Refused)
+	}
+	return n
 }
 
 func opFlags(cmd *cobra.Command, admin *string, asJSON *bool) {
@@ -151,7 +175,14 @@ func newCleanupCmd() *cobra.Command {
 		Long: `Remove from the node's tables every partition outside the ranges it replicates (now or once
 in-flight bootstraps and decommissions settle), like nodetool cleanup: an sstable with foreign
 partitions is split into the kept ranges and then removed. Without an argument every table of
-every configured keyspace is cleaned.`,
+every configured keyspace is cleaned.
+
+Nothing is dropped on the ring's word alone. A cleanup with something to drop waits until the
+ring has been unchanged for a gossip round (and refuses a ring with members that have not
+proven their identity); then every node owning a range to drop must confirm it holds each of
+the node's partitions there with the same content (Merkle trees, then digests). A range an
+owner does not confirm (down, lacking partitions, holding other content) is kept: the command
+lists it with the owner and the reason and fails.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req adminapi.CleanupRequest

@@ -108,6 +108,9 @@ type OpStatus struct {
 	Cleanup   []CleanupResult   `json:"cleanup,omitempty"`
 	Imported  []ImportedSSTable `json:"imported,omitempty"`
 	Repair    []RepairResult    `json:"repair,omitempty"`
+	// CleanupChecks are what a cleanup's owners confirmed, per table directory with
+	// partitions to drop.
+	CleanupChecks []CleanupCheck `json:"cleanup_checks,omitempty"`
 }
 
 // TransferStatus is one table's share of one (From, To) transfer of a stream plan.
@@ -143,6 +146,26 @@ type CleanupResult struct {
 	Children   []string `json:"children,omitempty"`
 	Partitions int64    `json:"partitions"`
 	Kept       int64    `json:"kept_partitions"`
+}
+
+// CleanupCheck is what cleanup established before dropping anything from one table
+// directory. Each range of the ring it would drop partitions of must be confirmed by every
+// node owning it on this node's ring: a live, proven member whose own ring makes it a replica
+// and which holds each of those partitions with the same content. Confirmed ranges are
+// dropped; refused ones are kept, and make the cleanup fail.
+type CleanupCheck struct {
+	Keyspace  string           `json:"keyspace"`
+	Table     string           `json:"table"`
+	Dir       string           `json:"dir"`
+	Confirmed string           `json:"confirmed,omitempty"` // ranges dropped (token.RangeSet text)
+	Refused   []CleanupRefusal `json:"refused,omitempty"`   // ranges kept
+}
+
+// CleanupRefusal is one owner's refusal of one range: the range was not cleaned.
+type CleanupRefusal struct {
+	Range  string `json:"range"` // the part of one ring range cleanup would have dropped
+	Owner  string `json:"owner"` // empty when no other node owns it
+	Reason string `json:"reason"`
 }
 
 // Cleanup actions.

@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/internal/fsx"
@@ -46,13 +48,18 @@ func (d *dirLocks) get(dir string) *sync.RWMutex {
 }
 
 // StartCleanup removes from this node's tables every partition outside the ranges it must
-// keep (ring.CleanupRanges: replicated now or once in-flight changes settle). Each sstable
-// becomes at most one: kept whole when nothing lies outside the kept ranges, dropped when
-// nothing lies inside, and otherwise sliced (slice.Slice, mode auto: one multi-run child of
-// its chunk runs, rechunked gap-free past the slice bounds) in its own directory, and then
-// removed, TOC first, so a node's sstable count never rises from cleanup. The child is
-// installed before the parent goes, so a crash in between leaves both (the kept partitions
-// twice, which reconcile), never a loss.
+// keep (ring.CleanupRanges: replicated now or once in-flight changes settle), but only what the
+// nodes that own it confirm they hold (confirm.go): the ring says what may go, the owners'
+// data says whether it can. A cleanup with something to drop first waits for the ring to be
+// unchanged for a gossip round and refuses one with unproven members; each range of the ring
+// an owner does not confirm is kept, and the cleanup then fails naming it.
+//
+// Each sstable becomes at most one: kept whole when nothing lies outside the kept ranges,
+// dropped when nothing lies inside, and otherwise sliced (slice.Slice, mode auto: one
+// multi-run child of its chunk runs, rechunked gap-free past the slice bounds) in its own
+// directory, and then removed, TOC first, so a node's sstable count never rises from cleanup.
+// The child is installed before the parent goes, so a crash in between leaves both (the kept
+// partitions twice, which reconcile), never a loss.
 func (n *Node) StartCleanup(req CleanupRequest) (OpStatus, error) {
 	c, err := n.requireCluster()
 	if err != nil {
@@ -100,6 +107,18 @@ func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error 
 	if err != nil {
 		return err
 	}
+	trusted := false
+	trust := func(ctx context.Context) error {
+		if trusted {
+			return c.ringUnchanged(r)
+		}
+		if err := c.trustRing(ctx, r); err != nil {
+			return err
+		}
+		trusted = true
+		return nil
+	}
+	var checks []adminapi.CleanupCheck
 	for _, td := range dirs {
 		repl, ok := c.n.cfg.Keyspaces[td.Keyspace]
 		if !ok || (req.Keyspace != "" && td.Keyspace != req.Keyspace) || (req.Table != "" && td.Table != req.Table) {
@@ -107,32 +126,106 @@ func (c *cluster) cleanup(ctx context.Context, o *op, req CleanupRequest) error 
 		}
 		s, _ := repl.Strategy()
 		keep := ring.CleanupRanges(r, s, c.n.cfg.Name)
-		if err := c.n.cleanupDir(ctx, o, td.Path, keep, mover); err != nil {
+		chk, err := c.cleanupDir(ctx, o, td, r, s, keep, mover, trust)
+		if chk != nil {
+			checks = append(checks, *chk)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", td.Path, err)
 		}
 	}
-	return nil
+	return unconfirmedError(checks)
 }
 
-func (n *Node) cleanupDir(ctx context.Context, o *op, dir string, keep token.RangeSet, mover *fsx.Mover) error {
-	l := n.dirLocks.get(dir)
+// cleanupDir cleans one table directory in two steps. Under the directory's shared lock
+// (fetches may add sstables meanwhile, which this cleanup leaves alone) it lists the live
+// sstables and, when they hold partitions outside keep, has the ring trusted and the owners
+// confirm them; the refused ranges join keep. Then, under the exclusive lock, it cuts those
+// sstables. Only operations remove sstables and they run one at a time, so the listed ones
+// are still there. The returned check is nil when nothing was to be dropped.
+func (c *cluster) cleanupDir(ctx context.Context, o *op, td catalog.TableDir, r ring.Ring, s ring.Strategy, keep token.RangeSet,
+	mover *fsx.Mover, trust func(context.Context) error) (*adminapi.CleanupCheck, error) {
+	l := c.n.dirLocks.get(td.Path)
+	l.RLock()
+	live, chk, err := c.confirmDir(ctx, td, r, s, keep, trust)
+	l.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	if chk != nil {
+		keep = ring.Normalize(append(slices.Clone(keep), chk.kept...))
+		if err := trust(ctx); err != nil {
+			return &chk.CleanupCheck, err
+		}
+		o.update(func(st *OpStatus) { st.CleanupChecks = append(st.CleanupChecks, chk.CleanupCheck) })
+	}
 	l.Lock()
 	defer l.Unlock()
-	live, err := catalog.ListLive(dir)
-	if err != nil {
-		return err
-	}
 	for _, s := range live {
 		if err := ctx.Err(); err != nil {
-			return err
+			return checkOf(chk), err
 		}
 		res, err := cleanupSSTable(ctx, s, keep, mover)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.Desc.Prefix(), err)
+			return checkOf(chk), fmt.Errorf("%s: %w", s.Desc.Prefix(), err)
 		}
 		o.update(func(st *OpStatus) { st.Cleanup = append(st.Cleanup, res) })
 	}
-	return nil
+	return checkOf(chk), nil
+}
+
+// dirCheck is a directory's confirmation and the ranges it keeps beyond the ring's.
+type dirCheck struct {
+	adminapi.CleanupCheck
+	kept token.RangeSet
+}
+
+func checkOf(d *dirCheck) *adminapi.CleanupCheck {
+	if d == nil {
+		return nil
+	}
+	return &d.CleanupCheck
+}
+
+// confirmDir lists the directory's live sstables and, when they hold partitions in the ranges
+// keep leaves out, trusts the ring and has the owners confirm them.
+func (c *cluster) confirmDir(ctx context.Context, td catalog.TableDir, r ring.Ring, s ring.Strategy, keep token.RangeSet,
+	trust func(context.Context) error) ([]catalog.LiveSSTable, *dirCheck, error) {
+	live, err := catalog.ListLive(td.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	units := dropUnits(r, s, keep, c.n.cfg.Name)
+	if len(units) == 0 || len(live) == 0 {
+		return live, nil, nil
+	}
+	var tables []*sstable.Table
+	defer func() {
+		for _, t := range tables {
+			t.Close()
+		}
+	}()
+	for _, sst := range live {
+		t, err := sstable.Open(sst.Desc.Prefix())
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", sst.Desc.Prefix(), err)
+		}
+		tables = append(tables, t)
+	}
+	cf := &confirmation{units: units, pieces: pieces(units), refused: make([]map[string]*refusal, len(units))}
+	if err := countPieces(tables, cf.pieces); err != nil {
+		return nil, nil, err
+	}
+	if !slices.Contains(cf.needed(), true) {
+		return live, nil, nil
+	}
+	if err := trust(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := c.confirmUnits(ctx, td.Keyspace, td.Table, s, tables, cf); err != nil {
+		return nil, nil, err
+	}
+	return live, &dirCheck{CleanupCheck: cf.report(td.Keyspace, td.Table, td.Path), kept: cf.keptRanges()}, nil
 }
 
 // cleanupSSTable keeps, drops or splits one sstable.

@@ -104,6 +104,7 @@ func (n *Node) Ops() []OpStatus {
 		c := *s
 		c.Transfers = slices.Clone(s.Transfers)
 		c.Cleanup = slices.Clone(s.Cleanup)
+		c.CleanupChecks = slices.Clone(s.CleanupChecks)
 		c.Imported = slices.Clone(s.Imported)
 		c.Repair = slices.Clone(s.Repair)
 		out = append(out, c)
