@@ -31,6 +31,10 @@ const maxClockSkew = 10 * time.Minute
 // chunks twice over, plus its leave intent.
 const maxHeld = 2*((MaxTokensPerNode+tokensPerChunk-1)/tokensPerChunk) + 2
 
+// maxHeldMembers bounds the members claims are held for at once, so that claims in invented
+// names cannot grow the holding area without end.
+const maxHeldMembers = 256
+
 // Reasons a claim is rejected, the label of sluice_gossip_rejected_total.
 const (
 	RejectUnsigned     = "unsigned"      // no signature in a cluster that requires them
@@ -86,12 +90,15 @@ func (g *Gossip) checkClaimLocked(c claim.Claim) (verdict, string) {
 	}
 	key := g.keyLocked(c.Name)
 	if key == nil {
-		if _, ok := g.members[c.Name]; ok {
-			if p := g.proofs[c.Name]; p == nil || p.state == IdentityPending {
-				return held, ""
-			}
+		// A member not proven yet, or not even known yet (a broadcast can overtake the
+		// alive message that introduces its member): its claims wait for the proof.
+		if p := g.proofs[c.Name]; p != nil && p.state == IdentityRefused {
+			return rejected, RejectUnproven
 		}
-		return rejected, RejectUnproven
+		if _, ok := g.held[c.Name]; !ok && len(g.held) >= maxHeldMembers && !g.evictHeldLocked() {
+			return rejected, RejectUnproven
+		}
+		return held, ""
 	}
 	switch err := claim.Verify(key, g.cfg.Label, c); {
 	case errors.Is(err, claim.ErrUnsigned):
@@ -130,6 +137,19 @@ func (g *Gossip) holdLocked(name string, msg []byte) {
 		h = h[1:]
 	}
 	g.held[name] = append(h, msg)
+}
+
+// evictHeldLocked makes room in a full holding area by dropping the claims held for a name
+// that is not a member (invented names go first; a real member's claims come back with the
+// next push/pull). It reports whether it freed a slot.
+func (g *Gossip) evictHeldLocked() bool {
+	for name := range g.held {
+		if _, ok := g.members[name]; !ok {
+			delete(g.held, name)
+			return true
+		}
+	}
+	return false
 }
 
 // releaseLocked processes the claims held for name once its proof has a verdict: verified
