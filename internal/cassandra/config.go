@@ -1,0 +1,195 @@
+package cassandra
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the cassandra: section of sluice.yaml: the live Cassandra node this sluice is the
+// sidecar of. The zero value of every optional field means its default (WithDefaults). Every
+// field, by its YAML name:
+//
+//   - native_address: host:port of the local Cassandra node's CQL (native protocol) port,
+//     required. The ring is read from this node alone: system.local is its own row.
+//   - data_file_directories: the node's data_file_directories, as in cassandra.yaml, at least
+//     one. The sidecar serves their sstables (read-only, through hard-link holds) and checks
+//     that imports land in them.
+//   - nodetool: the argv prefix that runs nodetool against that node, required, e.g.
+//     [nodetool, -h, 127.0.0.1, -p, "7199"]; the import arguments are appended.
+//   - staging_dir: where received sstables wait for nodetool import; it must be on the same
+//     file system as the data directories (nodetool import then moves them by rename) and
+//     writable by the Cassandra process, which moves the files out of it. Default: the
+//     directory sluice-staging beside the first data file directory.
+//   - username, password_file: the native protocol's PasswordAuthenticator credentials (the
+//     file holds the password; surrounding white space is ignored). Both or neither.
+//   - tls.ca, tls.cert, tls.key: client encryption of the native protocol: the CA that signed
+//     the node's certificate (turns TLS on, with host verification against native_address's
+//     host or tls.server_name), and a client certificate and key for client_encryption_options'
+//     require_client_auth (both or neither).
+//   - refresh_interval: how often the ring is read again (default 30s); schema and topology
+//     events the driver delivers also trigger a read.
+//   - timeout: bound on connecting and on each query (default 10s).
+type Config struct {
+	NativeAddress       string        `yaml:"native_address"`
+	DataFileDirectories []string      `yaml:"data_file_directories"`
+	Nodetool            []string      `yaml:"nodetool"`
+	StagingDir          string        `yaml:"staging_dir"`
+	Username            string        `yaml:"username"`
+	PasswordFile        string        `yaml:"password_file"`
+	TLS                 TLS           `yaml:"tls"`
+	RefreshInterval     time.Duration `yaml:"refresh_interval"`
+	Timeout             time.Duration `yaml:"timeout"`
+}
+
+// TLS is the native protocol's client encryption; the zero value is plain text.
+type TLS struct {
+	CA         string `yaml:"ca"`
+	Cert       string `yaml:"cert"`
+	Key        string `yaml:"key"`
+	ServerName string `yaml:"server_name"`
+}
+
+// Enabled reports whether the native protocol runs over TLS.
+func (t TLS) Enabled() bool { return t.CA != "" }
+
+// Defaults of the optional fields.
+const (
+	DefaultRefreshInterval = 30 * time.Second
+	DefaultTimeout         = 10 * time.Second
+	// DefaultStagingName is the staging directory's name beside the first data directory.
+	DefaultStagingName = "sluice-staging"
+)
+
+// FieldError names the field of the cassandra section that failed validation, by its YAML
+// path below the section ("native_address", "tls.cert").
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+func fieldErrorf(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// WithDefaults returns c with every zero optional field set to its default. The slices are
+// copies.
+func (c Config) WithDefaults() Config {
+	c.DataFileDirectories = append([]string(nil), c.DataFileDirectories...)
+	c.Nodetool = append([]string(nil), c.Nodetool...)
+	if c.StagingDir == "" && len(c.DataFileDirectories) > 0 && c.DataFileDirectories[0] != "" {
+		c.StagingDir = filepath.Join(filepath.Dir(filepath.Clean(c.DataFileDirectories[0])), DefaultStagingName)
+	}
+	if c.RefreshInterval == 0 {
+		c.RefreshInterval = DefaultRefreshInterval
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return c
+}
+
+// Resolve makes the section's relative paths relative to base (the configuration file's
+// directory). The nodetool argv is left alone: it is a command line, not a path.
+func (c *Config) Resolve(base string) {
+	for i, d := range c.DataFileDirectories {
+		c.DataFileDirectories[i] = resolve(base, d)
+	}
+	for _, p := range []*string{&c.StagingDir, &c.PasswordFile, &c.TLS.CA, &c.TLS.Cert, &c.TLS.Key} {
+		*p = resolve(base, *p)
+	}
+}
+
+func resolve(base, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
+// Validate checks a section with defaults applied and names the first bad field. It touches
+// neither the file system nor the network.
+func (c Config) Validate() error {
+	host, port, err := net.SplitHostPort(c.NativeAddress)
+	switch {
+	case c.NativeAddress == "":
+		return fieldErrorf("native_address", "required (host:port of the node's CQL port, e.g. 127.0.0.1:9042)")
+	case err != nil || host == "":
+		return fieldErrorf("native_address", "%q: want host:port", c.NativeAddress)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fieldErrorf("native_address", "%q: bad port %q", c.NativeAddress, port)
+	}
+	if len(c.DataFileDirectories) == 0 {
+		return fieldErrorf("data_file_directories", "at least one directory required (cassandra.yaml's data_file_directories)")
+	}
+	seen := map[string]bool{}
+	for i, d := range c.DataFileDirectories {
+		field := fmt.Sprintf("data_file_directories[%d]", i)
+		switch clean := filepath.Clean(d); {
+		case d == "":
+			return fieldErrorf(field, "empty path")
+		case !filepath.IsAbs(d):
+			return fieldErrorf(field, "%q: want an absolute path", d)
+		case seen[clean]:
+			return fieldErrorf(field, "%q listed twice", d)
+		default:
+			seen[clean] = true
+		}
+	}
+	if len(c.Nodetool) == 0 || strings.TrimSpace(c.Nodetool[0]) == "" {
+		return fieldErrorf("nodetool", "required: the argv prefix that runs nodetool against the node, e.g. [nodetool, -h, 127.0.0.1, -p, \"7199\"]")
+	}
+	for _, a := range c.Nodetool {
+		if a == "--no-verify-tokens" || a == "--no-tokens" || a == "-t" || a == "--quick" || a == "-q" || a == "--no-verify" || a == "-v" {
+			return fieldErrorf("nodetool", "%q: the sidecar's imports keep Cassandra's verification on", a)
+		}
+	}
+	if c.StagingDir == "" || !filepath.IsAbs(c.StagingDir) {
+		return fieldErrorf("staging_dir", "%q: want an absolute path", c.StagingDir)
+	}
+	st := filepath.Clean(c.StagingDir)
+	for _, d := range c.DataFileDirectories {
+		d = filepath.Clean(d)
+		if st == d || strings.HasPrefix(st, d+string(filepath.Separator)) || strings.HasPrefix(d, st+string(filepath.Separator)) {
+			return fieldErrorf("staging_dir", "%q overlaps data file directory %q: staging must be beside the live data, not in it", c.StagingDir, d)
+		}
+	}
+	if (c.Username == "") != (c.PasswordFile == "") {
+		return fieldErrorf("password_file", "username and password_file go together")
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return fieldErrorf("tls.key", "tls.cert and tls.key go together")
+	}
+	if c.TLS.Cert != "" && c.TLS.CA == "" {
+		return fieldErrorf("tls.ca", "required with tls.cert: the CA that signed the node's certificate")
+	}
+	if c.TLS.ServerName != "" && c.TLS.CA == "" {
+		return fieldErrorf("tls.ca", "required with tls.server_name")
+	}
+	switch {
+	case c.RefreshInterval < time.Second:
+		return fieldErrorf("refresh_interval", "%v: want at least 1s", c.RefreshInterval)
+	case c.Timeout <= 0:
+		return fieldErrorf("timeout", "%v: want a positive duration", c.Timeout)
+	}
+	return nil
+}
+
+// Password reads password_file ("" without one).
+func (c Config) Password() (string, error) {
+	if c.PasswordFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(c.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("cassandra.password_file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}

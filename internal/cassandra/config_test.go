@@ -1,0 +1,58 @@
+package cassandra
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaultsAndValidate(t *testing.T) {
+	base := Config{NativeAddress: "127.0.0.1:9042", DataFileDirectories: []string{"/var/lib/cassandra/data"},
+		Nodetool: []string{"nodetool", "-h", "127.0.0.1"}}
+	c := base.WithDefaults()
+	if c.StagingDir != "/var/lib/cassandra/sluice-staging" || c.RefreshInterval != DefaultRefreshInterval || c.Timeout != DefaultTimeout {
+		t.Errorf("defaults: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*Config)
+	}{
+		{"native_address", func(c *Config) { c.NativeAddress = "" }},
+		{"native_address", func(c *Config) { c.NativeAddress = "127.0.0.1" }},
+		{"native_address", func(c *Config) { c.NativeAddress = "127.0.0.1:0" }},
+		{"data_file_directories", func(c *Config) { c.DataFileDirectories = nil }},
+		{"data_file_directories[0]", func(c *Config) { c.DataFileDirectories = []string{"data"} }},
+		{"data_file_directories[1]", func(c *Config) { c.DataFileDirectories = []string{"/d", "/d/"} }},
+		{"nodetool", func(c *Config) { c.Nodetool = nil }},
+		{"nodetool", func(c *Config) { c.Nodetool = []string{"nodetool", "--no-verify-tokens"} }},
+		{"staging_dir", func(c *Config) { c.StagingDir = "/var/lib/cassandra/data/staging" }},
+		{"staging_dir", func(c *Config) { c.StagingDir = "/var/lib/cassandra" }},
+		{"staging_dir", func(c *Config) { c.StagingDir = "staging" }},
+		{"password_file", func(c *Config) { c.Username = "sluice" }},
+		{"tls.key", func(c *Config) { c.TLS = TLS{CA: "/ca", Cert: "/c"} }},
+		{"tls.ca", func(c *Config) { c.TLS = TLS{Cert: "/c", Key: "/k"} }},
+		{"refresh_interval", func(c *Config) { c.RefreshInterval = time.Millisecond }},
+		{"timeout", func(c *Config) { c.Timeout = -time.Second }},
+	} {
+		c := base.WithDefaults()
+		tc.edit(&c)
+		err := c.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("want an error naming %s, got %v", tc.field, err)
+		}
+	}
+}
+
+func TestConfigResolve(t *testing.T) {
+	c := Config{DataFileDirectories: []string{"data", "/abs"}, PasswordFile: "pw", TLS: TLS{CA: "ca.crt"}, Nodetool: []string{"bin/nodetool"}}
+	c.Resolve("/etc/sluice")
+	if c.DataFileDirectories[0] != filepath.Join("/etc/sluice", "data") || c.DataFileDirectories[1] != "/abs" ||
+		c.PasswordFile != "/etc/sluice/pw" || c.TLS.CA != "/etc/sluice/ca.crt" || c.Nodetool[0] != "bin/nodetool" {
+		t.Errorf("%+v", c)
+	}
+}

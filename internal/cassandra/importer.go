@@ -1,0 +1,409 @@
+package cassandra
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+)
+
+// Importer hands sstables to the live Cassandra node with nodetool import. For one request it
+//
+//  1. verifies every complete sstable of the source directory with sluice's strict
+//     verification (every chunk's CRC, the digest, the layout Cassandra's sequential readers
+//     need; Verify);
+//  2. moves them (rename; a copy when the source is on another file system) into a fresh
+//     staging directory <staging_dir>/import-<random>/<keyspace>/<table>-<id>/: nodetool import
+//     reads the keyspace and table from the last two path elements and silently imports
+//     nothing from a directory named otherwise;
+//  3. runs <nodetool argv> import <keyspace> <table> <that directory> (ImportArgs: Cassandra
+//     verifies the sstables and checks that the node owns their tokens, then moves them in);
+//  4. confirms on disk, never from the exit code alone, that every sstable left the staging
+//     directory and is now in one of the table's live directories (the same inode: a move is a
+//     rename), and removes the staging directory.
+//
+// On a failure before Cassandra took an sstable, the sstables still staged go back to the
+// source directory (copies are deleted), so a failed import leaves the source as it was. The
+// Importer never writes into a live table directory. Imports may run concurrently (each has
+// its own staging directory); the fields must not change once Import is called.
+type Importer struct {
+	// Node names the Cassandra node in errors (its host id, else its native address).
+	Node string
+	// Nodetool is the argv prefix that runs nodetool against the node (cassandra.nodetool).
+	Nodetool []string
+	// StagingDir is cassandra.staging_dir: on the data directories' file system.
+	StagingDir string
+	// DataDirs are the node's data_file_directories, where imports must land.
+	DataDirs []string
+	// Run runs nodetool; nil is ExecRunner.
+	Run Runner
+	// Verify checks one sstable (its Data.db path) before anything moves; nil is VerifyStrict.
+	Verify func(dataPath string) error
+}
+
+// ImportRequest is one import: the sstables of Dir into Keyspace.Table, whose id (from
+// system_schema.tables) names the staging directory as Cassandra names the live one.
+type ImportRequest struct {
+	Keyspace, Table string
+	TableID         string // 32 hex digits or a UUID with dashes
+	Dir             string
+}
+
+// ImportedSSTable is one sstable the node took.
+type ImportedSSTable struct {
+	Source string // the sstable in the request's directory (descriptor prefix)
+	Live   string // its Data.db in the live table directory, under the name Cassandra gave it
+	Bytes  int64  // its Data.db's size
+	Copied bool   // staged by copy (source on another file system): the source was left in place
+}
+
+// ImportResult is a confirmed import.
+type ImportResult struct {
+	Keyspace, Table string
+	Staging         string // the staging table directory nodetool imported from (removed since)
+	SSTables        []ImportedSSTable
+	Output          string // what nodetool printed (usually nothing)
+	Elapsed         time.Duration
+}
+
+// staged is one component file in the staging directory.
+type staged struct {
+	src, dst string
+	copied   bool
+}
+
+// stagedTable is one sstable in the staging directory.
+type stagedTable struct {
+	source string      // descriptor prefix in the source directory
+	data   string      // its Data.db in the staging directory
+	info   os.FileInfo // of that Data.db: the inode to find in the live directory
+	files  []staged
+}
+
+// Import runs one import; see Importer. A failure is an *ImportError naming the node, the
+// table, the staging directory and what nodetool printed, wrapping ErrNothingToImport,
+// ErrVerify, ErrCrossDevice, ErrNodetool or ErrNotConfirmed (or the I/O error).
+func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportResult, err error) {
+	start := time.Now()
+	res = ImportResult{Keyspace: req.Keyspace, Table: req.Table}
+	ie := &ImportError{Node: im.Node, Keyspace: req.Keyspace, Table: req.Table}
+	fail := func(e error) (ImportResult, error) {
+		ie.Err = e
+		return res, ie
+	}
+	if e := cqlname.CheckTable(req.Keyspace, req.Table); e != nil {
+		return fail(e)
+	}
+	id, e := TableID(req.TableID)
+	if e != nil {
+		return fail(e)
+	}
+	live, e := catalog.ListLive(req.Dir)
+	if e != nil {
+		return fail(e)
+	}
+	if len(live) == 0 {
+		return fail(fmt.Errorf("%w in %s (none has a TOC.txt)", ErrNothingToImport, req.Dir))
+	}
+	verify := im.Verify
+	if verify == nil {
+		verify = VerifyStrict
+	}
+	for _, s := range live {
+		if e := ctx.Err(); e != nil {
+			return fail(e)
+		}
+		if e := verify(s.Desc.Path(descriptor.Data)); e != nil {
+			return fail(fmt.Errorf("%w: %s: %v", ErrVerify, s.Desc.Prefix(), e))
+		}
+	}
+	session, e := im.sessionDir()
+	if e != nil {
+		return fail(e)
+	}
+	dir := filepath.Join(session, req.Keyspace, req.Table+"-"+id)
+	if e := os.MkdirAll(dir, 0o755); e != nil {
+		return fail(e)
+	}
+	ie.Dir, res.Staging = dir, dir
+	defer func() {
+		// A staging directory that still holds files (an import whose outcome is unknown) is
+		// kept for the operator; an empty one goes.
+		if rerr := removeIfEmpty(session); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if e := im.checkDevice(dir); e != nil {
+		return fail(e)
+	}
+	tables, e := stage(live, dir)
+	if e != nil {
+		return fail(errors.Join(e, unstage(tables)))
+	}
+
+	run := im.Run
+	if run == nil {
+		run = ExecRunner
+	}
+	argv := append(append([]string(nil), im.Nodetool...), ImportArgs(req.Keyspace, req.Table, dir)...)
+	out, code, e := run(ctx, argv)
+	res.Output, ie.Output = strings.TrimSpace(out), out
+	parsed := ParseImportOutput(out)
+	switch {
+	case e != nil && ctx.Err() != nil:
+		// Cassandra may still be importing (nodetool's JMX call outlives nodetool): the
+		// staged sstables stay where they are.
+		return fail(fmt.Errorf("%w: %s: %v; the outcome is unknown: what Cassandra did not take is still in %s", ErrNodetool, strings.Join(argv, " "), e, dir))
+	case e != nil:
+		return fail(errors.Join(fmt.Errorf("%w: %s: %v", ErrNodetool, strings.Join(argv, " "), e), unstage(tables)))
+	case code != 0 || parsed.Failed():
+		return fail(errors.Join(fmt.Errorf("%w: exit code %d", ErrNodetool, code), unstage(tables)))
+	}
+
+	// Confirm on disk: each sstable left staging and its Data.db inode is in a live directory.
+	found, e := im.liveByInode(req.Keyspace, req.Table, tables)
+	if e != nil {
+		return fail(e)
+	}
+	var left, lost []string
+	var back []stagedTable
+	for _, t := range tables {
+		if _, e := os.Lstat(t.data); e == nil {
+			left = append(left, filepath.Base(t.data))
+			back = append(back, t)
+			continue
+		}
+		p, ok := found[t.data]
+		if !ok {
+			lost = append(lost, filepath.Base(t.data))
+			continue
+		}
+		res.SSTables = append(res.SSTables, ImportedSSTable{Source: t.source, Live: p, Bytes: t.info.Size(), Copied: t.files[0].copied})
+	}
+	res.Elapsed = time.Since(start)
+	switch {
+	case len(left) > 0:
+		return fail(errors.Join(fmt.Errorf("%w: nodetool exited 0 but %d of %d sstables are still in the staging directory (%s): Cassandra did not take them (its log says why, e.g. \"No new SSTables were found\"); they are back in %s",
+			ErrNotConfirmed, len(left), len(tables), strings.Join(left, ", "), req.Dir), unstage(back)))
+	case len(lost) > 0:
+		return fail(fmt.Errorf("%w: %d of %d sstables left the staging directory but are in no live directory of %s.%s (%s): compacted away already, or moved elsewhere",
+			ErrNotConfirmed, len(lost), len(tables), req.Keyspace, req.Table, strings.Join(lost, ", ")))
+	}
+	return res, nil
+}
+
+// sessionDir creates a fresh import-<random> directory under the staging directory.
+func (im *Importer) sessionDir() (string, error) {
+	if err := os.MkdirAll(im.StagingDir, 0o755); err != nil {
+		return "", fmt.Errorf("cassandra.staging_dir: %w", err)
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	p := filepath.Join(im.StagingDir, StagingPrefix+hex.EncodeToString(raw[:]))
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// StagingPrefix starts the name of one import's directory under the staging directory.
+const StagingPrefix = "import-"
+
+// checkDevice refuses a staging directory on another file system than the data directories:
+// nodetool import would have to copy every byte, and the confirmation by inode would fail.
+func (im *Importer) checkDevice(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	sd, ok := device(fi)
+	if !ok {
+		return nil
+	}
+	for _, d := range im.DataDirs {
+		di, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("data file directory: %w", err)
+		}
+		if dd, ok := device(di); ok && dd == sd {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: staging directory %s and data file directories %s", ErrCrossDevice, im.StagingDir, strings.Join(im.DataDirs, ", "))
+}
+
+// stage moves every component of every sstable into dir (a copy across file systems), TOC
+// last, and syncs both directories. On error it returns what it staged so far for unstage.
+func stage(live []catalog.LiveSSTable, dir string) ([]stagedTable, error) {
+	var out []stagedTable
+	srcDirs := map[string]bool{}
+	for _, s := range live {
+		t := stagedTable{source: s.Desc.Prefix()}
+		srcDirs[s.Desc.Dir] = true
+		for _, c := range s.Comps {
+			st := staged{src: s.Desc.Path(c), dst: filepath.Join(dir, s.Desc.Filename(c))}
+			err := os.Rename(st.src, st.dst)
+			if errors.Is(err, syscall.EXDEV) {
+				st.copied = true
+				err = copyFile(st.src, st.dst)
+			}
+			if err != nil {
+				out = append(out, t)
+				return out, err
+			}
+			t.files = append(t.files, st)
+			if c == descriptor.Data {
+				t.data = st.dst
+				if t.info, err = os.Stat(st.dst); err != nil {
+					out = append(out, t)
+					return out, err
+				}
+			}
+		}
+		if t.data == "" {
+			out = append(out, t)
+			return out, fmt.Errorf("%s: its TOC lists no Data.db", s.Desc.Prefix())
+		}
+		out = append(out, t)
+	}
+	if err := fsx.SyncDir(dir); err != nil {
+		return out, err
+	}
+	for d := range srcDirs {
+		if err := fsx.SyncDir(d); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// removeIfEmpty removes dir when no file is left anywhere under it.
+func removeIfEmpty(dir string) error {
+	files := 0
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return err
+	})
+	if err != nil || files > 0 {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// unstage returns staged sstables to their source: moved files are renamed back, copies
+// removed. Files no longer in the staging directory (Cassandra took them) are left alone.
+func unstage(tables []stagedTable) error {
+	var errs []error
+	for _, t := range tables {
+		for _, f := range t.files {
+			if _, err := os.Lstat(f.dst); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if f.copied {
+				errs = append(errs, os.Remove(f.dst))
+			} else {
+				errs = append(errs, os.Rename(f.dst, f.src))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// liveByInode maps each staged Data.db (by its staging path) to the live Data.db that is the
+// same file, searching every directory of keyspace.table in every data directory.
+func (im *Importer) liveByInode(keyspace, table string, tables []stagedTable) (map[string]string, error) {
+	found := map[string]string{}
+	for _, root := range im.DataDirs {
+		ents, err := os.ReadDir(filepath.Join(root, keyspace))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			dir := filepath.Join(root, keyspace, e.Name())
+			if _, name, _, ok := descriptor.TableDir(dir); !ok || name != table || !e.IsDir() {
+				continue
+			}
+			ls, err := catalog.ListLive(dir)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range ls {
+				p := s.Desc.Path(descriptor.Data)
+				fi, err := os.Stat(p)
+				if err != nil {
+					continue // compacted away meanwhile
+				}
+				for _, t := range tables {
+					if os.SameFile(fi, t.info) {
+						found[t.data] = p
+					}
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+// VerifyStrict is the Importer's default check: sstable.Verify with Strict (every chunk read
+// and CRC-checked, the digest, Cassandra's sequential layout rules). Its error lists the first
+// problems.
+func VerifyStrict(dataPath string) error {
+	rep, err := sstable.Verify(dataPath, sstable.VerifyOptions{Strict: true})
+	if err != nil {
+		return err
+	}
+	if rep.OK {
+		return nil
+	}
+	var ps []string
+	for i, p := range rep.Problems {
+		if i == 3 {
+			ps = append(ps, fmt.Sprintf("and %d more", len(rep.Problems)-3))
+			break
+		}
+		ps = append(ps, p.String())
+	}
+	return errors.New(strings.Join(ps, "; "))
+}
