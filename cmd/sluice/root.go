@@ -54,6 +54,7 @@ BTI da) byte-compatibly, and moves token ranges of them by copying compressed ch
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newSSTableCmd(), newStreamCmd(), newBenchCmd(), newCertCmd(), newRunCmd(), newNetstatsCmd(), newSetStreamThroughputCmd())
 	root.AddCommand(newStatusCmd(), newRingCmd(), newDecommissionCmd(), newMoveCmd(), newCleanupCmd(), newImportCmd(), newRepairCmd(), newRebuildCmd(), newTestclusterCmd())
+	root.AddCommand(newCassandraCmd())
 	return root
 }
 

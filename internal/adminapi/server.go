@@ -95,6 +95,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	POST /v1/ops/repair        RepairRequest → OpStatus
 //	POST /v1/ops/rebuild       RebuildRequest (may be {}) → OpStatus
 //	POST /v1/ops/replace       {} → OpStatus: retry the replacement of replace_address
+//	GET  /v1/cassandra/ring    CassandraRing (a Cassandra sidecar; cassandra.go)
+//	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult
 //
 // The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;
 // poll GET /v1/ops for its progress and outcome. Operations run one at a time (409 otherwise);
@@ -143,6 +145,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/ops/repair", postOp(b.StartRepair))
 	mux.HandleFunc("POST /v1/ops/rebuild", postOp(b.StartRebuild))
 	mux.HandleFunc("POST /v1/ops/replace", postOp(func(struct{}) (OpStatus, error) { return b.StartReplace() }))
+	s.cassandraRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })
 	return mux
 }

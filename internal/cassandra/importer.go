@@ -407,3 +407,11 @@ func VerifyStrict(dataPath string) error {
 	}
 	return errors.New(strings.Join(ps, "; "))
 }
+
+// SameFileSystem reports whether two files are on one file system; true where that cannot be
+// told.
+func SameFileSystem(a, b os.FileInfo) bool {
+	da, oka := device(a)
+	db, okb := device(b)
+	return !oka || !okb || da == db
+}

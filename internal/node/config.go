@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicedb/sluice/internal/cassandra"
 	"github.com/sluicedb/sluice/internal/cqlname"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -90,6 +91,17 @@ import (
 //     ownership follow: {ks: {class: SimpleStrategy, replication_factor: 2}} or
 //     {ks: {class: NetworkTopologyStrategy, dc1: 2, dc2: 1}}. Every node must have the same
 //     map; tables of keyspaces not listed are left alone by every operation.
+//
+// Cassandra sidecar (optional; internal/cassandra documents every field):
+//
+//   - cassandra: the live Cassandra node this sluice sits beside: native_address,
+//     data_file_directories, nodetool (an argv prefix), and optionally staging_dir, username,
+//     password_file, tls {ca, cert, key, server_name}, refresh_interval, timeout. With it the
+//     ring is Cassandra's (read over CQL, GET /v1/cassandra/ring), the node serves the
+//     sstables of data_file_directories (data_dirs defaults to them and may only repeat them)
+//     and imports into the live node only through nodetool import (POST /v1/cassandra/import).
+//     sluice's own token ring does not describe Cassandra's: bootstrap, replace_address,
+//     initial_tokens and keyspaces are refused with it.
 type Config struct {
 	Name       string     `yaml:"name"`
 	DataDirs   []string   `yaml:"data_dirs"`
@@ -122,7 +134,13 @@ type Config struct {
 	// Default: admin-<port>.token in the user's configuration directory (sluice/ under
 	// $XDG_CONFIG_HOME or ~/.config), where the CLI on the same host finds it.
 	AdminTokenFile string `yaml:"admin_token_file"`
+
+	// Cassandra makes the node the sidecar of a live Cassandra node; nil: no such node.
+	Cassandra *cassandra.Config `yaml:"cassandra"`
 }
+
+// Sidecar reports whether the configuration has a cassandra section.
+func (c Config) Sidecar() bool { return c.Cassandra != nil }
 
 // Membership reports whether the configuration turns membership on (gossip_addr is set).
 func (c Config) Membership() bool { return c.GossipAddr != "" }
@@ -185,6 +203,9 @@ func LoadConfig(path string) (Config, error) {
 	}
 	c.TLSDir = resolve(base, c.TLSDir)
 	c.ClusterKeyFile = resolve(base, c.ClusterKeyFile)
+	if c.Cassandra != nil {
+		c.Cassandra.Resolve(base)
+	}
 	return c, nil
 }
 
@@ -210,6 +231,14 @@ func ParseConfig(b []byte) (Config, error) {
 // withDefaults returns c with every zero optional field set to its default.
 func (c Config) withDefaults() Config {
 	c.DataDirs = append([]string(nil), c.DataDirs...)
+	if c.Cassandra != nil {
+		cc := c.Cassandra.WithDefaults()
+		c.Cassandra = &cc
+		if len(c.DataDirs) == 0 {
+			// The sidecar serves the live node's sstables.
+			c.DataDirs = append([]string(nil), cc.DataFileDirectories...)
+		}
+	}
 	if c.StreamAddr == "" {
 		c.StreamAddr = DefaultStreamAddr
 	}
@@ -319,6 +348,11 @@ func (c Config) validate() error {
 			return configErrorf("client_fetch_keyspaces", "%v", err)
 		}
 	}
+	if c.Cassandra != nil {
+		if err := c.validateCassandra(); err != nil {
+			return err
+		}
+	}
 	if !c.Membership() {
 		if len(c.Seeds) > 0 || c.Bootstrap || c.ClusterKeyFile != "" || c.ReplaceAddress != "" {
 			return configErrorf("gossip_addr", "required with seeds, bootstrap, replace_address or cluster_key_file")
@@ -359,6 +393,40 @@ func (c Config) validate() error {
 			return configErrorf("initial_tokens", "%d listed twice", t)
 		}
 		seenTok[t] = true
+	}
+	return nil
+}
+
+// validateCassandra checks the cassandra section (defaults applied) and what it excludes.
+func (c Config) validateCassandra() error {
+	if err := c.Cassandra.Validate(); err != nil {
+		var fe *cassandra.FieldError
+		if errors.As(err, &fe) {
+			return configErrorf("cassandra."+fe.Field, "%s", fe.Reason)
+		}
+		return configErrorf("cassandra", "%v", err)
+	}
+	want := map[string]bool{}
+	for _, d := range c.Cassandra.DataFileDirectories {
+		want[filepath.Clean(d)] = true
+	}
+	for _, d := range c.DataDirs {
+		if !want[filepath.Clean(d)] {
+			return configErrorf("data_dirs", "%q is not one of cassandra.data_file_directories: a sidecar serves the live node's data; leave data_dirs out", d)
+		}
+	}
+	if len(c.DataDirs) != len(want) {
+		return configErrorf("data_dirs", "lists %d of the %d cassandra.data_file_directories; leave data_dirs out", len(c.DataDirs), len(want))
+	}
+	switch {
+	case c.Bootstrap:
+		return configErrorf("bootstrap", "not with cassandra: the ring is Cassandra's, and Cassandra bootstraps its node")
+	case c.ReplaceAddress != "":
+		return configErrorf("replace_address", "not with cassandra: the ring is Cassandra's")
+	case len(c.InitialTokens) > 0:
+		return configErrorf("initial_tokens", "not with cassandra: the ring is Cassandra's")
+	case len(c.Keyspaces) > 0:
+		return configErrorf("keyspaces", "not with cassandra: replication comes from Cassandra's system_schema.keyspaces")
 	}
 	return nil
 }

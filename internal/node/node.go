@@ -114,6 +114,7 @@ type Node struct {
 	peers       peerRegistry
 	ops         opsState
 	dirLocks    dirLocks
+	sidecar     *sidecar // the cassandra section's (cassandra.go); nil without one
 }
 
 // New validates the configuration (a *ConfigError names the bad field) and returns a node
@@ -140,6 +141,7 @@ func New(opts Options) (*Node, error) {
 		tuneGossip:      opts.TuneGossip,
 	}
 	n.peerFetches = make(chan struct{}, maxPeerFetches)
+	n.sidecar = newSidecar(cfg, log)
 	n.peerSrv = &peerrpc.Server{Handler: n.peerCall, Log: log.With().Str("component", "peer").Logger()}
 	return n, nil
 }
@@ -271,6 +273,9 @@ func (n *Node) Run(ctx context.Context) error {
 		ev = ev.Str("stream_addr", n.stream.Addr().String())
 	}
 	ev.Msg("node running")
+
+	// Cassandra sidecar (cassandra.go): the ring refresher, when the cassandra section is set.
+	n.startSidecar(streamCtx)
 
 	var memberDone chan error
 	if n.cfg.Membership() {

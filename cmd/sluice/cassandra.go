@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/node"
+)
+
+// newCassandraCmd is the command group of a sidecar node (the cassandra: section of
+// sluice.yaml), run against its admin API like the other admin commands.
+func newCassandraCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cassandra",
+		Short: "Commands of a sluice node that is the sidecar of a live Cassandra node",
+		Long: `Commands of a sluice node whose configuration has a cassandra: section (the sidecar of a
+live Cassandra node), through its admin API.`,
+	}
+	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd())
+	return cmd
+}
+
+func newCassandraRingCmd() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ring [--admin HOST:PORT] [--json]",
+		Short: "Show the Cassandra ring as the sidecar's node describes it",
+		Long: `Show every node of the Cassandra ring as the local Cassandra node describes it (system.local,
+system.peers_v2): address, host id, DC, rack, token count, state (UP or DOWN, the driver's
+view; the local node is UP when it answered) and its sluice sidecar: up, down, missing (gossip
+runs and no member matches it) or unknown (this sidecar runs without gossip). Sidecars are
+matched by the host of their announced stream or admin address (interim). Then each
+keyspace's replication as sluice reads it. --json prints the whole view, tokens listed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var v adminapi.CassandraRing
+			if err := adminGet(cmd.Context(), admin, "/v1/cassandra/ring", &v); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
+			return printCassandraRing(cmd.OutOrStdout(), v)
+		},
+	}
+	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the ring as JSON, tokens included")
+	return cmd
+}
+
+func printCassandraRing(w io.Writer, v adminapi.CassandraRing) error {
+	if v.Stale != "" {
+		fmt.Fprintf(w, "warning: %s\n", v.Stale)
+	}
+	fmt.Fprintf(w, "Cluster: %s (%s), read %s\n", v.Cluster, strings.TrimPrefix(v.Partitioner, "org.apache.cassandra.dht."), v.ReadAt.Format("2006-01-02 15:04:05"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Address\tHost ID\tDC\tRack\tTokens\tState\tSidecar\t")
+	for _, n := range v.Nodes {
+		addr := n.Address
+		if n.Local {
+			addr += " (local)"
+		}
+		sc := n.Sidecar
+		if n.SidecarName != "" {
+			sc += " (" + n.SidecarName + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", addr, n.HostID, n.DC, n.Rack, n.TokenCount, n.State, sc)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Keyspace\tTables\tReplication\t")
+	for _, k := range v.Keyspaces {
+		r := k.Strategy
+		if r == "" {
+			r = "(not placed by sluice: " + k.Unsupported + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", k.Name, k.Tables, r)
+	}
+	return tw.Flush()
+}
+
+func newCassandraImportCmd() *cobra.Command {
+	var admin string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "import KEYSPACE.TABLE DIR [--admin HOST:PORT] [--json]",
+		Short: "Verify a directory of sstables and import them into the live Cassandra node",
+		Long: `Verify every sstable in DIR (sluice's strict verify: every chunk CRC, the digest, the layout
+Cassandra's sequential readers need) and, only if all are clean, move them into a staging
+directory named <keyspace>/<table>-<id> on the data directories' file system and run
+nodetool import (Cassandra verifies them again and checks that the node owns their tokens),
+then confirm that every sstable is in the table's live directory. DIR is read by the sidecar,
+so it must be a path on its machine; its sstables are moved out of it (copied when it is on
+another file system), and put back if the import fails. The command waits for the import.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ks, table, ok := strings.Cut(args[0], ".")
+			if !ok || ks == "" || table == "" {
+				return usagef("cassandra import: %q: want KEYSPACE.TABLE", args[0])
+			}
+			if err := checkNames("cassandra import", ks, table, true); err != nil {
+				return err
+			}
+			dir, err := filepath.Abs(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := newAdminClient(admin)
+			if err != nil {
+				return err
+			}
+			// nodetool import takes as long as Cassandra's verification: the command's context
+			// bounds the wait, not the admin client's usual 10 s.
+			c.ac.HTTP = &http.Client{}
+			var res adminapi.CassandraImportResult
+			if err := c.call(cmd.Context(), http.MethodPost, "/v1/cassandra/import",
+				adminapi.CassandraImportRequest{Keyspace: ks, Table: table, Dir: dir}, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			var bytes int64
+			for _, s := range res.SSTables {
+				bytes += s.Bytes
+				fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s\n", s.Source, s.Live)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d sstable(s), %s of data, into %s.%s on Cassandra node %s in %.1fs (confirmed in the live table directory)\n",
+				len(res.SSTables), formatBytes(bytes), res.Keyspace, res.Table, res.Node, res.ElapsedSeconds)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}

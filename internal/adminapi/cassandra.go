@@ -1,0 +1,137 @@
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// CassandraBackend is what a node that is the sidecar of a live Cassandra node (the
+// cassandra: section) adds to Backend. A Backend without it answers the /v1/cassandra routes
+// with 409; so does one whose node has no cassandra section.
+type CassandraBackend interface {
+	// CassandraRing is the ring as the local Cassandra node describes it.
+	CassandraRing(ctx context.Context) (CassandraRing, error)
+	// CassandraImport verifies the sstables of a directory and imports them into the live
+	// node with nodetool import, returning once the node is seen to hold them.
+	CassandraImport(ctx context.Context, req CassandraImportRequest) (CassandraImportResult, error)
+}
+
+// Sidecar states of a Cassandra node in CassandraNode.Sidecar.
+const (
+	SidecarUp      = "up"      // this node's, or a proven, alive gossip member's
+	SidecarDown    = "down"    // a gossip member matched to the node is dead or unproven
+	SidecarMissing = "missing" // gossip runs and no member matches the node
+	SidecarUnknown = "unknown" // this sidecar runs without gossip: it cannot tell
+)
+
+// CassandraNode is one Cassandra node of GET /v1/cassandra/ring.
+type CassandraNode struct {
+	HostID string `json:"host_id"`
+	// Address is the node's broadcast address (system.local.broadcast_address,
+	// system.peers_v2.peer); ListenAddress is known for the local node only.
+	Address        string  `json:"address"`
+	ListenAddress  string  `json:"listen_address,omitempty"`
+	NativeAddress  string  `json:"native_address"`
+	NativePort     int     `json:"native_port,omitempty"`
+	DC             string  `json:"dc"`
+	Rack           string  `json:"rack"`
+	State          string  `json:"state"` // UP, DOWN or UNKNOWN
+	Local          bool    `json:"local"` // the node this sidecar sits beside
+	TokenCount     int     `json:"token_count"`
+	Tokens         []int64 `json:"tokens"` // Murmur3, ascending
+	ReleaseVersion string  `json:"release_version,omitempty"`
+	// Sidecar is SidecarUp, SidecarDown, SidecarMissing or SidecarUnknown; SidecarName is the
+	// matched sluice node's name.
+	Sidecar     string `json:"sidecar"`
+	SidecarName string `json:"sidecar_name,omitempty"`
+}
+
+// CassandraKeyspace is one keyspace's replication.
+type CassandraKeyspace struct {
+	Name        string            `json:"name"`
+	Replication map[string]string `json:"replication"` // as system_schema.keyspaces stores it
+	// Strategy is sluice's reading of it (SimpleStrategy{RF:3}, NetworkTopologyStrategy{...}),
+	// or "" with Unsupported saying why sluice's ring cannot place its replicas
+	// (LocalStrategy, EverywhereStrategy, transient replicas).
+	Strategy    string `json:"strategy,omitempty"`
+	Unsupported string `json:"unsupported,omitempty"`
+	Tables      int    `json:"tables"`
+}
+
+// CassandraRing is GET /v1/cassandra/ring.
+type CassandraRing struct {
+	Cluster     string    `json:"cluster"`
+	Partitioner string    `json:"partitioner"`
+	Local       string    `json:"local"` // host id of the node this sidecar sits beside
+	ReadAt      time.Time `json:"read_at"`
+	// Stale is why this is not a fresh read (Cassandra unreachable now): the last good one.
+	Stale     string              `json:"stale,omitempty"`
+	Nodes     []CassandraNode     `json:"nodes"`
+	Keyspaces []CassandraKeyspace `json:"keyspaces"`
+	// SidecarMatch says how other sidecars were matched to Cassandra nodes.
+	SidecarMatch string `json:"sidecar_match"`
+}
+
+// CassandraImportRequest is the body of POST /v1/cassandra/import: the complete sstables of
+// Dir (an absolute path on the sidecar's host) into Keyspace.Table of the live node. Dir's
+// sstables are moved out of it (copied when it is on another file system than the staging
+// directory); a failed import puts them back.
+type CassandraImportRequest struct {
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+	Dir      string `json:"dir"`
+}
+
+// CassandraImportedSSTable is one sstable the live node took.
+type CassandraImportedSSTable struct {
+	Source string `json:"source"` // in the request's directory
+	Live   string `json:"live"`   // its Data.db in the live table directory
+	Bytes  int64  `json:"bytes"`
+	Copied bool   `json:"copied,omitempty"`
+}
+
+// CassandraImportResult is the answer of POST /v1/cassandra/import: every sstable listed is
+// in a live table directory of the node.
+type CassandraImportResult struct {
+	Node           string                     `json:"node"` // the Cassandra node's host id
+	Keyspace       string                     `json:"keyspace"`
+	Table          string                     `json:"table"`
+	TableID        string                     `json:"table_id"`
+	SSTables       []CassandraImportedSSTable `json:"sstables"`
+	Nodetool       string                     `json:"nodetool_output,omitempty"`
+	ElapsedSeconds float64                    `json:"elapsed_seconds"`
+}
+
+// errNotSidecar answers the /v1/cassandra routes of a backend that is not a sidecar.
+var errNotSidecar = Conflict(errors.New("this node has no cassandra section: it is not the sidecar of a Cassandra node"))
+
+// cassandraRoutes:
+//
+//	GET  /v1/cassandra/ring    CassandraRing
+//	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult (synchronous)
+func (s *Server) cassandraRoutes(mux *http.ServeMux) {
+	cb, _ := s.b.(CassandraBackend)
+	mux.HandleFunc("GET /v1/cassandra/ring", func(w http.ResponseWriter, r *http.Request) {
+		if cb == nil {
+			answer(w, nil, errNotSidecar)
+			return
+		}
+		v, err := cb.CassandraRing(r.Context())
+		answer(w, v, err)
+	})
+	mux.HandleFunc("POST /v1/cassandra/import", func(w http.ResponseWriter, r *http.Request) {
+		var req CassandraImportRequest
+		if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if cb == nil {
+			answer(w, nil, errNotSidecar)
+			return
+		}
+		res, err := cb.CassandraImport(r.Context(), req)
+		answer(w, res, err)
+	})
+}
