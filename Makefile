@@ -5,7 +5,7 @@ PKGS     := ./...
 # Race detector on everything: the suite is sized so this stays within CI's budget.
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills interop clean
+.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra interop clean
 
 all: build
 
@@ -54,6 +54,11 @@ DRILL_DATA ?= 64MiB
 DRILL_NET ?= loopback
 drills: build
 	$(BIN) --log-level warn testcluster drill all --data $(DRILL_DATA) --net $(DRILL_NET)
+
+## drills-cassandra: sluice as the sidecar of one live Cassandra 5.0 node (the ring over CQL,
+## sluice cassandra ring, imports through nodetool import, serving the live data); Java 17, Maven.
+drills-cassandra:
+	SLUICE_INTEROP=1 $(GO) test -count=1 -v -timeout 10m -run 'TestCassandraSidecar' ./interop/
 
 ## interop: Apache Cassandra 5.0 (cassandra-all from Maven Central, cached in ~/.m2) reads, verifies and
 ## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.

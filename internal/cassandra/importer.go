@@ -27,9 +27,9 @@ import (
 //     verification (every chunk's CRC, the digest, the layout Cassandra's sequential readers
 //     need; Verify);
 //  2. moves them (rename; a copy when the source is on another file system) into a fresh
-//     staging directory <staging_dir>/import-<random>/<keyspace>/<table>-<id>/: nodetool import
-//     reads the keyspace and table from the last two path elements and silently imports
-//     nothing from a directory named otherwise;
+//     staging directory <staging_dir>/import-<random>/<keyspace>/<table>-<id>/, named as
+//     Cassandra names table directories: some versions (4.1.4, CASSANDRA-19401) silently
+//     import nothing from a directory named otherwise (5.0.7 imports from any name);
 //  3. runs <nodetool argv> import <keyspace> <table> <that directory> (ImportArgs: Cassandra
 //     verifies the sstables and checks that the node owns their tokens, then moves them in);
 //  4. confirms on disk, never from the exit code alone, that every sstable left the staging
