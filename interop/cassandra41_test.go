@@ -13,7 +13,7 @@ import (
 )
 
 // cassandra41 is the 4.1 release whose own sstabledump reads sluice's nb files (4.1 runs on
-// Java 17 with its jvm11 flags; 3.11 does not run on Java 17 or 25 at all: see the README).
+// Java 17 with its jvm11 flags; 3.11 does not run on Java 17 or 25 at all: see docs/INTEROP.md).
 const cassandra41 = "4.1.10"
 
 // sstabledump41 runs Cassandra 4.1's sstabledump (SSTableExport) and returns, by partition key

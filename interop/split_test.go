@@ -121,7 +121,7 @@ func TestSplitChildrenReadByCassandra(t *testing.T) {
 			jobs = append(jobs, j)
 			base := filepath.Join(work, "split")
 			if mode == "rewrite" && strings.HasPrefix(p.Name, "legacy-") {
-				j.skip = "not-run: sluice does not rewrite md/me parents (it writes nb and later; README known gaps)"
+				j.skip = "not-run: sluice does not rewrite md/me parents (it writes nb and later; docs/OPERATIONS.md, known gaps)"
 				continue
 			}
 			src := p.Path

@@ -157,7 +157,7 @@ refuses (legacy counter shards).`,
 }
 
 // scanNote flags, in human output, a written sstable Cassandra 5.0's sequential readers cannot
-// read (README "Which Cassandra readers go through the index").
+// read (docs/OPERATIONS.md: which Cassandra readers go through the index).
 // fillerNote says how many filler partitions an sstable holds besides its data, if any.
 func fillerNote(n int64) string {
 	if n == 0 {

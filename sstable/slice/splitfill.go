@@ -176,7 +176,7 @@ func (sp *splitter) inherit(oc *openChild, next int64) error {
 	}
 	// Only an empty filler (sized by its key) is found by its size alone; the cell-sized
 	// fillers of other key types would cost a read of every small partition, and are
-	// counted as partitions when passed on (README).
+	// counted as partitions when passed on (docs/OPERATIONS.md).
 	over, err := sp.emptyOverhead()
 	if err != nil || end-l.pos != over+int64(l.keyLen) {
 		return err
