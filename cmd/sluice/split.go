@@ -156,8 +156,6 @@ refuses (legacy counter shards).`,
 	return cmd
 }
 
-// scanNote flags, in human output, a written sstable Cassandra 5.0's sequential readers cannot
-// read (docs/OPERATIONS.md: which Cassandra readers go through the index).
 // fillerNote says how many filler partitions an sstable holds besides its data, if any.
 func fillerNote(n int64) string {
 	if n == 0 {
