@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/adminapi"
+)
+
+func TestPrintCassandraRing(t *testing.T) {
+	v := adminapi.CassandraRing{Cluster: "c1", Partitioner: "org.apache.cassandra.dht.Murmur3Partitioner", ReadAt: time.Unix(0, 0).UTC(),
+		Stale: "the Cassandra node does not answer",
+		Nodes: []adminapi.CassandraNode{
+			{HostID: "h1", Address: "10.0.0.1", DC: "dc1", Rack: "r1", State: "UP", Local: true, TokenCount: 16, Sidecar: adminapi.SidecarUp, SidecarName: "side1"},
+			{HostID: "h2", Address: "10.0.0.2", DC: "dc1", Rack: "r2", State: "DOWN", TokenCount: 16, Sidecar: adminapi.SidecarMissing},
+		},
+		Keyspaces: []adminapi.CassandraKeyspace{{Name: "ks", Strategy: "SimpleStrategy{RF:3}", Tables: 2},
+			{Name: "system", Unsupported: "LocalStrategy"}},
+	}
+	var b bytes.Buffer
+	if err := printCassandraRing(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"warning: the Cassandra node does not answer", "Cluster: c1 (Murmur3Partitioner)",
+		"10.0.0.1 (local)", "up (side1)", "missing", "DOWN", "SimpleStrategy{RF:3}", "not placed by sluice: LocalStrategy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestCassandraCommandsUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"cassandra", "import", "nodot", "/x"}, &out, &errb); code != 2 {
+		t.Errorf("import without KEYSPACE.TABLE: exit %d: %s", code, errb.String())
+	}
+	if code := run([]string{"cassandra", "import", "k-s.t", "/x"}, &out, &errb); code != 2 {
+		t.Errorf("import of a bad keyspace name: exit %d", code)
+	}
+	if code := run([]string{"cassandra", "ring", "extra"}, &out, &errb); code != 2 {
+		t.Errorf("ring with an argument: exit %d", code)
+	}
+}
