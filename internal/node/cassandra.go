@@ -203,10 +203,18 @@ func (s *sidecar) refresh(ctx context.Context) (cassandra.Snapshot, error) {
 		s.lastErr = err
 		return cassandra.Snapshot{}, err
 	}
-	if old, _ := s.snap.LocalNode(); s.have && len(old.Tokens) != 0 {
-		if cur, _ := snap.LocalNode(); !equalTokens(old.Tokens, cur.Tokens) || len(old.Tokens) == 0 {
-			s.log.Info().Int("tokens", len(cur.Tokens)).Msg("the local Cassandra node's tokens changed")
+	if s.have {
+		old, _ := s.snap.LocalNode()
+		if cur, _ := snap.LocalNode(); !equalTokens(old.Tokens, cur.Tokens) {
+			s.log.Info().Int("was", len(old.Tokens)).Int("tokens", len(cur.Tokens)).Msg("the local Cassandra node's tokens changed")
 		}
+		if len(snap.Nodes) != len(s.snap.Nodes) {
+			s.log.Info().Int("was", len(s.snap.Nodes)).Int("nodes", len(snap.Nodes)).Msg("the Cassandra ring's node count changed")
+		}
+	} else {
+		l, _ := snap.LocalNode()
+		s.log.Info().Str("host_id", l.HostID).Int("tokens", len(l.Tokens)).Int("nodes", len(snap.Nodes)).Str("dc", l.DC).Str("rack", l.Rack).
+			Msg("read the Cassandra ring")
 	}
 	s.snap, s.have, s.lastErr = snap, true, nil
 	return snap, nil
