@@ -57,7 +57,9 @@ type sidecar struct {
 	dialled  chan struct{}
 	onceDial sync.Once
 	mu       sync.Mutex
-	reader   ringReader // nil until dialled, and after a failed read until run dials again
+	hostID   string       // the local Cassandra node's, once read
+	announce func(string) // called with hostID whenever it is first read or changes
+	reader   ringReader   // nil until dialled, and after a failed read until run dials again
 	snap     cassandra.Snapshot
 	have     bool  // snap holds a read
 	lastErr  error // of the last dial or read, nil after a good read
@@ -217,7 +219,34 @@ func (s *sidecar) refresh(ctx context.Context) (cassandra.Snapshot, error) {
 			Msg("read the Cassandra ring")
 	}
 	s.snap, s.have, s.lastErr = snap, true, nil
+	if l, ok := snap.LocalNode(); ok && l.HostID != s.hostID {
+		s.hostID = l.HostID
+		if s.announce != nil {
+			go s.announce(l.HostID) // gossip's SetMeta must not run under s.mu
+		}
+	}
 	return snap, nil
+}
+
+// onHostID makes the sidecar call announce with the local Cassandra node's host id now (if it
+// has been read) and whenever it changes.
+func (s *sidecar) onHostID(announce func(string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.announce = announce
+	if s.hostID != "" {
+		go announce(s.hostID)
+	}
+}
+
+// refuseOwnRing is the error of an operation on sluice's own token ring asked of a sidecar,
+// whose ring is its Cassandra node's: those operations would write into Cassandra's live
+// table directories.
+func (n *Node) refuseOwnRing(op string) error {
+	if n.sidecar == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s works on sluice's own ring; this node is the sidecar of a Cassandra node (use sluice cassandra ... or nodetool)", ErrBadState, op)
 }
 
 func equalTokens(a, b []int64) bool {
@@ -328,13 +357,13 @@ func (n *Node) CassandraRing(ctx context.Context) (adminapi.CassandraRing, error
 }
 
 // sidecarMatchDoc says how other sidecars are found; see matchSidecar.
-const sidecarMatchDoc = "interim: a gossip member whose announced stream or admin address host equals the node's broadcast, listen or native address (gossip does not carry the Cassandra host id yet)"
+const sidecarMatchDoc = "the gossip member announcing the node's host id (cassandra_host_id); a member announcing none, by the host of its stream or admin address"
 
 // matchSidecar finds the sluice sidecar of Cassandra node cn: this node for the local one;
-// else, with membership, the gossip member whose announced stream or admin address has the
-// host of one of cn's addresses (interim, until gossip metadata carries the Cassandra host id
-// each sidecar sits beside): up when it is alive and proven, down otherwise, missing when no
-// member matches; without membership, unknown.
+// else, with membership, the gossip member that announces cn's host id (its signed metadata;
+// a member announcing none is matched by the host of its stream or admin address): up when
+// it is alive and proven, down otherwise, missing when no member matches; without
+// membership, unknown.
 func matchSidecar(cn cassandra.Node, self string, membership bool, members []gossip.Member) (state, name string) {
 	if cn.Local {
 		return adminapi.SidecarUp, self
@@ -352,7 +381,11 @@ func matchSidecar(cn cassandra.Node, self string, membership bool, members []gos
 	}
 	best := ""
 	for _, m := range members {
-		if m.Name == self || !(hostIn(m.Meta.StreamAddr, addrs) || hostIn(m.Meta.AdminAddr, addrs)) {
+		// A sidecar announces the host id it sits beside; one that announces none (an older
+		// sluice) is matched by the host of its stream or admin address.
+		byID := m.Meta.CassandraHostID != "" && strings.EqualFold(m.Meta.CassandraHostID, cn.HostID)
+		byAddr := m.Meta.CassandraHostID == "" && (hostIn(m.Meta.StreamAddr, addrs) || hostIn(m.Meta.AdminAddr, addrs))
+		if m.Name == self || !(byID || byAddr) {
 			continue
 		}
 		if m.Liveness == gossip.StateAlive && m.Identity == gossip.IdentityProven {

@@ -293,3 +293,24 @@ func TestMatchSidecar(t *testing.T) {
 		t.Errorf("local: %s %s", state, who)
 	}
 }
+
+// A sidecar's ring is its Cassandra node's: every operation on sluice's own ring, which would
+// write into Cassandra's live table directories, is refused before it starts.
+func TestASidecarRefusesOperationsOnSluicesOwnRing(t *testing.T) {
+	n := &Node{sidecar: &sidecar{}}
+	for name, start := range map[string]func() error{
+		"cleanup":      func() error { _, err := n.StartCleanup(CleanupRequest{}); return err },
+		"import":       func() error { _, err := n.StartImport(ImportRequest{}); return err },
+		"bootstrap":    func() error { _, err := n.StartBootstrap(); return err },
+		"decommission": func() error { _, err := n.StartDecommission(); return err },
+		"move":         func() error { _, err := n.StartMove(0); return err },
+		"rebuild":      func() error { _, err := n.StartRebuild(RebuildRequest{}); return err },
+		"repair":       func() error { _, err := n.StartRepair(RepairRequest{}); return err },
+		"replace":      func() error { _, err := n.StartReplace(); return err },
+		"fetch":        func() error { _, err := n.Fetch(t.Context(), FetchOpRequest{}); return err },
+	} {
+		if err := start(); !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), "sidecar") {
+			t.Errorf("%s: %v, want the sidecar refusal", name, err)
+		}
+	}
+}

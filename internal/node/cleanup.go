@@ -61,6 +61,9 @@ func (d *dirLocks) get(dir string) *sync.RWMutex {
 // The child is installed before the parent goes, so a crash in between leaves both (the kept
 // partitions twice, which reconcile), never a loss.
 func (n *Node) StartCleanup(req CleanupRequest) (OpStatus, error) {
+	if err := n.refuseOwnRing("cleanup"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err
@@ -284,6 +287,9 @@ const maxListedProblems = 10
 // and, only when all are clean, installs copies into the table's directory under fresh
 // generations, each atomically (fsx.Install, TOC last). The source directory is left as is.
 func (n *Node) StartImport(req ImportRequest) (OpStatus, error) {
+	if err := n.refuseOwnRing("import (use sluice cassandra import)"); err != nil {
+		return OpStatus{}, err
+	}
 	if req.Keyspace == "" || req.Table == "" || req.Dir == "" {
 		return OpStatus{}, badRequest{errors.New("import: keyspace, table and dir are required")}
 	}

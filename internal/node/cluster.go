@@ -129,6 +129,13 @@ func (n *Node) startCluster(ctx context.Context) (*cluster, error) {
 	c.ringChangedAt = time.Now()
 	c.noteRing()
 	n.log.Info().Str("gossip_addr", g.Addr()).Msg("joined gossip")
+	if n.sidecar != nil {
+		// The sidecar of a Cassandra node: the ring is Cassandra's (cassandra.go), so this
+		// node announces no tokens and no ring state, only the host id it sits beside, for
+		// the other sidecars to find it.
+		n.sidecar.onHostID(c.setCassandraHostID)
+		return c, nil
+	}
 	if replacing, err := c.prepareReplace(st, found); replacing || err != nil {
 		if err != nil {
 			g.Shutdown()
@@ -292,6 +299,19 @@ func (c *cluster) setState(s ring.NodeState) error {
 	}
 	c.meta = m
 	return nil
+}
+
+// setCassandraHostID announces the host id of the Cassandra node this sidecar sits beside.
+func (c *cluster) setCassandraHostID(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.meta
+	m.CassandraHostID = id
+	if err := c.g.SetMeta(m); err != nil {
+		c.log.Error().Err(err).Str("host_id", id).Msg("cannot announce the Cassandra host id")
+		return
+	}
+	c.meta = m
 }
 
 // members returns the gossip members by name.

@@ -165,6 +165,9 @@ type FetchOpResponse struct {
 // interrupted fetch of the same request installed. It is registered under the peer, so a
 // failure verdict from membership cancels it.
 func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, error) {
+	if err := n.refuseOwnRing("a fetch into the data directories"); err != nil {
+		return FetchOpResponse{}, err
+	}
 	if !n.isReady() {
 		return FetchOpResponse{}, errors.New("node: not running")
 	}
@@ -367,6 +370,9 @@ func (n *Node) requireCluster() (*cluster, error) {
 // StartBootstrap streams the ranges of a JOINING node's tokens from their current replicas and
 // makes it NORMAL. A node started with bootstrap runs it by itself; this retries a failed one.
 func (n *Node) StartBootstrap() (OpStatus, error) {
+	if err := n.refuseOwnRing("bootstrap"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err
@@ -402,6 +408,9 @@ func (c *cluster) bootstrap(ctx context.Context, o *op) error {
 
 // StartDecommission hands this node's ranges to the nodes that take them over and leaves.
 func (n *Node) StartDecommission() (OpStatus, error) {
+	if err := n.refuseOwnRing("decommission"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err
@@ -482,6 +491,9 @@ func sawLeft(v RingView, name string) bool {
 // their current replicas (and others fetch what they gain), then the new token is published.
 // The ranges it gives up stay on disk until cleanup.
 func (n *Node) StartMove(t int64) (OpStatus, error) {
+	if err := n.refuseOwnRing("move"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err

@@ -12,6 +12,9 @@ import (
 // compaction, as in Cassandra. A retry after a failure resumes: transfers an earlier attempt
 // completed are skipped (the operation journal).
 func (n *Node) StartRebuild(req RebuildRequest) (OpStatus, error) {
+	if err := n.refuseOwnRing("rebuild"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err

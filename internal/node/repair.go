@@ -58,6 +58,9 @@ type DigestResponse struct {
 // first peer had, a second peer that holds the same finds nothing to send it. Partitions
 // fetched whole next to copies already held reconcile on read.
 func (n *Node) StartRepair(req RepairRequest) (OpStatus, error) {
+	if err := n.refuseOwnRing("repair"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err

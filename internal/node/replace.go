@@ -42,6 +42,9 @@ func (c *cluster) prepareReplace(st localState, found bool) (bool, error) {
 
 // StartReplace retries the replacement of replace_address after a failure.
 func (n *Node) StartReplace() (OpStatus, error) {
+	if err := n.refuseOwnRing("replace"); err != nil {
+		return OpStatus{}, err
+	}
 	c, err := n.requireCluster()
 	if err != nil {
 		return OpStatus{}, err

@@ -26,6 +26,9 @@ type NodeMeta struct {
 	// Replaces names the dead member whose tokens this node took over (Cassandra's
 	// replace_address); once this node owns them, Ring leaves the replaced member out.
 	Replaces string
+	// CassandraHostID is the host id of the Cassandra node this node is the sidecar of
+	// (the cassandra section); "" for a node with its own ring.
+	CassandraHostID string
 }
 
 // metaFormat is the first byte of an encoded NodeMeta. Fields are only ever appended to the
@@ -36,10 +39,11 @@ const metaFormat = 1
 // appendMeta appends the encoding of m to b:
 //
 //	format:u8 state:u8 tokensVersion:uvarint
-//	streamAddr adminAddr dc rack replaces, each uvarint length + bytes
+//	streamAddr adminAddr dc rack replaces cassandraHostID, each uvarint length + bytes
 //
-// replaces came later and is written only when set: metadata ending after rack has it "", and
-// older decoders ignore it.
+// replaces and cassandraHostID came later and are written only when needed (replaces when
+// either is set, cassandraHostID when set): metadata ending early has them "", and older
+// decoders ignore them.
 //
 // It fails when a field is invalid or the result would exceed memberlist.MetaMaxSize; the
 // metadata is never truncated.
@@ -51,8 +55,11 @@ func appendMeta(b []byte, m NodeMeta) ([]byte, error) {
 	b = append(b, metaFormat, byte(m.State))
 	b = binary.AppendUvarint(b, m.TokensVersion)
 	fields := []string{m.StreamAddr, m.AdminAddr, m.DC, m.Rack}
-	if m.Replaces != "" {
+	if m.Replaces != "" || m.CassandraHostID != "" {
 		fields = append(fields, m.Replaces)
+	}
+	if m.CassandraHostID != "" {
+		fields = append(fields, m.CassandraHostID)
 	}
 	for _, s := range fields {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -110,6 +117,11 @@ func decodeMeta(b []byte) (NodeMeta, error) {
 		rd := d
 		if r := rd.str(); rd.err == nil {
 			m.Replaces = r
+			if rd.remaining() > 0 {
+				if h := rd.str(); rd.err == nil {
+					m.CassandraHostID = h
+				}
+			}
 		}
 	}
 	if d.err != nil {

@@ -160,6 +160,22 @@ func TestMetaReplacesRoundTripsAndIsOptional(t *testing.T) {
 	}
 }
 
+// A sidecar's Cassandra host id survives the round trip, with or without Replaces.
+func TestMetaCassandraHostIDRoundTrips(t *testing.T) {
+	for _, m := range []NodeMeta{
+		{StreamAddr: "10.0.0.1:7400", State: ring.Normal, CassandraHostID: "6b4f2d1e-1c1a-4c6e-9a55-0c0d5a1b2c3d"},
+		{StreamAddr: "10.0.0.1:7400", State: ring.Normal, Replaces: "n3", CassandraHostID: "h"},
+	} {
+		b, err := appendMeta(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := decodeMeta(b); err != nil || got != m {
+			t.Fatalf("decoded %+v, %v; want %+v", got, err, m)
+		}
+	}
+}
+
 // A member is replaced once its proven replacement owns tokens; a replacement still streaming
 // (no state announced), one that left, or one whose identity is not proven replaces nothing.
 func TestReplacedOnlyByAnOwningReplacement(t *testing.T) {
