@@ -280,18 +280,29 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 // parallel calls). A Scanner is not safe for concurrent use. Abandoning one early is fine: a
 // read in flight finishes on its own.
 type Scanner struct {
-	r       *Reader
-	codec   Codec
-	next    int
-	end     int
-	cur     scanBlock
-	ahead   chan scanBlock // delivers the block after cur
-	pending bool           // a block is on its way through ahead
-	spare   []byte         // the buffer the next read fills
-	out     []byte
-	chunk   int
-	data    []byte
-	err     error
+	r           *Reader
+	codec       Codec
+	next        int
+	end         int
+	cur         scanBlock
+	aheadBlocks chan scanBlock // delivers the block after cur
+	pending     bool           // a block is on its way through ahead
+	spare       []byte         // the buffer the next read fills
+	// spareDec and spareEnds are the decode buffers the next read fills, with decode ahead.
+	spareDec  []byte
+	spareEnds []int
+	out       []byte
+	chunk     int
+	data      []byte
+	err       error
+	// block is how many bytes of records the next read takes: scanBlockSize, or after a Seek
+	// that left the blocks read behind, seekBlockSize doubling per read up to it.
+	block int64
+	// ahead makes the reads started from now on decode their block's chunks too, on the
+	// reading goroutine (DecodeAhead); codecs holds the codecs those goroutines use (each
+	// takes one, a codec not being safe for concurrent use).
+	ahead  bool
+	codecs chan Codec
 }
 
 // scanBlock holds the on-disk records of consecutive chunks up to (not including) chunk end,
@@ -301,11 +312,18 @@ type scanBlock struct {
 	off int64
 	end int
 	err error
+	// With decode ahead: the uncompressed bytes of chunks first, first+1, ... back to back
+	// in dec, chunk first+k ending at ends[k]; decErr is the error of chunk first+len(ends),
+	// which stopped the decoding (nil: every chunk of the block is decoded, or none was).
+	first  int
+	dec    []byte
+	ends   []int
+	decErr error
 }
 
 // NewScanner returns a Scanner over chunks [from, to).
 func (r *Reader) NewScanner(from, to int) *Scanner {
-	s := &Scanner{r: r, next: from, end: to, chunk: -1, cur: scanBlock{end: from}, ahead: make(chan scanBlock, 1)}
+	s := &Scanner{r: r, next: from, end: to, chunk: -1, cur: scanBlock{end: from, first: from}, aheadBlocks: make(chan scanBlock, 1), block: scanBlockSize}
 	if from < 0 || to > r.chunks || from > to {
 		s.err = fmt.Errorf("%w: chunks [%d, %d) of %d", ErrLength, from, to, r.chunks)
 		return s
@@ -326,18 +344,19 @@ func (s *Scanner) read(first int) {
 	s.pending = true
 	off, size, err := s.r.record(first)
 	if err != nil {
-		s.ahead <- scanBlock{end: first + 1, off: off, err: err}
+		s.aheadBlocks <- scanBlock{end: first + 1, first: first, off: off, err: err}
 		return
 	}
 	end := first + 1
 	for end < s.end {
 		_, n, err := s.r.record(end)
-		if err != nil || size+n > scanBlockSize {
+		if err != nil || size+n > s.block {
 			break
 		}
 		size += n
 		end++
 	}
+	s.block = min(2*s.block, scanBlockSize)
 	buf := s.spare[:0]
 	if int64(cap(buf)) < size {
 		room := max(size, scanBlockSize)
@@ -348,7 +367,16 @@ func (s *Scanner) read(first int) {
 	}
 	buf = buf[:size]
 	s.spare = nil
-	ch := s.ahead
+	ch := s.aheadBlocks
+	blk := scanBlock{off: off, end: end, first: first, dec: s.spareDec[:0], ends: s.spareEnds[:0]}
+	s.spareDec, s.spareEnds = nil, nil
+	var codec Codec
+	if s.ahead && s.r.info != nil && s.codec != nil {
+		codec = s.aheadCodec()
+		if want := (end - first) * s.r.chunkLength; cap(blk.dec) < want {
+			blk.dec = make([]byte, 0, want)
+		}
+	}
 	go func() {
 		got, err := s.r.r.ReadAt(buf, off)
 		if got == len(buf) {
@@ -356,8 +384,64 @@ func (s *Scanner) read(first int) {
 		} else if err == nil || errors.Is(err, io.EOF) {
 			err = fmt.Errorf("%w: read %d of %d bytes at offset %d", io.ErrUnexpectedEOF, got, len(buf), off)
 		}
-		ch <- scanBlock{buf: buf[:got], off: off, end: end, err: err}
+		blk.buf, blk.err = buf[:got], err
+		if codec != nil {
+			if err == nil {
+				s.decodeBlock(&blk, codec)
+			}
+			select {
+			case s.codecs <- codec:
+			default:
+			}
+		}
+		ch <- blk
 	}()
+}
+
+// decodeBlock decodes the chunks of b (read whole) into b.dec, up to the first that fails.
+func (s *Scanner) decodeBlock(b *scanBlock, codec Codec) {
+	for i := b.first; i < b.end; i++ {
+		off, size, err := s.r.record(i)
+		if err == nil {
+			lo := off - b.off
+			var out []byte
+			out, err = s.r.decode(i, off, b.buf[lo:lo+size], b.dec, codec)
+			if err == nil {
+				b.dec = out
+				b.ends = append(b.ends, len(out))
+				continue
+			}
+		}
+		b.decErr = err
+		return
+	}
+}
+
+// aheadCodec is a codec for a reading goroutine: one a finished read gave back, or a new one.
+func (s *Scanner) aheadCodec() Codec {
+	select {
+	case c := <-s.codecs:
+		return c
+	default:
+	}
+	c, err := CodecFor(s.r.info.Compressor, s.r.info.Options)
+	if err != nil {
+		return nil // NewScanner made s.codec from the same: not reached
+	}
+	return c
+}
+
+// DecodeAhead makes the blocks read from now on (each up to scanBlockSize of records, read
+// while the one before is consumed) decode on the goroutine that reads them: a consumer that
+// wants every chunk (a pass over keys packed in every chunk) then has its next block decoded
+// on another core while it works on this one. A consumer that seeks past most chunks should
+// leave it off: it decodes every chunk of a block. Errors are reported at the chunk as
+// without it.
+func (s *Scanner) DecodeAhead(on bool) {
+	s.ahead = on
+	if on && s.codecs == nil {
+		s.codecs = make(chan Codec, 2)
+	}
 }
 
 // Next decodes the next chunk. It returns false at the end of the run or on the first error.
@@ -370,9 +454,9 @@ func (s *Scanner) Next() bool {
 		if !s.pending {
 			s.read(i)
 		}
-		b := <-s.ahead
+		b := <-s.aheadBlocks
 		s.pending = false
-		s.spare, s.cur = s.cur.buf, b
+		s.recycle(b)
 		if b.end < s.end && b.err == nil {
 			s.read(b.end)
 		}
@@ -391,7 +475,20 @@ func (s *Scanner) Next() bool {
 		s.err = chunkError(i, off, err)
 		return false
 	}
-	data, err := s.r.decode(i, off, s.cur.buf[lo:lo+size], s.out[:0], s.codec)
+	var data []byte
+	if k := i - s.cur.first; k >= 0 && k < len(s.cur.ends) {
+		// Decoded ahead.
+		start := 0
+		if k > 0 {
+			start = s.cur.ends[k-1]
+		}
+		s.chunk, s.data, s.next = i, s.cur.dec[start:s.cur.ends[k]], i+1
+		return true
+	} else if k == len(s.cur.ends) && s.cur.decErr != nil {
+		s.err = s.cur.decErr
+		return false
+	}
+	data, err = s.r.decode(i, off, s.cur.buf[lo:lo+size], s.out[:0], s.codec)
 	if err != nil {
 		s.err = err
 		return false
@@ -401,6 +498,55 @@ func (s *Scanner) Next() bool {
 	}
 	s.chunk, s.data, s.next = i, data, i+1
 	return true
+}
+
+// seekBlockSize is the first read after a Seek that leaves the blocks read behind: a reader
+// that seeks from key to key of large partitions reads little more than the chunks it
+// decodes, and one that goes on sequentially soon reads scanBlockSize again.
+const seekBlockSize = 64 << 10
+
+// Seek makes chunk i, at or after the next one, the next that Next decodes: the chunks before
+// it are neither decoded nor checked. Within the block read or being read it costs nothing;
+// further on, the scanner abandons the read in flight and reads again from i, a short block
+// first. Like Next, it ends the validity of Bytes.
+func (s *Scanner) Seek(i int) {
+	if s.err != nil || i <= s.next {
+		return
+	}
+	if i >= s.end {
+		s.next = s.end
+		return
+	}
+	if i >= s.cur.end && s.pending {
+		// The block being read starts at cur.end; it holds i when i's record starts within a
+		// block's length of there.
+		from, _, err1 := s.r.record(s.cur.end)
+		at, _, err2 := s.r.record(i)
+		if err1 == nil && err2 == nil && at-from < s.block/2 {
+			b := <-s.aheadBlocks
+			s.pending = false
+			s.recycle(b)
+			if b.end < s.end && b.err == nil {
+				s.read(b.end)
+			}
+		}
+	}
+	if i >= s.cur.end {
+		// Start over at i. A read in flight still sends its block into the old channel
+		// (buffered), which nobody reads.
+		if s.pending {
+			s.aheadBlocks, s.pending = make(chan scanBlock, 1), false
+		}
+		s.recycle(scanBlock{end: i, first: i})
+		s.block = seekBlockSize
+	}
+	s.next = i
+}
+
+// recycle makes b the current block, the current one's buffers the spares the next read fills.
+func (s *Scanner) recycle(b scanBlock) {
+	s.spare, s.spareDec, s.spareEnds = s.cur.buf, s.cur.dec, s.cur.ends
+	s.cur = b
 }
 
 // Chunk is the index of the chunk Next decoded.
