@@ -39,6 +39,45 @@ func AppendDecoratedKey(dst []byte, t token.Token, key []byte) []byte {
 	return append(dst, byteTerminator)
 }
 
+// byteAfterToken follows the token in AppendTokenBound: above the 0x40 that follows it in a
+// key's form, below every byte that continues a longer escaped token.
+const byteAfterToken = byteNextComponent + 1
+
+// AppendTokenBound appends the ByteComparable position between the forms of the decorated
+// keys whose token is at most t and the forms of those whose token is greater: 0x40, t as
+// AppendDecoratedKey writes it, 0x41. No key's form equals it (a key has 0x40 there), so a
+// key's form is above it exactly when the key's token is above t.
+func AppendTokenBound(dst []byte, t token.Token) []byte {
+	dst = append(dst, byteNextComponent)
+	if t.Kind == token.KindMurmur3 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(t.Long)^(1<<63))
+	} else {
+		dst = appendEscaped(dst, t.Bytes)
+	}
+	return append(dst, byteAfterToken)
+}
+
+// ComparePrefix places the keys whose ByteComparable form begins with prefix (a trie path)
+// against bound (AppendTokenBound): -1 when they all sort below it, +1 above it, and 0 when
+// prefix is too short to say (it is a proper prefix of bound): then only the key itself can.
+func ComparePrefix(prefix, bound []byte) int {
+	n := min(len(prefix), len(bound))
+	for i := range n {
+		if prefix[i] != bound[i] {
+			if prefix[i] < bound[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	if len(prefix) < len(bound) {
+		return 0
+	}
+	// The form continues bound (only a damaged trie gets here: a key has 0x40 where bound
+	// has 0x41), so it sorts above it.
+	return 1
+}
+
 // appendEscaped appends b in the weakly prefix-free escaped form of
 // ByteSource.AbstractReinterpreter (OSS50): a 0x00 is written as is and opens an escape; a
 // further 0x00 becomes 0xFE, any other byte is preceded by 0xFF; the value ends with 0x00,

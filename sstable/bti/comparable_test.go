@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sluicedb/sluice/sstable/token"
@@ -118,5 +119,59 @@ func TestAppendClusteringComparable(t *testing.T) {
 	}
 	if _, err := AppendClusteringComparable(nil, []string{utf8Type}, [][]byte{{1}, {2}}, Clustering); !errors.Is(err, ErrInvalid) {
 		t.Errorf("too many values: %v, want ErrInvalid", err)
+	}
+}
+
+// A key's form lies above AppendTokenBound(t) exactly when its token is above t, and every
+// prefix of the form that ComparePrefix decides on says the same; an undecided prefix is a
+// proper prefix of the bound. Murmur3 and ByteOrdered keys (with zero bytes, empty, prefixes
+// of one another) against tokens equal to, next to and far from theirs.
+func TestTokenBoundOrdersKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	var keys [][]byte
+	for _, k := range []string{"", "00", "0000", "0001", "01", "30", "3000", "30ff", "31", "ff", "ff00", "ffff"} {
+		b, _ := hex.DecodeString(k)
+		keys = append(keys, b)
+	}
+	for range 200 {
+		k := make([]byte, rng.IntN(6))
+		for i := range k {
+			k[i] = []byte{0, 1, 0x40, 0xfe, 0xff, byte(rng.Uint32())}[rng.IntN(6)]
+		}
+		keys = append(keys, k)
+	}
+	for _, p := range []token.Partitioner{token.Murmur3, token.ByteOrdered} {
+		var bounds []token.Token
+		for _, k := range keys {
+			tk := p.Token(k)
+			bounds = append(bounds, tk)
+			if tk.Kind == token.KindMurmur3 {
+				bounds = append(bounds, token.Token{Kind: tk.Kind, Long: tk.Long - 1}, token.Token{Kind: tk.Kind, Long: tk.Long + 1})
+			} else {
+				bounds = append(bounds, token.Token{Kind: tk.Kind, Bytes: append(bytes.Clone(tk.Bytes), 0)})
+			}
+		}
+		bounds = append(bounds, p.MinToken())
+		for _, k := range keys {
+			tk := p.Token(k)
+			form := AppendDecoratedKey(nil, tk, k)
+			for _, b := range bounds {
+				bound := AppendTokenBound(nil, b)
+				want := 1
+				if tk.Compare(b) <= 0 {
+					want = -1
+				}
+				if got := bytes.Compare(form, bound); got != want {
+					t.Fatalf("%x (token %s) against the bound of %s: %d, want %d", k, tk, b, got, want)
+				}
+				for n := 0; n <= len(form); n++ {
+					got := ComparePrefix(form[:n], bound)
+					if got != 0 && got != want || got == 0 && (n >= len(bound) || !bytes.HasPrefix(bound, form[:n])) {
+						t.Fatalf("%x (token %s), prefix %x against the bound of %s (%x): %d, want %d or 0 for a prefix of it",
+							k, tk, form[:n], b, bound, got, want)
+					}
+				}
+			}
+		}
 	}
 }
