@@ -29,7 +29,18 @@ type dataCursor struct {
 
 	bad   map[int]error // chunks that failed, with their errors
 	onBad func(chunk int, err error)
+	// seek makes the cursor pass over the chunks between two reads without decoding or
+	// checking them (compress.Scanner.Seek): a reader of keys, not a verifier. Once reads
+	// have wanted aheadAfter chunks in a row, the scanner decodes ahead on another core
+	// (compress.Scanner.DecodeAhead), until a read passes a chunk over.
+	seek       bool
+	sequential int
+	ahead      bool
 }
+
+// aheadAfter is how many chunks in a row a seeking cursor reads before it has the scanner
+// decode ahead: keys packed in every chunk (small partitions), not keys a few chunks apart.
+const aheadAfter = 8
 
 func newDataCursor(r *compress.Reader, onBad func(int, error)) *dataCursor {
 	c := &dataCursor{r: r, total: r.ChunkCount(), bad: map[int]error{}, onBad: onBad}
@@ -114,6 +125,9 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 			}
 			return nil, fmt.Errorf("internal: position %d is behind the data cursor", pos)
 		}
+		if c.seek {
+			c.pace(want)
+		}
 		if err := c.advance(false); err != nil {
 			return nil, err
 		}
@@ -143,6 +157,32 @@ func (c *dataCursor) bytesAt(pos int64, n int) ([]byte, error) {
 	}
 	off := int(pos - c.winStart)
 	return c.window[off : off+n], nil
+}
+
+// pace moves a seeking cursor's scanner on to chunk want, the next it decodes, and turns
+// decoding ahead on after aheadAfter chunks read in a row, off at a chunk passed over.
+func (c *dataCursor) pace(want int) {
+	if want > c.next {
+		c.sc.Seek(want)
+		c.next, c.sequential = want, 0
+		if c.ahead {
+			c.sc.DecodeAhead(false)
+			c.ahead = false
+		}
+		return
+	}
+	if c.sequential++; c.sequential >= aheadAfter && !c.ahead {
+		c.sc.DecodeAhead(true)
+		c.ahead = true
+	}
+}
+
+// behind reports whether a read at pos would be behind the cursor: bytesAt cannot serve it.
+func (c *dataCursor) behind(pos int64) bool {
+	if c.window != nil {
+		return pos < c.winStart
+	}
+	return pos < int64(c.next)*int64(c.r.ChunkLength())
 }
 
 // anyBad is the error of the lowest bad chunk, or nil.
