@@ -9,7 +9,8 @@ import (
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
-// PlanTable scans parent's index and returns its children.
+// PlanTable scans parent's index and returns its children. A BTI parent's plan comes from its
+// trie, keys read only at the ranges' edges (btiPlan), when the trie serves.
 func PlanTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) ([]ChildPlan, error) {
 	return planTable(parent, ps, ranges, endsNext)
 }
@@ -40,6 +41,26 @@ func planTable(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, e ends)
 		var err error
 		if t, err = schema.Compile(parent.Statistics.Header); err != nil {
 			return nil, err
+		}
+	}
+	if e != endsAll {
+		// Rechunk's cuts need every partition's end; the other plans need the trie's only.
+		plans, last, _, ok, err := btiPlan(parent, ps, ranges)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			for i := range plans {
+				if e == endsNext {
+					break
+				}
+				c := &plans[i]
+				if c.Hi, err = partitionEnd(parent, t, last[i], c.Hi); err != nil {
+					return nil, err
+				}
+				c.Runs[0].Hi = c.Hi
+			}
+			return plans, nil
 		}
 	}
 	var last []int64 // each child's last partition's position so far

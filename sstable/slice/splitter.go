@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicedb/sluice/internal/fsx"
 	"github.com/sluicedb/sluice/sstable"
-	"github.com/sluicedb/sluice/sstable/bti"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/schema"
@@ -39,6 +38,8 @@ type splitter struct {
 	// derived from samples (SplitEqual) hold only if the index is in token order.
 	prevTok token.Token
 	prevBuf []byte
+	hasPrev bool          // prevTok is set
+	prevOrd int64         // the ordinal of the partition prevTok is of
 	table   *schema.Table // the parent's, compiled when a filler is first made
 	pieces  *Pieces       // the requested ranges: filler keys stay inside them
 	over    int64         // an empty partition's size less its key (emptyOverhead), once known
@@ -146,14 +147,20 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			err = fin.err // the finisher's own error says what failed
 		}
 	}()
-	err = sp.parent.ScanPartitions(func(p *sstable.Partition) error {
+	// A BTI parent's keys are read for the children's partitions only (scanLazy), and their
+	// order checked among them: the trie walk itself is in key order.
+	err = scanLazy(sp.parent, true, func(lp *lazyPartition) error {
+		p := &lp.Partition
 		if p.Ordinal%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := sp.inOrder(p); err != nil {
-			return err
+		lazy := lp.e != nil
+		if !lazy {
+			if err := sp.inOrder(p); err != nil {
+				return err
+			}
 		}
 		if sp.cur != nil && p.Ordinal > sp.cur.plan.LastOrdinal() {
 			if err := sp.inherit(sp.cur, -1); err != nil {
@@ -166,6 +173,9 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 		}
 		sp.seen = p.Ordinal + 1
 		if sp.cur == nil && sp.next < len(sp.plans) && p.Ordinal == sp.plans[sp.next].FirstOrdinal {
+			if err := sp.load(lp); err != nil {
+				return err
+			}
 			if plan := &sp.plans[sp.next]; sp.derived && !bytes.Equal(p.Key, plan.First) {
 				return fmt.Errorf("%w: %w: %s: partition %d is not child %d's first partition",
 					sstable.ErrCorrupt, errStalePlan, sp.parent.Desc, p.Ordinal, sp.next+1)
@@ -185,6 +195,9 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 				if err := oc.addFillers(oc.run); err != nil {
 					return err
 				}
+				if err := sp.load(lp); err != nil {
+					return err
+				}
 				if err := oc.builder.Add(p); err != nil {
 					return err
 				}
@@ -195,11 +208,11 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 			}
 		}
 		if p.IndexPos >= 0 && sp.spec.ParentRows != nil {
-			e, err := bti.ReadRowIndexEntry(sp.spec.ParentRows, p.IndexPos)
+			end, err := lp.rowsEnd(sp.spec.ParentRows)
 			if err != nil {
 				return err
 			}
-			sp.lastEnd = e.End
+			sp.lastEnd = end
 		}
 		return nil
 	})
@@ -218,6 +231,27 @@ func (sp *splitter) run(ctx context.Context) (err error) {
 		sp.cur = nil
 	}
 	return err
+}
+
+// load reads a BTI partition's key, when the pass has not yet (scanLazy), and checks its order
+// against the last one loaded and that it lies in the ranges split: partitions between the
+// loaded ones are passed over, placed by their trie paths alone.
+func (sp *splitter) load(lp *lazyPartition) error {
+	if lp.e == nil {
+		return nil
+	}
+	if err := lp.load(true); err != nil {
+		return err
+	}
+	p := &lp.Partition
+	if err := sp.inOrder(p); err != nil {
+		return err
+	}
+	if sp.pieces != nil && sp.pieces.Find(p.Token) < 0 {
+		return fmt.Errorf("%w: %s: partition %d (token %s), planned from Partitions.db, is outside the ranges",
+			sstable.ErrCorrupt, sp.parent.Path(descriptor.Partitions), p.Ordinal, p.Token)
+	}
+	return nil
 }
 
 // prepared is one child made by prepareAhead, or the error that stopped it.
@@ -276,21 +310,22 @@ func (sp *splitter) prefetchEdges() {
 	}
 }
 
-// inOrder fails on a partition whose token sorts before the one ahead of it: the planner and
-// the children's ranges rely on the index being in token order.
+// inOrder fails on a partition whose token sorts before the one ahead of it (of a BTI parent,
+// the one loaded before it): the planner and the children's ranges rely on the index being in
+// token order.
 func (sp *splitter) inOrder(p *sstable.Partition) error {
 	if p.Token.Kind == token.KindMurmur3 {
 		// The common case, without copying a token (and its slice) per partition.
-		if p.Ordinal > 0 && p.Token.Long < sp.prevTok.Long {
+		if sp.hasPrev && p.Token.Long < sp.prevTok.Long {
 			return sp.outOfOrder(p)
 		}
-		sp.prevTok.Long = p.Token.Long
+		sp.prevTok.Long, sp.hasPrev, sp.prevOrd = p.Token.Long, true, p.Ordinal
 		return nil
 	}
-	if p.Ordinal > 0 && p.Token.Compare(sp.prevTok) < 0 {
+	if sp.hasPrev && p.Token.Compare(sp.prevTok) < 0 {
 		return sp.outOfOrder(p)
 	}
-	sp.prevTok = p.Token
+	sp.prevTok, sp.hasPrev, sp.prevOrd = p.Token, true, p.Ordinal
 	if p.Token.Bytes != nil {
 		sp.prevBuf = append(sp.prevBuf[:0], p.Token.Bytes...)
 		sp.prevTok.Bytes = sp.prevBuf
@@ -302,7 +337,7 @@ func (sp *splitter) outOfOrder(p *sstable.Partition) error {
 	prev := sp.prevTok
 	prev.Kind = p.Token.Kind
 	return fmt.Errorf("%w: %s: partition %d (token %s) sorts before partition %d (token %s): the index is out of token order",
-		sstable.ErrCorrupt, sp.parent.Desc, p.Ordinal, p.Token, p.Ordinal-1, prev)
+		sstable.ErrCorrupt, sp.parent.Desc, p.Ordinal, p.Token, sp.prevOrd, prev)
 }
 
 // geometry is the parent's shape for NewLayout.

@@ -63,7 +63,9 @@ type PartialOptions struct {
 // Index passes: with IndexLater on a BIG parent, one (planMeasured: the plan, the slices'
 // lengths and the parent's partition count together); otherwise two, the plan and then
 // gatherIndex, which makes the slices (or, BTI, the rows slices and the lengths, which depend
-// on the rows slices' layout).
+// on the rows slices' layout). A BTI parent's plan reads its trie and the keys at the ranges'
+// edges only (btiPlan), and gatherIndex the keys of the children's partitions only: Data.db is
+// decoded where the children are, once.
 func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, err error) {
 	ps, err := NewPieces(parent.Partitioner, ranges)
 	if err != nil {
@@ -85,12 +87,21 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	if spans {
 		plans, partitions, planned = summaryPlan(parent, ps, ranges)
 	}
+	if !isBig && opts.OnePerParent {
+		var out []Partial
+		var done bool
+		out, reason, plans, done, err = partialsBTI(parent, spec, ps, ranges, opts)
+		if err != nil || done {
+			return out, reason, err
+		}
+		planned = plans != nil
+	}
 	switch {
 	case planned:
 	case measured:
 		plans, partitions, err = planMeasured(parent, ps, ranges)
 	default:
-		plans, err = PlanTable(parent, ps, ranges)
+		plans, err = planTable(parent, ps, ranges, endsNext)
 	}
 	if err != nil {
 		return nil, "", err
@@ -125,7 +136,38 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	if opts.IndexLater {
 		keep = nil
 	}
-	return out, reason, gatherIndex(parent, spec, out, keep)
+	return out, reason, gatherIndex(parent, spec, out, ranges, keep)
+}
+
+// partialsBTI is Partials for a BTI parent with OnePerParent in one index pass, when the trie
+// serves (btiPlanMeasured) and the runs make one child: the plan and the child's index and
+// rows slices come from one walk of the trie that reads the children's keys only. done is false
+// when the caller must gather apart: the bounds keep the runs apart (their slices are laid
+// out per child; plans is the plan, one child per piece), or the trie does not serve (plans
+// is nil).
+func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, plans []ChildPlan, done bool, err error) {
+	var index []byte
+	m := &trieMeasure{rows: rowsSlice{parent: spec.ParentRows}}
+	if !opts.IndexLater {
+		m.keep = func(rec []byte) error { index = append(index, rec...); return nil }
+	}
+	plans, _, partitions, ok, err := btiPlanMeasured(parent, ps, ranges, m)
+	if err != nil || !ok {
+		return nil, "", nil, false, err
+	}
+	if len(plans) == 0 {
+		return nil, "", nil, true, nil
+	}
+	one, reason := OnePerParent(parent, plans, ModeCopy, opts.Bounds)
+	if len(one) != 1 {
+		return nil, "", plans, false, nil
+	}
+	p := Partial{Plan: one[0], Layout: NewLayout(geometry(parent, spec.CRCChunkLength), one[0].Runs, 1),
+		Index: index, IndexLength: m.length, Rows: m.rows.bytes(), ParentPartitions: partitions}
+	if parent.Compression != nil {
+		p.Info = p.Layout.Info(parent.Compression)
+	}
+	return []Partial{p}, reason, nil, true, nil
 }
 
 // planMeasured is PlanTable for a BIG parent, measuring in the same pass each child's index
@@ -317,7 +359,7 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 		if parent.Version().Format == version.Big && runsLocated(p.Plan.Runs) {
 			err = runsIndex(parent, p.Plan.Runs, keep)
 		} else {
-			err = gatherIndex(parent, spec, one, keep)
+			err = gatherIndex(parent, spec, one, nil, keep)
 		}
 		if err == nil && len(buf) > 0 {
 			yield(buf)
@@ -409,8 +451,10 @@ func runsIndex(parent *sstable.Table, runs []RunPlan, keep func(k int, rec []byt
 const indexBuffer = 256 << 10
 
 // gatherIndex measures the index (and fills the BTI rows) slices of out in one index pass,
-// handing each child's records to keep (k is the child), when keep is set.
-func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k int, rec []byte) error) error {
+// handing each child's records to keep (k is the child), when keep is set. A BTI parent's keys
+// are read for the children's partitions only (scanLazy), each checked to lie in ranges when
+// ranges are given.
+func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, ranges token.RangeSet, keep func(k int, rec []byte) error) error {
 	var (
 		k, run  int
 		begun   int // the run whose rows the slice is taking
@@ -420,7 +464,11 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k i
 		isBTI   = spec.ParentRows != nil
 		n       int64
 		rec     []byte
+		within  *token.Within
 	)
+	if isBTI && len(ranges) > 0 {
+		within = ranges.Within()
+	}
 	finish := func() {
 		if isBTI {
 			out[k].Rows = rows.bytes()
@@ -428,7 +476,8 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k i
 		inChild = false
 		k++
 	}
-	err := parent.ScanKeys(func(pt *sstable.Partition) error { // no token is needed here
+	err := scanLazy(parent, false, func(lp *lazyPartition) error { // no token is needed here (BIG)
+		pt := &lp.Partition
 		n++
 		if inChild && pt.Ordinal > out[k].Plan.LastOrdinal() {
 			finish()
@@ -454,14 +503,21 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k i
 				}
 				lastEnd, indexPos = e.End, childPos
 			} else {
-				e, err := bti.ReadRowIndexEntry(spec.ParentRows, pt.IndexPos)
+				end, err := lp.rowsEnd(spec.ParentRows)
 				if err != nil {
 					return err
 				}
-				lastEnd = e.End
+				lastEnd = end
 			}
 		}
 		if member {
+			if err := lp.load(within != nil); err != nil {
+				return err
+			}
+			if within != nil && !within.Holds(pt.Token) {
+				return fmt.Errorf("%w: %s: partition %d (token %s), planned from Partitions.db, is outside the ranges",
+					sstable.ErrCorrupt, parent.Path(descriptor.Partitions), pt.Ordinal, pt.Token)
+			}
 			rec = AppendIndexRecord(rec[:0], pt.Key, pt.Position, indexPos, pt.Promoted)
 			out[k].IndexLength += int64(len(rec))
 			if keep != nil {
@@ -477,6 +533,61 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, keep func(k i
 		out[i].ParentPartitions = n
 	}
 	return err
+}
+
+// lazyPartition is a partition of scanLazy: its ordinal, data position and Rows.db entry
+// position at once, its key (and token) once loaded.
+type lazyPartition struct {
+	sstable.Partition
+	e *sstable.IndexEntry // BTI: the entry the key is read from; nil when Partition is whole
+}
+
+// load reads the partition's key (a BTI parent's) and, with tokens, takes its token and hash.
+func (lp *lazyPartition) load(tokens bool) error {
+	e := lp.e
+	if e == nil {
+		return nil
+	}
+	lp.e = nil
+	if tokens {
+		return e.Partition(&lp.Partition)
+	}
+	var err error
+	lp.Key, err = e.Key()
+	return err
+}
+
+// rowsEnd is the end of the partition's Rows.db entry (IndexPos >= 0) in rows.
+func (lp *lazyPartition) rowsEnd(rows []byte) (int64, error) {
+	if lp.e != nil {
+		return lp.e.RowsEnd, nil
+	}
+	e, err := bti.ReadRowIndexEntry(rows, lp.IndexPos)
+	return e.End, err
+}
+
+// scanLazy calls fn for every partition of parent in index order. A BIG parent's come whole
+// (with their tokens when asked: ScanPartitions, else ScanKeys); a BTI parent's with their
+// ordinal, data position and Rows.db entry only (sstable.ScanIndex), their keys read by load,
+// through one sequential cursor: a pass that loads the keys of some runs decodes those runs'
+// chunks only. The lazyPartition is reused between calls.
+func scanLazy(parent *sstable.Table, tokens bool, fn func(lp *lazyPartition) error) error {
+	var lp lazyPartition
+	if parent.Version().Format != version.BTI {
+		scan := parent.ScanKeys
+		if tokens {
+			scan = parent.ScanPartitions
+		}
+		return scan(func(p *sstable.Partition) error {
+			lp.Partition, lp.e = *p, nil
+			return fn(&lp)
+		})
+	}
+	return parent.ScanIndex(func(e *sstable.IndexEntry) error {
+		lp.Partition = sstable.Partition{Ordinal: e.Ordinal, Position: e.Position, IndexPos: e.IndexPos}
+		lp.e = e
+		return fn(&lp)
+	})
 }
 
 // AppendIndexRecord appends one index-slice record: the key, the parent Data.db position, the

@@ -1,0 +1,299 @@
+package slice
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/bti"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// trieBounds are a range set's pieces as ByteComparable positions (bti.AppendTokenBound):
+// b[2k] lies just above the forms of piece k's left end's keys, b[2k+1] just above its right
+// end's (nil: the ring's end). A key is in piece k exactly when its form lies between the two,
+// so the number of bounds below a key's form says where it is: odd, in piece (j-1)/2.
+type trieBounds [][]byte
+
+func newTrieBounds(ps *Pieces) trieBounds {
+	b := make(trieBounds, 0, 2*ps.Len())
+	for k := range ps.Len() {
+		p := ps.pieces[k]
+		b = append(b, bti.AppendTokenBound(nil, p.r.Left))
+		if p.toEnd {
+			b = append(b, nil)
+		} else {
+			b = append(b, bti.AppendTokenBound(nil, p.r.Right))
+		}
+	}
+	return b
+}
+
+// btiPlan is PlanTable for a BTI parent from Partitions.db (and Rows.db) alone, without
+// reading a key between the ranges' edges: the trie path of a partition is a prefix of its
+// key's ByteComparable form, which begins with the token, so most paths place their partition
+// inside or outside every piece by themselves (bti.ComparePrefix). Keys are read from Data.db
+// only where a path is too short to say (a partition whose token shares its path's bytes with
+// a range end: about one per range end), for each child's first and last partitions (its
+// First, FirstTok and LastTok), and for the partitions just outside each child, whose tokens
+// must fall outside its piece. last is each child's last partition's data position.
+//
+// ok is false, and the caller plans from every key, when the partitioner is not one whose
+// token the form holds (Murmur3, ByteOrdered), or when a key read disagrees with the place its
+// path gave it (a trie whose paths are not its keys' forms).
+func btiPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plans []ChildPlan, last []int64, partitions int64, ok bool, err error) {
+	return btiPlanMeasured(parent, ps, ranges, nil)
+}
+
+// btiPlanMeasured is btiPlan that, given m, also makes in the same pass what gatherIndex makes
+// for the one child Merge makes of the plans: its index slice's length (and its records, with
+// m.keep) and its rows slice. The keys of the children's partitions are then read as the walk
+// meets them, through one sequential cursor (sstable.IndexEntry.Key), each checked to lie in
+// its piece: the pass decodes the children's chunks once and no other.
+func btiPlanMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, m *trieMeasure) (plans []ChildPlan, last []int64, partitions int64, ok bool, err error) {
+	if parent.Version().Format != version.BTI {
+		return nil, nil, 0, false, nil
+	}
+	switch parent.Partitioner.MinToken().Kind {
+	case token.KindMurmur3, token.KindBytes:
+	default:
+		return nil, nil, 0, false, nil
+	}
+	return btiPlanWith(&triePlanner{parent: parent, ps: ps, bounds: newTrieBounds(ps), cur: -1, m: m}, ranges)
+}
+
+// btiPlanWith is btiPlanMeasured's walk with p.
+func btiPlanWith(p *triePlanner, ranges token.RangeSet) (plans []ChildPlan, last []int64, partitions int64, ok bool, err error) {
+	parent := p.parent
+	err = parent.ScanIndex(p.add)
+	if err == nil && p.cur >= 0 {
+		err = p.close(nil, parent.DataLength())
+	}
+	switch {
+	case errors.Is(err, errUntrusted):
+		return nil, nil, 0, false, nil
+	case err != nil:
+		return nil, nil, 0, false, err
+	}
+	for i := range p.children {
+		c := &p.children[i]
+		c.Range = ranges[c.RangeIndex]
+		c.Runs = []RunPlan{{FirstOrdinal: c.FirstOrdinal, Partitions: c.Partitions, Lo: c.Lo, Hi: c.Hi}}
+	}
+	return p.children, p.last, p.n, true, nil
+}
+
+// triePlanner is btiPlan's walk: the bounds below the partition it is at, the child open, and
+// what it keeps of the partition before (to check the neighbour of a child that opens).
+type triePlanner struct {
+	parent   *sstable.Table
+	ps       *Pieces
+	bounds   trieBounds
+	j        int // bounds below the last partition's form
+	cur      int // the open child, or -1
+	children []ChildPlan
+	last     []int64 // each child's last partition's data position
+	// lastKey is the open child's last partition's key when its Rows.db entry held it
+	// (lastIndexed).
+	lastKey     []byte
+	lastIndexed bool
+	n           int64
+	// prev is the partition before the one being placed: its position, and its key when its
+	// Rows.db entry held it.
+	prevPos     int64
+	prevKey     []byte
+	prevIndexed bool
+	// form is the ByteComparable form of the partition being placed, once its key was read.
+	form  []byte
+	m     *trieMeasure // nil: plan only
+	reads int          // keys read to place partitions (not the measure's)
+}
+
+// trieMeasure is what btiPlanMeasured gathers for the merged child: as gatherIndex does,
+// rows slice by merged run, records (to keep, when set) and their length.
+type trieMeasure struct {
+	rows    rowsSlice
+	lastEnd int64 // the end of the last Rows.db entry met
+	length  int64
+	keep    func(rec []byte) error
+	rec     []byte
+	tok     sstable.Partition
+}
+
+// member takes e, a partition of piece k; run says it begins a run of the merged child.
+func (m *trieMeasure) member(e *sstable.IndexEntry, ps *Pieces, k int, run bool) error {
+	if run {
+		m.rows.begin(m.lastEnd)
+	}
+	indexPos := int64(-1)
+	if e.IndexPos >= 0 {
+		re, childPos, _, err := m.rows.entry(e.IndexPos)
+		if err != nil {
+			return err
+		}
+		m.lastEnd, indexPos = re.End, childPos
+	}
+	if err := e.Partition(&m.tok); err != nil {
+		return err
+	}
+	if !ps.holds(k, m.tok.Token) {
+		return errUntrusted
+	}
+	m.rec = AppendIndexRecord(m.rec[:0], m.tok.Key, e.Position, indexPos, nil)
+	m.length += int64(len(m.rec))
+	if m.keep != nil {
+		return m.keep(m.rec)
+	}
+	return nil
+}
+
+// errUntrusted stops btiPlan's walk at a key that disagrees with its trie path.
+var errUntrusted = errors.New("a key disagrees with its trie path")
+
+// add places one partition.
+func (p *triePlanner) add(e *sstable.IndexEntry) error {
+	if err := p.place(e); err != nil {
+		return err
+	}
+	if p.m != nil && e.IndexPos >= 0 {
+		p.m.lastEnd = e.RowsEnd
+	}
+	p.n++
+	p.prevPos, p.prevIndexed = e.Position, e.IndexPos >= 0
+	p.prevKey = append(p.prevKey[:0], e.RowsKey...)
+	return nil
+}
+
+func (p *triePlanner) place(e *sstable.IndexEntry) error {
+	p.form = p.form[:0]
+	for p.j < len(p.bounds) && p.bounds[p.j] != nil {
+		c := bti.ComparePrefix(e.Prefix, p.bounds[p.j])
+		if c == 0 {
+			form, err := p.formOf(e)
+			if err != nil {
+				return err
+			}
+			c = bytes.Compare(form, p.bounds[p.j])
+		}
+		if c < 0 {
+			break
+		}
+		p.j++
+	}
+	k := -1
+	if p.j%2 == 1 {
+		k = (p.j - 1) / 2
+	}
+	if p.cur >= 0 && p.children[p.cur].Piece == k {
+		p.children[p.cur].Partitions++
+		p.last[p.cur] = e.Position
+		p.lastIndexed = e.IndexPos >= 0
+		p.lastKey = append(p.lastKey[:0], e.RowsKey...)
+		return p.measure(e, k, false)
+	}
+	// A child that opens right where the last one closed continues its run in the merged
+	// child (Merge).
+	touching := p.cur >= 0
+	if p.cur >= 0 {
+		if err := p.close(e, e.Position); err != nil {
+			return err
+		}
+	}
+	if k < 0 {
+		return nil
+	}
+	// A child opens: its first key, and the partition before must lie below its piece.
+	if _, err := p.formOf(e); err != nil {
+		return err
+	}
+	key, err := e.Key()
+	if err != nil {
+		return err
+	}
+	t := p.parent.Partitioner.Token(key)
+	if !p.ps.holds(k, t) {
+		return errUntrusted
+	}
+	_, ri := p.ps.Range(k)
+	p.children = append(p.children, ChildPlan{Piece: k, RangeIndex: ri, FirstOrdinal: e.Ordinal, Lo: e.Position,
+		First: bytes.Clone(key), FirstTok: cloneToken(t), Partitions: 1})
+	p.last = append(p.last, e.Position)
+	p.lastIndexed = e.IndexPos >= 0
+	p.lastKey = append(p.lastKey[:0], e.RowsKey...)
+	p.cur = len(p.children) - 1
+	if e.Ordinal > 0 {
+		before, err := p.keyAt(p.prevPos, p.prevIndexed, p.prevKey)
+		if err != nil {
+			return err
+		}
+		if p.ps.holds(k, p.parent.Partitioner.Token(before)) {
+			return errUntrusted
+		}
+	}
+	return p.measure(e, k, !touching)
+}
+
+// measure hands a partition of piece k to the measure, if any.
+func (p *triePlanner) measure(e *sstable.IndexEntry, k int, run bool) error {
+	if p.m == nil {
+		return nil
+	}
+	return p.m.member(e, p.ps, k, run)
+}
+
+// close ends the open child before next (nil: at the end of the index), at data position
+// end: its last token, and the partition after it must lie outside its piece.
+func (p *triePlanner) close(next *sstable.IndexEntry, end int64) error {
+	c := &p.children[p.cur]
+	p.cur = -1
+	key, err := p.keyAt(p.last[len(p.last)-1], p.lastIndexed, p.lastKey)
+	if err != nil {
+		return err
+	}
+	c.Hi, c.LastTok = end, cloneToken(p.parent.Partitioner.Token(key))
+	if !p.ps.holds(c.Piece, c.LastTok) {
+		return errUntrusted
+	}
+	if next != nil {
+		if _, err := p.formOf(next); err != nil {
+			return err
+		}
+		key, err := next.Key()
+		if err != nil {
+			return err
+		}
+		if p.ps.holds(c.Piece, p.parent.Partitioner.Token(key)) {
+			return errUntrusted
+		}
+	}
+	return nil
+}
+
+// formOf is e's key's ByteComparable form, read once per partition; a form that does not
+// begin with e's trie path stops the plan.
+func (p *triePlanner) formOf(e *sstable.IndexEntry) ([]byte, error) {
+	if len(p.form) > 0 {
+		return p.form, nil
+	}
+	key, err := e.Key()
+	if err != nil {
+		return nil, err
+	}
+	p.reads++
+	p.form = bti.AppendDecoratedKey(p.form[:0], p.parent.Partitioner.Token(key), key)
+	if !bytes.HasPrefix(p.form, e.Prefix) {
+		return nil, errUntrusted
+	}
+	return p.form, nil
+}
+
+// keyAt is the key of a partition met before: the one its Rows.db entry held (indexed), else
+// read at its data position.
+func (p *triePlanner) keyAt(pos int64, indexed bool, rowsKey []byte) ([]byte, error) {
+	p.reads++
+	if indexed {
+		return rowsKey, nil
+	}
+	return p.parent.KeyAt(pos)
+}
