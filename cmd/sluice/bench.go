@@ -152,12 +152,12 @@ configurations (rewrite, copy, reflink, reflink-nodigest, rechunk) beside rewrit
 }
 
 func newBenchStreamCmd() *cobra.Command {
-	var size, dir, transport, congestion, profiles, partSize, refPartSize string
+	var size, dir, transport, congestion, profiles, partSize, refPartSize, format, refFormat string
 	var runs, sstables int
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--sstables N] [--partition-size S [--reference-partition-size R]] [--dir D] [--runs N] [--json]",
+		Use:   "stream [--size 2GiB] [--transport quic|tls|tcp] [--tcp-congestion CC] [--sstables N] [--format V] [--partition-size S] [--reference-partition-size R] [--reference-format V] [--dir D] [--runs N] [--json]",
 		Short: "Streaming against a raw quic-go transfer: MB/s, CPU per GiB per side, receiver heap and RSS",
 		Long: `Generate (or reuse, as bench split does) a parent of the seed workload's shape (64 KiB
 partitions of 4 KiB rows, LZ4, 16 KiB chunks) in D, make a CA and node certificates, and
@@ -188,7 +188,10 @@ with R-byte partitions, and only (b) and, with tcp or tls, (f) or (h) on each pa
 fetches of a configuration back to back in every run (their order swapped every other run),
 plus (e) or (g) once per run as the machine's reference. Each run's ratio of the two
 fetches' MB/s is checked against >= 0.80: the median of the runs' ratios, with their minimum
-and maximum.
+and maximum. --format V makes the parent of sstable version V (oa, the default, or nb: BIG;
+da: BTI); --reference-format V2 makes a pair run the same way against a reference parent of
+version V2 (e.g. --format da --reference-format oa --partition-size 512: BTI's small
+partitions against BIG's).
 --tcp-congestion sets the congestion control of (f)/(h)'s data connection on both ends.
 Per configuration: payload MB/s, sender and receiver CPU seconds per GiB, receiver heap
 allocated per GiB and peak RSS, and the issue's targets beside the measured ratios.
@@ -215,7 +218,7 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 			if err != nil {
 				return err
 			}
-			o := bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), ReferencePartitionSize: int(rps),
+			o := bench.StreamOptions{Dir: dir, Size: n, PartitionSize: int(ps), ReferencePartitionSize: int(rps), Version: format, ReferenceVersion: refFormat,
 				Transport: transport, TCPCongestion: congestion, Exe: exe,
 				Runs: runs, Timeout: timeout, CPUProfileDir: profiles, SSTables: sstables,
 				Logf: func(f string, a ...any) { logger.Info().Msgf(f, a...) }}
@@ -242,6 +245,8 @@ allocated per GiB and peak RSS, and the issue's targets beside the measured rati
 	f.StringVar(&size, "size", "2GiB", "parent's uncompressed size")
 	f.StringVar(&partSize, "partition-size", "", "partition size of the generated parent (default 64KiB; e.g. 512 for many partitions)")
 	f.StringVar(&refPartSize, "reference-partition-size", "", "pair run: a second parent of this partition size, its partial fetches run by run beside the parent's and their MB/s compared (e.g. 64KiB)")
+	f.StringVar(&format, "format", "", "sstable version of the generated parent: oa (default) or nb, BIG; da, BTI")
+	f.StringVar(&refFormat, "reference-format", "", "pair run: a reference parent of this sstable version, its partial fetches run by run beside the parent's and their MB/s compared (e.g. oa against --format da)")
 	f.StringVar(&transport, "transport", "quic", "data plane: quic; tcp to add (e) raw TCP and (f) partial over the TCP data plane; tls to add (g) raw Go TLS and (h) partial over the TLS data plane")
 	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of (f)/(h)'s data connection, e.g. bbr (default: the kernel's)")
 	f.StringVar(&dir, "dir", os.TempDir(), "directory for the parent (reused) and the run's temporary files")
@@ -263,18 +268,18 @@ func printStreamReport(w io.Writer, rep *bench.StreamReport) error {
 			p    bench.StreamParent
 		}{{"parent", rep.StreamParent}, {"reference", *rep.Reference}} {
 			fmt.Fprintf(w, "%s: %s partitions, %d bytes uncompressed, %d on disk, %d partitions; partial ranges %s\n",
-				p.what, bench.PartitionLabel(p.p.PartitionSize), p.p.ParentData, p.p.ParentDataFile, p.p.Partitions, p.p.PartialRanges)
+				p.what, p.p.Label, p.p.ParentData, p.p.ParentDataFile, p.p.Partitions, p.p.PartialRanges)
 		}
 		fmt.Fprintf(w, "transport %s; 127.0.0.1; page cache warm; medians of %d interleaved run(s)\n", rep.Transport, rep.Runs)
 	} else {
-		fmt.Fprintf(w, "parent: %d bytes uncompressed, %d on disk, %d partitions; transport %s; 127.0.0.1; page cache warm; medians of %d run(s)\n",
-			rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
+		fmt.Fprintf(w, "parent: %s, %d bytes uncompressed, %d on disk, %d partitions; transport %s; 127.0.0.1; page cache warm; medians of %d run(s)\n",
+			rep.Version, rep.ParentData, rep.ParentDataFile, rep.Partitions, rep.Transport, rep.Runs)
 		fmt.Fprintf(w, "partial ranges: %s\n", rep.PartialRanges)
 	}
 	// A pair run's rows have a partitions column after the configuration.
 	config := func(r bench.StreamRow) string {
 		if pair {
-			return r.Config + "\t" + bench.PartitionLabel(r.PartitionSize)
+			return r.Config + "\t" + r.Parent
 		}
 		return r.Config
 	}

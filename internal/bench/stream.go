@@ -32,6 +32,7 @@ import (
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/stats"
 	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
 )
 
 // StreamOptions configures `sluice bench stream`.
@@ -53,7 +54,13 @@ type StreamOptions struct {
 	// the machine's reference), each compared with the reference parent's in the same run:
 	// the small-partitions target. Not with SSTables.
 	ReferencePartitionSize int
-	Transport              string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
+	// Version is the parent's sstable version: oa (default) or nb, BIG; da, BTI.
+	Version string
+	// ReferenceVersion, when set to another version than Version, makes a pair run too: the
+	// reference parent (of ReferencePartitionSize, or of PartitionSize when that is unset)
+	// is of this version, e.g. da against oa, BTI's small partitions against BIG's.
+	ReferenceVersion string
+	Transport        string // "quic" (default); "tcp": the quic rows plus (e) raw TCP and (f) partial over the TCP data plane; "tls": the quic rows plus (g) raw Go TLS over TCP and (h) partial over the TLS data plane
 	// TCPCongestion, for tcp and tls, is the node's tcp_congestion and fetch's
 	// --tcp-congestion ("" = the kernel's default); the raw rows use the kernel's default.
 	TCPCongestion string
@@ -92,6 +99,8 @@ type StreamRow struct {
 	SenderPeakRSS int64 `json:"sender_peak_rss_bytes"`
 	// PartitionSize, in a pair run, is the partition size of the parent the row fetched from.
 	PartitionSize int `json:"partition_size,omitempty"`
+	// Parent, in a pair run, names the parent the row fetched from (StreamParent.Label).
+	Parent string `json:"parent,omitempty"`
 }
 
 // OK reports whether the configuration ran.
@@ -116,7 +125,11 @@ type StreamCheck struct {
 
 // StreamParent is a parent the benchmark fetched from.
 type StreamParent struct {
-	PartitionSize  int    `json:"partition_size"`
+	PartitionSize int    `json:"partition_size"`
+	Version       string `json:"version"`
+	// Label names the parent in a pair run's rows and checks: its partition size, and its
+	// version when the two parents' versions differ ("512 B", "512 B da").
+	Label          string `json:"label,omitempty"`
 	ParentData     int64  `json:"parent_data_length"`
 	ParentDataFile int64  `json:"parent_data_file_length"`
 	Partitions     int64  `json:"parent_partitions"`
@@ -200,22 +213,27 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	if err := (&streamWorld{tlsDir: tlsDir}).makeTLS(); err != nil {
 		return nil, err
 	}
-	pair := o.ReferencePartitionSize > 0
+	pair := o.pair()
+	ps, v, refPS, refV := o.parents()
 	sub := ""
 	if pair {
-		sub = fmt.Sprintf("p%d", partitionSizeOrDefault(o.PartitionSize))
+		sub = parentStem(ps, v)
 	}
-	w, parent, err := newStreamWorld(ctx, o, tmp, sub, o.PartitionSize)
+	w, parent, err := newStreamWorld(ctx, o, tmp, sub, ps, v)
 	if err != nil {
 		return nil, err
 	}
 	rep := &StreamReport{Dir: o.Dir, Transport: o.Transport, StreamParent: parent, Runs: o.Runs}
 	var groups [][]streamConfig
 	if pair {
-		ref, refParent, err := newStreamWorld(ctx, o, tmp, fmt.Sprintf("p%d", partitionSizeOrDefault(o.ReferencePartitionSize)), o.ReferencePartitionSize)
+		w.label = o.parentLabel(ps, v)
+		rep.Label = w.label
+		ref, refParent, err := newStreamWorld(ctx, o, tmp, parentStem(refPS, refV), refPS, refV)
 		if err != nil {
 			return nil, err
 		}
+		ref.label = o.parentLabel(refPS, refV)
+		refParent.Label = ref.label
 		rep.Reference = &refParent
 		groups = pairConfigs(w, ref, o.Transport)
 	} else if groups, err = w.configs(ctx); err != nil {
@@ -228,7 +246,7 @@ func Stream(ctx context.Context, o StreamOptions) (*StreamReport, error) {
 	for i, c := range configs {
 		row := streamMedians(c.name, samples[i])
 		if pair {
-			row.PartitionSize = c.partitionSize
+			row.PartitionSize, row.Parent = c.partitionSize, c.parent
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
@@ -250,7 +268,7 @@ func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]strea
 			continue
 		}
 		j := groupStart(groups, i)
-		if c, ok := pairCheck(g[0].name, g[0].partitionSize, g[1].partitionSize, samples[j], samples[j+1]); ok {
+		if c, ok := pairCheck(g[0].name, g[0].parent, g[1].parent, samples[j], samples[j+1]); ok {
 			// The rows are in the configurations' order.
 			if small, ref := rep.Rows[j], rep.Rows[j+1]; small.OK() && ref.OK() && ref.MBps > 0 {
 				c.RatioOfMedians = small.MBps / ref.MBps
@@ -258,18 +276,18 @@ func pairRunChecks(rep *StreamReport, groups [][]streamConfig, samples [][]strea
 			out = append(out, c)
 		}
 	}
-	for _, p := range []int{rep.PartitionSize, rep.Reference.PartitionSize} {
+	for _, p := range []string{rep.Label, rep.Reference.Label} {
 		// The raw transfer runs once per run, with the first parent's bytes; it is the
 		// reference of both parents' fetches over its plane (the plane's own target is the
 		// bulk fetch's, 64 KiB partitions, against it).
 		var rows []StreamRow
 		for _, r := range rep.Rows {
-			if r.PartitionSize == p || r.Config == cfgRaw || r.Config == cfgRawTCP || r.Config == cfgRawTLS {
+			if r.Parent == p || r.Config == cfgRaw || r.Config == cfgRawTCP || r.Config == cfgRawTLS {
 				rows = append(rows, r)
 			}
 		}
 		for _, c := range streamChecks(rows) {
-			c.Name = PartitionLabel(p) + ": " + c.Name
+			c.Name = p + ": " + c.Name
 			out = append(out, c)
 		}
 	}
@@ -294,16 +312,72 @@ func (o StreamOptions) Validate() error {
 			return fmt.Errorf("%s %d: want a size up to 1GiB", f.flag, f.size)
 		}
 	}
-	if o.ReferencePartitionSize == 0 {
+	for _, f := range []struct{ flag, v string }{{"--format", o.Version}, {"--reference-format", o.ReferenceVersion}} {
+		if f.v == "" {
+			continue
+		}
+		if _, err := version.ParseWritable(f.v); err != nil {
+			return fmt.Errorf("%s %q: %w", f.flag, f.v, err)
+		}
+	}
+	if !o.pair() {
 		return nil
 	}
 	if o.SSTables > 0 {
-		return errors.New("--reference-partition-size compares the partial fetches of two parents; --sstables (the whole ring of one parent) is not part of that run")
+		return errors.New("--reference-partition-size and --reference-format compare the partial fetches of two parents; --sstables (the whole ring of one parent) is not part of that run")
 	}
-	if p := partitionSizeOrDefault(o.PartitionSize); p == partitionSizeOrDefault(o.ReferencePartitionSize) {
-		return fmt.Errorf("--reference-partition-size %d: the parent's partitions are %d bytes too; nothing to compare", o.ReferencePartitionSize, p)
+	ps, v, refPS, refV := o.parents()
+	if p := partitionSizeOrDefault(ps); p == partitionSizeOrDefault(refPS) && v == refV {
+		return fmt.Errorf("--reference-partition-size %d: the parent's partitions are %d bytes too, and of the same version; nothing to compare", o.ReferencePartitionSize, p)
 	}
 	return nil
+}
+
+// parents is the partition size and version of the parent and of a pair run's reference
+// parent (the parent's where the options leave them).
+func (o StreamOptions) parents() (ps int, v string, refPS int, refV string) {
+	ps, v = o.PartitionSize, versionOrDefault(o.Version)
+	refPS, refV = o.ReferencePartitionSize, v
+	if refPS == 0 {
+		refPS = ps
+	}
+	if o.ReferenceVersion != "" {
+		refV = o.ReferenceVersion
+	}
+	return ps, v, refPS, refV
+}
+
+// parentLabel names a pair run's parent of partitionSize and version v: its partition size,
+// and its version when the two parents' versions differ ("512 B", "512 B da").
+func (o StreamOptions) parentLabel(partitionSize int, v string) string {
+	l := PartitionLabel(partitionSizeOrDefault(partitionSize))
+	if _, pv, _, rv := o.parents(); pv != rv {
+		l += " " + v
+	}
+	return l
+}
+
+// pair says whether the options make a pair run: a reference parent of another partition
+// size or version.
+func (o StreamOptions) pair() bool {
+	return o.ReferencePartitionSize > 0 || o.ReferenceVersion != "" && versionOrDefault(o.ReferenceVersion) != versionOrDefault(o.Version)
+}
+
+// versionOrDefault is v, or oa (parentFor's default) when empty.
+func versionOrDefault(v string) string {
+	if v == "" {
+		return "oa"
+	}
+	return v
+}
+
+// parentStem names a pair run's parent in file and directory names: p512, p512-da.
+func parentStem(partitionSize int, v string) string {
+	s := fmt.Sprintf("p%d", partitionSizeOrDefault(partitionSize))
+	if v != "oa" {
+		s += "-" + v
+	}
+	return s
 }
 
 // defaultPartitionSize is gen.Options' default partition size, the seed workload's.
@@ -333,7 +407,8 @@ func PartitionLabel(n int) string {
 type streamConfig struct {
 	name          string
 	file          string
-	partitionSize int // a pair run's: the partition size of the parent it fetches from
+	partitionSize int    // a pair run's: the partition size of the parent it fetches from
+	parent        string // a pair run's: the label of the parent it fetches from
 	run           func(ctx context.Context, file string) (streamSample, error)
 }
 
@@ -382,7 +457,7 @@ func (w *streamWorld) configs(ctx context.Context) ([][]streamConfig, error) {
 // size and are left out to keep the run short.
 func pairConfigs(w, ref *streamWorld, transport string) [][]streamConfig {
 	fetch := func(x *streamWorld, name, transport string) streamConfig {
-		return streamConfig{name: name, file: fmt.Sprintf("%s-p%d", profileName(name), x.partitionSize), partitionSize: x.partitionSize,
+		return streamConfig{name: name, file: profileName(name) + "-" + x.stem, partitionSize: x.partitionSize, parent: x.label,
 			run: func(ctx context.Context, file string) (streamSample, error) {
 				return x.runFetch(ctx, file, benchTable, x.half, transport)
 			}}
@@ -390,7 +465,7 @@ func pairConfigs(w, ref *streamWorld, transport string) [][]streamConfig {
 	groups := [][]streamConfig{{fetch(w, cfgPartial, "quic"), fetch(ref, cfgPartial, "quic")}}
 	if raw, partial, ok := planeConfigs(transport); ok {
 		groups = append(groups, []streamConfig{fetch(w, partial, transport), fetch(ref, partial, transport)},
-			[]streamConfig{{name: raw, file: fmt.Sprintf("%s-p%d", profileName(raw), w.partitionSize), partitionSize: w.partitionSize, run: w.runRawTCP}})
+			[]streamConfig{{name: raw, file: profileName(raw) + "-" + w.stem, partitionSize: w.partitionSize, parent: w.label, run: w.runRawTCP}})
 	}
 	return groups
 }
@@ -466,22 +541,22 @@ func runOrder(n, run int) []int {
 	return order
 }
 
-// configLabel names a configuration in logs and errors, with its parent's partition size
-// in a pair run.
+// configLabel names a configuration in logs and errors, with its parent's label in a pair
+// run.
 func configLabel(c streamConfig) string {
-	if c.partitionSize == 0 {
+	if c.parent == "" {
 		return c.name
 	}
-	return c.name + " [" + PartitionLabel(c.partitionSize) + " partitions]"
+	return c.name + " [" + c.parent + " partitions]"
 }
 
-// newStreamWorld makes (or reuses) the parent of partitionSize in o.Dir and the world that
+// newStreamWorld makes (or reuses) the parent of partitionSize and version v in o.Dir and the world that
 // fetches from it, in tmp/sub with tmp/tls's certificates (made by the caller): the node's
 // tables, the two non-adjacent quarters of the ring its partial fetches ask for and their
 // payload.
-func newStreamWorld(ctx context.Context, o StreamOptions, tmp, sub string, partitionSize int) (*streamWorld, StreamParent, error) {
+func newStreamWorld(ctx context.Context, o StreamOptions, tmp, sub string, partitionSize int, v string) (*streamWorld, StreamParent, error) {
 	var info StreamParent
-	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, PartitionSize: partitionSize, Logf: o.Logf})
+	parent, err := parentFor(ctx, o.Dir, SplitOptions{Size: o.Size, PartitionSize: partitionSize, Version: v, Logf: o.Logf})
 	if err != nil {
 		return nil, info, err
 	}
@@ -490,7 +565,7 @@ func newStreamWorld(ctx context.Context, o StreamOptions, tmp, sub string, parti
 		return nil, info, err
 	}
 	w := &streamWorld{o: o, tmp: wtmp, tlsDir: filepath.Join(tmp, "tls"), data: filepath.Join(wtmp, "node"),
-		parent: parent, partitionSize: partitionSizeOrDefault(partitionSize)}
+		parent: parent, partitionSize: partitionSizeOrDefault(partitionSize), stem: parentStem(partitionSize, v)}
 	if err := w.makeNodeData(parent); err != nil {
 		return nil, info, err
 	}
@@ -498,7 +573,7 @@ func newStreamWorld(ctx context.Context, o StreamOptions, tmp, sub string, parti
 	if err != nil {
 		return nil, info, err
 	}
-	info = StreamParent{PartitionSize: w.partitionSize, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength}
+	info = StreamParent{PartitionSize: w.partitionSize, Version: v, ParentData: t.DataLength(), ParentDataFile: t.DataFileLength}
 	quarters, err := slice.EqualRanges(t, 4)
 	if err == nil && len(quarters) < 4 {
 		err = fmt.Errorf("bench stream: the parent is too small for four token ranges")
@@ -527,11 +602,11 @@ func newStreamWorld(ctx context.Context, o StreamOptions, tmp, sub string, parti
 }
 
 // pairCheck is the small-partitions target for one configuration of a pair run: its MB/s on
-// the parent of partitionSize over its MB/s on the parent of refSize, at least 0.80. The
+// the parent labelled parent over its MB/s on the reference parent, labelled ref, at least 0.80. The
 // ratio is taken run by run (the two fetches of a run ran back to back, under about the same
 // load) and Measured is the median of the runs' ratios, with their spread beside it. False
 // when no run of both went through.
-func pairCheck(config string, partitionSize, refSize int, ss, refs []streamSample) (StreamCheck, bool) {
+func pairCheck(config string, parent, ref string, ss, refs []streamSample) (StreamCheck, bool) {
 	var ratios []float64
 	for i := range min(len(ss), len(refs)) {
 		s, r := ss[i], refs[i]
@@ -544,7 +619,7 @@ func pairCheck(config string, partitionSize, refSize int, ss, refs []streamSampl
 		return StreamCheck{}, false
 	}
 	p := profileName(config)
-	c := StreamCheck{Name: fmt.Sprintf("(%s) %s MB/s / (%s) %s MB/s", p, PartitionLabel(partitionSize), p, PartitionLabel(refSize)),
+	c := StreamCheck{Name: fmt.Sprintf("(%s) %s MB/s / (%s) %s MB/s", p, parent, p, ref),
 		Unit: "x", Target: ">= 0.80", PerRun: ratios, RunMin: slices.Min(ratios), RunMax: slices.Max(ratios), Measured: median(ratios)}
 	c.Met = c.Measured >= 0.80
 	return c, true
@@ -669,6 +744,8 @@ type streamWorld struct {
 	parent    descriptor.Descriptor // the parent the node serves
 	// partitionSize is the parent's partition size (its generator's, the default filled in).
 	partitionSize int
+	stem          string // parentStem: the parent in file names
+	label         string // a pair run's: StreamParent.Label
 }
 
 func (w *streamWorld) makeTLS() error {

@@ -261,7 +261,7 @@ func TestPairCheck(t *testing.T) {
 			perRun: []float64{0.5, 0.9}, med: 0.7, min: 0.5, max: 0.9, met: false},
 		{name: "no run on both parents", small: []streamSample{{status: "not supported"}}, ref: []streamSample{ok(1, 1)}, none: true},
 	} {
-		c, found := pairCheck(cfgPartialTLS, 512, 64<<10, tc.small, tc.ref)
+		c, found := pairCheck(cfgPartialTLS, "512 B", "64 KiB", tc.small, tc.ref)
 		if found == tc.none {
 			t.Errorf("%s: check found %v: %+v", tc.name, found, c)
 			continue
@@ -314,10 +314,35 @@ func TestStreamOptionsValidate(t *testing.T) {
 		{"reference equal to the parent's", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 512}, "nothing to compare"},
 		{"64KiB reference against the default parent", StreamOptions{ReferencePartitionSize: 64 << 10}, "nothing to compare"},
 		{"pair with many sstables", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 64 << 10, SSTables: 8}, "--sstables"},
+		{"BTI against BIG", StreamOptions{PartitionSize: 512, Version: "da", ReferenceVersion: "oa", Transport: "tcp"}, ""},
+		{"BTI against BIG, both partition sizes", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 512, Version: "da", ReferenceVersion: "nb"}, ""},
+		{"same version named twice", StreamOptions{PartitionSize: 512, ReferencePartitionSize: 512, Version: "oa"}, "nothing to compare"},
+		{"unknown format", StreamOptions{Version: "zz"}, "--format"},
+		{"unknown reference format", StreamOptions{ReferenceVersion: "zz"}, "--reference-format"},
+		{"version pair with many sstables", StreamOptions{Version: "da", ReferenceVersion: "oa", SSTables: 8}, "--sstables"},
 	} {
 		err := tc.o.Validate()
 		if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {
 			t.Errorf("%s: %v; want an error about %q", tc.name, err, tc.bad)
+		}
+	}
+}
+
+// A pair run names its parents by partition size, and by version too when versions differ.
+func TestParentLabels(t *testing.T) {
+	for _, tc := range []struct {
+		o           StreamOptions
+		parent, ref string
+	}{
+		{StreamOptions{PartitionSize: 512, ReferencePartitionSize: 64 << 10}, "512 B", "64 KiB"},
+		{StreamOptions{PartitionSize: 512, ReferencePartitionSize: 64 << 10, Version: "da"}, "512 B", "64 KiB"},
+		{StreamOptions{PartitionSize: 512, Version: "da", ReferenceVersion: "oa"}, "512 B da", "512 B oa"},
+		{StreamOptions{Version: "da", ReferenceVersion: "nb", ReferencePartitionSize: 512}, "64 KiB da", "512 B nb"},
+		{StreamOptions{ReferenceVersion: "da"}, "64 KiB oa", "64 KiB da"},
+	} {
+		ps, v, refPS, refV := tc.o.parents()
+		if got, ref := tc.o.parentLabel(ps, v), tc.o.parentLabel(refPS, refV); got != tc.parent || ref != tc.ref {
+			t.Errorf("%+v: %q and %q, want %q and %q", tc.o, got, ref, tc.parent, tc.ref)
 		}
 	}
 }
@@ -336,15 +361,15 @@ func TestPartitionLabel(t *testing.T) {
 func TestPairRunChecks(t *testing.T) {
 	ok := func(mb int64) streamSample { return streamSample{status: "ok", bytes: mb * 1e6, wall: time.Second} }
 	groups := [][]streamConfig{
-		{{name: cfgPartial, partitionSize: 512}, {name: cfgPartial, partitionSize: 64 << 10}},
-		{{name: cfgPartialTLS, partitionSize: 512}, {name: cfgPartialTLS, partitionSize: 64 << 10}},
-		{{name: cfgRawTLS, partitionSize: 512}},
+		{{name: cfgPartial, partitionSize: 512, parent: "512 B"}, {name: cfgPartial, partitionSize: 64 << 10, parent: "64 KiB"}},
+		{{name: cfgPartialTLS, partitionSize: 512, parent: "512 B"}, {name: cfgPartialTLS, partitionSize: 64 << 10, parent: "64 KiB"}},
+		{{name: cfgRawTLS, partitionSize: 512, parent: "512 B"}},
 	}
 	samples := [][]streamSample{{ok(90)}, {ok(100)}, {ok(300)}, {ok(500)}, {ok(400)}}
-	rep := &StreamReport{StreamParent: StreamParent{PartitionSize: 512}, Reference: &StreamParent{PartitionSize: 64 << 10}}
+	rep := &StreamReport{StreamParent: StreamParent{PartitionSize: 512, Label: "512 B"}, Reference: &StreamParent{PartitionSize: 64 << 10, Label: "64 KiB"}}
 	mb := []float64{90, 100, 320, 500, 400} // the (h) row's median is not its one run's rate
 	for i, g := range []streamConfig{groups[0][0], groups[0][1], groups[1][0], groups[1][1], groups[2][0]} {
-		rep.Rows = append(rep.Rows, StreamRow{Config: g.name, PartitionSize: g.partitionSize, Status: "ok", MBps: mb[i],
+		rep.Rows = append(rep.Rows, StreamRow{Config: g.name, PartitionSize: g.partitionSize, Parent: g.parent, Status: "ok", MBps: mb[i],
 			ReceiverCPUPerGiB: 1, ReceiverHeapPerGiB: 1 << 20, ReceiverPeakRSS: 32 << 20})
 	}
 	var got []string
