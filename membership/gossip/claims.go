@@ -300,7 +300,7 @@ func (g *Gossip) checkMeta(name string, b []byte) error {
 // proofRetryMin, so forged metadata cannot keep this node busy proving.
 func (g *Gossip) reproveLocked(name string, c claim.Claim, b []byte) {
 	p := g.proofs[name]
-	if p == nil || p.state != IdentityProven || p.reproving || time.Since(p.reprovedAt) < proofRetryMin {
+	if p == nil || p.state != IdentityProven || p.reproving || g.stopping || time.Since(p.reprovedAt) < proofRetryMin {
 		return
 	}
 	_, meta, err := decodeMetaClaim(b)

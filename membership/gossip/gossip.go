@@ -64,6 +64,7 @@ type Gossip struct {
 	proofs      map[string]*proof   // identity verdicts by member name (Config.Verify)
 	held        map[string][][]byte // claims waiting for their member's proof (claims.go)
 	rejected    map[string]uint64   // claims rejected, by reason
+	stopping    bool                // Shutdown is waiting for the goroutines: start no more
 
 	proofSem chan struct{} // bounds the proofs running at once
 
@@ -262,6 +263,10 @@ func (g *Gossip) Shutdown() error {
 		return nil
 	}
 	g.closed = true
+	// No proof may start once Wait has begun: they start under g.mu and check stopping.
+	g.mu.Lock()
+	g.stopping = true
+	g.mu.Unlock()
 	g.cancel()
 	g.wg.Wait()
 	var err error

@@ -553,7 +553,9 @@ func TestEventsNeverBlockMemberlist(t *testing.T) {
 	joins, deads := map[string]bool{}, map[string]bool{}
 	evs := obs.Events()
 	deadline := time.After(slack * 5 * time.Second)
-	for len(joins) < 6 || len(deads) < 2 {
+	// (On a loaded machine another member may be suspected and declared dead for a moment;
+	// the test waits for the two that stopped.)
+	for len(joins) < 6 || !deads["node4"] || !deads["node5"] {
 		select {
 		case e := <-evs:
 			switch e.Kind {

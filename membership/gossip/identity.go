@@ -98,7 +98,7 @@ func (g *Gossip) proveLocked(name, addr string, meta NodeMeta) {
 }
 
 func (g *Gossip) startProofLocked(name string, p *proof, addr string, meta NodeMeta) {
-	if p.running {
+	if p.running || g.stopping {
 		return
 	}
 	p.running = true
