@@ -3,6 +3,7 @@ package bti
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // nodeType is TrieNode.Types' ordinal, the high nibble of a node's first byte.
@@ -264,11 +265,8 @@ func nonZeroSize(v int64) int {
 	if v < 0 {
 		v = ^v
 	}
-	lz := 64
-	for u := uint64(v); u != 0; u >>= 1 {
-		lz--
-	}
-	return (64 - lz + 1 + 7) / 8
+	// The magnitude's bits and a sign bit, in whole bytes.
+	return (bits.Len64(uint64(v)) + 1 + 7) / 8
 }
 
 // appendSized is SizedInts.write.

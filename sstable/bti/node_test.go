@@ -1,6 +1,7 @@
 package bti
 
 import (
+	"math"
 	"testing"
 )
 
@@ -167,4 +168,18 @@ func decodeNode(b []byte, pos int64) (node, error) {
 	r := memTrie(b)
 	err := readNode(&r, pos, &nd, nil)
 	return nd, err
+}
+
+// nonZeroSize is SizedInts.nonZeroSize: the bytes of a two's complement big-endian integer
+// that holds v, at least one.
+func TestNonZeroSize(t *testing.T) {
+	for _, tc := range []struct {
+		v    int64
+		want int
+	}{{0, 1}, {1, 1}, {127, 1}, {128, 2}, {-1, 1}, {-128, 1}, {-129, 2}, {32767, 2}, {32768, 3},
+		{1<<55 - 1, 7}, {1 << 55, 8}, {math.MaxInt64, 8}, {math.MinInt64, 8}, {^int64(1 << 40), 6}} {
+		if got := nonZeroSize(tc.v); got != tc.want {
+			t.Errorf("nonZeroSize(%d) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
 }

@@ -490,14 +490,26 @@ func branchLess(l, r *wnode) bool {
 
 // insertSorted adds n to a slice kept in branchLess order (the Java TreeSet).
 func insertSorted(set []*wnode, n *wnode) []*wnode {
-	i := len(set)
-	for i > 0 && branchLess(n, set[i-1]) {
-		i--
-	}
+	i := above(set, n)
 	set = append(set, nil)
 	copy(set[i+1:], set[i:])
 	set[i] = n
 	return set
+}
+
+// above is the index of the first node of set (in branchLess order) that n sorts below, or
+// len(set): a binary search, the nodes of a wide branch being many.
+func above(set []*wnode, n *wnode) int {
+	lo, hi := 0, len(set)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if branchLess(n, set[m]) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 // layoutChildren is IncrementalTrieWriterPageAware.layoutChildren: write the node's
@@ -521,10 +533,7 @@ func (tw *trieWriter) layoutChildren(n *wnode) error {
 	for len(set) > 0 {
 		// headSet(cmp, inclusive).pollLast(): the biggest child that is <= cmp.
 		cmp.branchSize = bytesLeft
-		idx := len(set) - 1
-		for idx >= 0 && branchLess(cmp, set[idx]) {
-			idx--
-		}
+		idx := above(set, cmp) - 1
 		if idx < 0 {
 			tw.out.padToPageBoundary()
 			bytesLeft = pageSize
