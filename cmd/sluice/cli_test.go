@@ -187,7 +187,7 @@ func TestSliceJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	want := []string{"path", "partitions", "runs", "filler_partitions", "filler_bytes", "reencoded_bytes", "data_file_length", "mode", "reason", "bytes_written", "wall_seconds"}
+	want := []string{"path", "partitions", "runs", "filler_partitions", "filler_bytes", "reencoded_bytes", "data_file_length", "digest", "mode", "reason", "bytes_written", "wall_seconds"}
 	if len(rep) != len(want) {
 		t.Errorf("fields %v, want exactly %v", rep, want)
 	}

@@ -25,6 +25,7 @@ type sliceReport struct {
 	FillerBytes      int64   `json:"filler_bytes"`
 	ReencodedBytes   int64   `json:"reencoded_bytes"`
 	DataFileLength   int64   `json:"data_file_length"`
+	Digest           bool    `json:"digest"` // has a Digest.crc32 (--digest)
 	Mode             string  `json:"mode"`
 	Reason           string  `json:"reason"`
 	BytesWritten     int64   `json:"bytes_written"`
@@ -34,9 +35,10 @@ type sliceReport struct {
 func newSliceCmd() *cobra.Command {
 	var out, spec, mode string
 	var noDigest, asJSON bool
+	var digest string
 	var bounds slice.Bounds
 	cmd := &cobra.Command{
-		Use:   "slice PATH --ranges SPEC --out DIR [--mode auto|reflink|copy|rechunk] [--no-digest] [--json]",
+		Use:   "slice PATH --ranges SPEC --out DIR [--mode auto|reflink|copy|rechunk] [--digest auto|always|never] [--json]",
 		Short: "Write one sstable holding exactly the parent's partitions in any set of token ranges",
 		Long: `Write into DIR one sstable holding exactly PATH's partitions in SPEC, a comma-separated list of
 (left,right] token ranges (any number; wrapping allowed; overlapping ranges are a usage error).
@@ -51,7 +53,10 @@ Modes: reflink clones each run's block-aligned middle (FICLONERANGE) where its o
 copies the rest; copy uses copy_file_range; rechunk recompresses the runs back to back into
 fresh chunks, giving a gap-free sstable (no dead bytes); auto is reflink where the file system
 supports it, else copy. Past --max-runs runs or a dead-bytes ratio above --max-dead-ratio the
-zero-copy modes fall back to one sstable per run, and reason says why.`,
+zero-copy modes fall back to one sstable per run, and reason says why.
+
+Digest: as for split, auto (the default) writes a Digest.crc32 unless the Data.db is cloned from
+a compressed parent; always, or never (--no-digest).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" || spec == "" {
@@ -60,6 +65,10 @@ zero-copy modes fall back to one sstable per run, and reason says why.`,
 			m, err := slice.ParseMode(mode)
 			if err != nil || m == slice.ModeRewrite {
 				return usagef("slice: --mode %q: want auto, reflink, copy or rechunk", mode)
+			}
+			dp, err := slice.ParseDigestPolicy(digest)
+			if err != nil {
+				return usageError{err}
 			}
 			parent, err := sstable.Open(args[0])
 			if err != nil {
@@ -77,7 +86,7 @@ zero-copy modes fall back to one sstable per run, and reason says why.`,
 			var res *slice.Result
 			s, err := bench.Measure(func() error {
 				var err error
-				res, err = slice.Slice(cmd.Context(), parent, ranges, out, slice.Options{Mode: m, NoDigest: noDigest, Bounds: bounds})
+				res, err = slice.Slice(cmd.Context(), parent, ranges, out, slice.Options{Mode: m, NoDigest: noDigest, Digest: dp, Bounds: bounds})
 				return err
 			})
 			if errors.Is(err, slice.ErrOverlap) {
@@ -94,7 +103,8 @@ zero-copy modes fall back to one sstable per run, and reason says why.`,
 	f.StringVar(&out, "out", "", "directory for the sstable")
 	f.StringVar(&spec, "ranges", "", "token ranges, e.g. (-100,250],(900,-800]")
 	f.StringVar(&mode, "mode", "auto", "auto, reflink, copy or rechunk")
-	f.BoolVar(&noDigest, "no-digest", false, "write no Digest.crc32")
+	f.StringVar(&digest, "digest", "auto", "Digest.crc32 for auto (unless cloned), always or never")
+	f.BoolVar(&noDigest, "no-digest", false, "write no Digest.crc32 (--digest never)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per sstable written")
 	f.IntVar(&bounds.MaxRuns, "max-runs", slice.DefaultMaxRuns, "most runs in one sstable before falling back to one per run")
 	f.Float64Var(&bounds.MaxDeadRatio, "max-dead-ratio", slice.DefaultMaxDeadRatio, "most dead bytes per uncompressed byte before falling back (negative: no limit)")
@@ -105,7 +115,7 @@ func printSlice(cmd *cobra.Command, res *slice.Result, written int64, wall time.
 	reps := []sliceReport{}
 	for _, c := range res.Children {
 		reps = append(reps, sliceReport{Path: c.Desc.Path("Data.db"), Partitions: c.Partitions, Runs: c.Runs,
-			FillerPartitions: c.FillerPartitions, FillerBytes: c.FillerBytes, ReencodedBytes: c.EncodedBytes, DataFileLength: c.DataFileLength})
+			FillerPartitions: c.FillerPartitions, FillerBytes: c.FillerBytes, ReencodedBytes: c.EncodedBytes, DataFileLength: c.DataFileLength, Digest: c.Digest})
 	}
 	reason := res.Reason
 	if len(reps) == 0 {

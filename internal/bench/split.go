@@ -38,7 +38,7 @@ type SplitOptions struct {
 	// Version is the generated parent's sstable version (default oa, BIG).
 	Version string
 	// Exe, when set, times each split as a whole process from outside: `Exe sstable split
-	// PARENT --ways N --mode M [--no-digest]`, wall from fork to exit, CPU and device I/O from
+	// PARENT --ways N --mode M --digest always|never`, wall from fork to exit, CPU and device I/O from
 	// the child's rusage (the issue's measurement: process start, parsing and the --ways
 	// pass included). Otherwise each split runs in this process (slice.Split on ranges cut
 	// beforehand).
@@ -287,7 +287,9 @@ func splitProcess(ctx context.Context, o SplitOptions, parent descriptor.Descrip
 	args := []string{"--log-level", "warn", "sstable", "split", parent.Prefix(), "--out", out, "--ways", strconv.Itoa(o.Ways),
 		"--mode", string(c.mode), "--json"}
 	if c.noDigest {
-		args = append(args, "--no-digest")
+		args = append(args, "--digest", "never")
+	} else {
+		args = append(args, "--digest", "always") // the CLI's default (auto) leaves cloned children without
 	}
 	cmd := exec.CommandContext(ctx, o.Exe, args...)
 	var stdout, stderr bytes.Buffer

@@ -2,11 +2,14 @@ package slice
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
 	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"
@@ -85,4 +88,51 @@ func TestSliceReflinkOnXFS(t *testing.T) {
 		t.Logf("%d ranges: cloned %d of %d bytes; %d re-encoded, %d filler bytes in %d fillers", n, c.Cloned, c.DataFileLength, c.EncodedBytes, c.FillerBytes, c.FillerPartitions)
 	}
 	parent.Close()
+}
+
+// DigestAuto (split's and slice's default on the command line) leaves a cloned child without
+// Digest.crc32, neither on disk nor in its TOC, and the child still verifies strictly (every
+// chunk's CRC); a copied child, and every child with DigestAlways, keeps its digest.
+func TestDigestAutoLeavesOnlyClonedChildrenWithoutDigest(t *testing.T) {
+	mnt := fsxtest.MountXFS(t, "1G")
+	v, _ := version.ParseWritable("oa")
+	res := generate(t, filepath.Join(mnt, "p"), gen.Options{Version: v, Size: 16 << 20, Seed: 6})
+	parent, err := sstable.Open(res.Desc.Prefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	ranges, err := EqualRanges(parent, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode   Mode
+		policy DigestPolicy
+		digest bool
+	}{
+		{ModeReflink, DigestAuto, false},
+		{ModeAuto, DigestAuto, false},
+		{ModeCopy, DigestAuto, true},
+		{ModeReflink, DigestAlways, true},
+		{ModeCopy, DigestNever, false},
+	} {
+		out := filepath.Join(mnt, fmt.Sprintf("%s-%s", tc.mode, tc.policy))
+		r, err := Split(t.Context(), parent, ranges, out, Options{Mode: tc.mode, Digest: tc.policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Children {
+			_, statErr := os.Stat(c.Desc.Path(descriptor.Digest))
+			toc, _ := os.ReadFile(c.Desc.Path(descriptor.TOC))
+			listed := strings.Contains(string(toc), "Digest.crc32")
+			if c.Digest != tc.digest || (statErr == nil) != tc.digest || listed != tc.digest {
+				t.Errorf("%s/%q: child %s: Digest %v, on disk %v, in TOC %v; want %v", tc.mode, tc.policy, c.Desc, c.Digest, statErr == nil, listed, tc.digest)
+			}
+			rep, err := sstable.Verify(c.Desc.Prefix(), sstable.VerifyOptions{Strict: true})
+			if err != nil || !rep.OK || rep.Chunks == 0 {
+				t.Errorf("%s/%q: child %s does not verify: %v %+v", tc.mode, tc.policy, c.Desc, err, rep)
+			}
+		}
+	}
 }

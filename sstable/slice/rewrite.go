@@ -101,7 +101,7 @@ func rewrite(ctx context.Context, parent *sstable.Table, plans []ChildPlan, dir 
 			return err
 		}
 		p := plans[k]
-		res.Children = append(res.Children, Child{Desc: d, Range: p.Range, Partitions: p.Partitions, Runs: len(p.Runs),
+		res.Children = append(res.Children, Child{Desc: d, Digest: true, Range: p.Range, Partitions: p.Partitions, Runs: len(p.Runs),
 			FirstToken: p.FirstTok, LastToken: p.LastTok, DataFileLength: fileSize(d.Path("Data.db")), Copied: fileSize(d.Path("Data.db"))})
 		k++
 		return nil

@@ -38,10 +38,42 @@ func ParseMode(s string) (Mode, error) {
 // decided before anything is written.
 var ErrRefused = errors.New("split refused")
 
+// DigestPolicy says which children get a Digest.crc32.
+type DigestPolicy string
+
+const (
+	// DigestAlways (the zero value) writes one for every child.
+	DigestAlways DigestPolicy = ""
+	// DigestAuto writes one unless the child's Data.db is cloned from a compressed parent
+	// (reflink): that digest needs every chunk's stored CRC, trailers on about one page in
+	// three of Data.db, so from a cold cache it reads nearly the whole parent and costs a
+	// reflink split of 1 GiB 8x its time (docs/BENCHMARKS.md). Without it the child is still
+	// an ordinary sstable: each chunk keeps its CRC, which `sluice sstable verify` checks, and
+	// Cassandra's verifier, finding no digest, checks every partition (extended verification),
+	// as for the children of CASSANDRA-21550's zero-copy split. `sluice sstable split` and
+	// `slice` default to it.
+	DigestAuto DigestPolicy = "auto"
+	// DigestNever writes none (NoDigest).
+	DigestNever DigestPolicy = "never"
+)
+
+// ParseDigestPolicy reads auto, always or never.
+func ParseDigestPolicy(s string) (DigestPolicy, error) {
+	switch s {
+	case "always":
+		return DigestAlways, nil
+	case string(DigestAuto), string(DigestNever):
+		return DigestPolicy(s), nil
+	}
+	return "", fmt.Errorf("--digest %q: want auto, always or never", s)
+}
+
 // Options tunes Split. The zero value is mode auto with a digest.
 type Options struct {
-	Mode     Mode
+	Mode Mode
+	// NoDigest writes no Digest.crc32 whatever Digest says (DigestNever).
 	NoDigest bool
+	Digest   DigestPolicy
 	// Mover copies and clones; its per-directory reflink capability cache is worth sharing
 	// between splits. Nil means a fresh one.
 	Mover *fsx.Mover
@@ -71,6 +103,7 @@ type Target struct {
 // Child is one written child sstable.
 type Child struct {
 	Desc           descriptor.Descriptor
+	Digest         bool // has a Digest.crc32 (Options.Digest)
 	Range          token.Range
 	Partitions     int64
 	FirstToken     token.Token

@@ -93,6 +93,13 @@ func newSplitter(parent *sstable.Table, plans []ChildPlan, dir string, mode Mode
 	if err != nil {
 		return nil, err
 	}
+	if opts.Digest == DigestNever {
+		opts.NoDigest = true
+	}
+	if opts.Digest == DigestAuto && parent.Compression != nil &&
+		(mode == ModeReflink || (mode == ModeAuto && opts.Mover != nil && opts.Mover.Reflink(dir) == fsx.CapabilitySupported)) {
+		opts.NoDigest = true // see DigestAuto
+	}
 	sp := &splitter{parent: parent, spec: spec, plans: plans, dir: dir, mode: mode, opts: opts, align: 1}
 	// A digest from the inline CRCs reads 4 bytes per chunk: cheap from the page cache, but
 	// from the device each read waits for a page. When the parent is mostly not cached, one
@@ -540,6 +547,7 @@ func (sp *splitter) install() error {
 		c.FillerPartitions += oc.inherited
 		c.FirstToken, c.LastToken, c.DataFileLength = oc.plan.FirstTok, oc.plan.LastTok, oc.data.FileLength
 		c.Runs = len(oc.layout.Segments)
+		c.Digest = oc.data.HasDigest
 		sp.children = append(sp.children, c)
 	}
 	sp.pending = nil
