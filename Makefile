@@ -55,10 +55,11 @@ DRILL_NET ?= loopback
 drills: build
 	$(BIN) --log-level warn testcluster drill all --data $(DRILL_DATA) --net $(DRILL_NET)
 
-## drills-cassandra: sluice as the sidecar of one live Cassandra 5.0 node (the ring over CQL,
-## sluice cassandra ring, imports through nodetool import, serving the live data); Java 17, Maven.
+## drills-cassandra: sluice as the sidecar of live Cassandra 5.0 nodes (the ring over CQL,
+## sluice cassandra ring, imports through nodetool import, serving the live data; sluice cassandra
+## rebuild between two nodes' sidecars beside nodetool rebuild on a third); Java 17, Maven.
 drills-cassandra:
-	SLUICE_INTEROP=1 $(GO) test -count=1 -v -timeout 10m -run 'TestCassandraSidecar' ./interop/
+	SLUICE_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestCassandraSidecar$$|TestCassandraSidecarRebuild' ./interop/
 
 ## interop: Apache Cassandra 5.0 (cassandra-all from Maven Central, cached in ~/.m2) reads, verifies and
 ## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,13 @@ const (
 // once the CQL and JMX ports are open, with the log buffer.
 func startCassandra(t *testing.T, dir, yaml string, native, jmx int, props ...string) *bytes.Buffer {
 	t.Helper()
+	return startCassandraOn(t, dir, yaml, "127.0.0.1", native, jmx, props...)
+}
+
+// startCassandraOn is startCassandra for a node whose CQL port listens on host (JMX listens
+// on loopback, 127.0.0.1).
+func startCassandraOn(t *testing.T, dir, yaml, host string, native, jmx int, props ...string) *bytes.Buffer {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +100,7 @@ func startCassandra(t *testing.T, dir, yaml string, native, jmx int, props ...st
 			t.Logf("Cassandra's log:\n%s", tail(logs.String(), 6000))
 		}
 	})
-	for !portOpen(native) || !portOpen(jmx) {
+	for !addrOpen(net.JoinHostPort(host, strconv.Itoa(native))) || !portOpen(jmx) {
 		select {
 		case err := <-exited:
 			t.Fatalf("Cassandra exited while starting: %v\n%s", err, tail(logs.String(), 4000))
@@ -423,6 +431,16 @@ cassandra:
 		t.Errorf("holds left in the live table directory: %v", holds)
 	}
 	t.Logf("served: fetched %d sstables, %d partitions, from the live data directory; whole test %.1fs", len(rep.SSTables), parts, time.Since(begin).Seconds())
+}
+
+// addrOpen reports whether a TCP connection to addr succeeds.
+func addrOpen(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // dirEntries lists the names in dir.

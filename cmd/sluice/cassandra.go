@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/node"
+	"github.com/sluicedb/sluice/sstable/token"
 )
 
 // newCassandraCmd is the command group of a sidecar node (the cassandra: section of
@@ -23,7 +25,7 @@ func newCassandraCmd() *cobra.Command {
 		Long: `Commands of a sluice node whose configuration has a cassandra: section (the sidecar of a
 live Cassandra node), through its admin API.`,
 	}
-	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd())
+	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd(), newCassandraRebuildCmd())
 	return cmd
 }
 
@@ -144,4 +146,129 @@ another file system), and put back if the import fails. The command waits for th
 	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+func newCassandraRebuildCmd() *cobra.Command {
+	var admin, keyspace string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rebuild [SOURCE_DC] [--keyspace KS] [--admin HOST:PORT] [--json]",
+		Short: "Fetch every range the live Cassandra node replicates from other replicas' sidecars",
+		Long: `Rebuild the sidecar's Cassandra node, like nodetool rebuild: for every keyspace with
+replication to the node's DC (or only --keyspace; never the system keyspaces) every range the
+node replicates is fetched from one other replica that is UP and whose sluice sidecar is up (a
+proven gossip member), in SOURCE_DC when given, spreading the ranges over the sources. Each
+table's sstables arrive zero-copy in a staging directory on the data directories' file system
+(staging_dir/rebuild-<id>/), are verified strictly and handed to the node with nodetool import
+(which verifies them again and checks the node owns their tokens), confirmed in the live table
+directory, and the staging directory is removed.
+
+It is for a node that owns ranges without their data: a DC added to a keyspace's replication.
+What the node already holds is not looked at: run again, it imports the data again (duplicates
+reconcile on read and compaction). Only flushed data is fetched: run nodetool flush on the
+sources first. A table that fails is listed by name and the command fails; tables that
+were imported stay.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("%s: want at most one SOURCE_DC, got %q", cmd.CommandPath(), args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := adminapi.CassandraRebuildRequest{Keyspace: keyspace}
+			if len(args) == 1 {
+				req.SourceDC = args[0]
+			}
+			if keyspace != "" {
+				if err := checkNames("cassandra rebuild", keyspace, "", false); err != nil {
+					return err
+				}
+			}
+			st, err := followOp(cmd, admin, "/v1/cassandra/rebuild", req)
+			if err != nil {
+				return err
+			}
+			sum := summarizeCassandraRebuild(st)
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
+					return err
+				}
+			} else {
+				printOp(cmd.OutOrStdout(), st)
+				fmt.Fprintf(cmd.OutOrStdout(), "%d range(s), %d sstable(s), %s received and imported in %.1fs; %d table(s) imported, %d failed\n",
+					sum.Ranges, sum.SSTables, formatBytes(sum.BytesReceived), sum.WallSeconds, len(sum.Imported), len(sum.Failed))
+			}
+			if st.State != adminapi.OpComplete {
+				return fmt.Errorf("cassandra rebuild failed: %s", st.Error)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyspace, "keyspace", "", "rebuild only this keyspace")
+	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
+	return cmd
+}
+
+// followOp starts an operation with POST path and polls GET /v1/ops until it has finished.
+func followOp(cmd *cobra.Command, admin, path string, body any) (adminapi.OpStatus, error) {
+	c, err := newAdminClient(admin)
+	if err != nil {
+		return adminapi.OpStatus{}, err
+	}
+	var st adminapi.OpStatus
+	if err := c.call(cmd.Context(), http.MethodPost, path, body, &st); err != nil {
+		return st, err
+	}
+	t := time.NewTicker(opPollInterval)
+	defer t.Stop()
+	for st.State == adminapi.OpRunning {
+		select {
+		case <-cmd.Context().Done():
+			return st, fmt.Errorf("%s %d still running on %s: %w", st.Kind, st.ID, admin, cmd.Context().Err())
+		case <-t.C:
+		}
+		var ops adminapi.OpsResponse
+		if err := c.call(cmd.Context(), http.MethodGet, "/v1/ops", nil, &ops); err != nil {
+			return st, err
+		}
+		for _, o := range ops.Ops {
+			if o.ID == st.ID {
+				st = o
+			}
+		}
+	}
+	return st, nil
+}
+
+// summarizeCassandraRebuild counts a rebuild's ranges ((keyspace, range) pairs, whatever the
+// tables), sstables and bytes, and lists its tables imported and failed.
+func summarizeCassandraRebuild(st adminapi.OpStatus) adminapi.CassandraRebuildResult {
+	out := adminapi.CassandraRebuildResult{State: st.State, Error: st.Error, Imported: []adminapi.CassandraRebuildTable{},
+		Failed: []adminapi.CassandraRebuildTable{}, Op: st}
+	if !st.Finished.IsZero() {
+		out.WallSeconds = st.Finished.Sub(st.Started).Seconds()
+	}
+	ranges := map[string]bool{}
+	for _, t := range st.Transfers {
+		if rs, err := token.ParseRanges(token.Murmur3, t.Ranges); err == nil {
+			for _, r := range rs {
+				ranges[t.Keyspace+" "+r.String()] = true
+			}
+		}
+		out.BytesReceived += t.BytesReceived
+		rt := adminapi.CassandraRebuildTable{Keyspace: t.Keyspace, Table: t.Table, From: t.From, SSTables: t.SSTables, BytesReceived: t.BytesReceived}
+		switch t.State {
+		case adminapi.OpComplete:
+			out.SSTables += t.SSTables
+			if t.SSTables > 0 {
+				out.Imported = append(out.Imported, rt)
+			}
+		case adminapi.OpFailed:
+			rt.Ranges, rt.Error = t.Ranges, t.Error
+			out.Failed = append(out.Failed, rt)
+		}
+	}
+	out.Ranges = len(ranges)
+	return out
 }

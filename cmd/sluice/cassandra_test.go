@@ -43,4 +43,27 @@ func TestCassandraCommandsUsage(t *testing.T) {
 	if code := run([]string{"cassandra", "ring", "extra"}, &out, &errb); code != 2 {
 		t.Errorf("ring with an argument: exit %d", code)
 	}
+	if code := run([]string{"cassandra", "rebuild", "dc1", "dc2"}, &out, &errb); code != 2 {
+		t.Errorf("rebuild with two source DCs: exit %d", code)
+	}
+	if code := run([]string{"cassandra", "rebuild", "--keyspace", "k-s"}, &out, &errb); code != 2 {
+		t.Errorf("rebuild of a bad keyspace name: exit %d", code)
+	}
+}
+
+func TestSummarizeCassandraRebuild(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := adminapi.OpStatus{Kind: adminapi.OpCassandraRebuild, State: adminapi.OpFailed, Error: "ks.b from s2: fetch: boom",
+		Started: start, Finished: start.Add(2500 * time.Millisecond),
+		Transfers: []adminapi.TransferStatus{
+			{From: "s1", To: "me", Keyspace: "ks", Table: "a", Ranges: "(1,5],(10,20]", State: adminapi.OpComplete, SSTables: 2, BytesReceived: 100},
+			{From: "s2", To: "me", Keyspace: "ks", Table: "a", Ranges: "(5,10]", State: adminapi.OpComplete, SSTables: 1, BytesReceived: 50},
+			{From: "s1", To: "me", Keyspace: "ks", Table: "b", Ranges: "(1,5],(10,20]", State: adminapi.OpComplete},
+			{From: "s2", To: "me", Keyspace: "ks", Table: "b", Ranges: "(5,10]", State: adminapi.OpFailed, Error: "fetch: boom", BytesReceived: 7},
+		}}
+	s := summarizeCassandraRebuild(st)
+	if s.Ranges != 3 || s.SSTables != 3 || s.BytesReceived != 157 || s.WallSeconds != 2.5 || len(s.Imported) != 2 ||
+		len(s.Failed) != 1 || s.Failed[0].Table != "b" || s.Failed[0].From != "s2" || s.Failed[0].Ranges != "(5,10]" || s.Failed[0].Error != "fetch: boom" {
+		t.Errorf("%+v", s)
+	}
 }

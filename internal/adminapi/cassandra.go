@@ -16,6 +16,46 @@ type CassandraBackend interface {
 	// CassandraImport verifies the sstables of a directory and imports them into the live
 	// node with nodetool import, returning once the node is seen to hold them.
 	CassandraImport(ctx context.Context, req CassandraImportRequest) (CassandraImportResult, error)
+	// StartCassandraRebuild starts OpCassandraRebuild: every range the live node replicates,
+	// fetched from other replicas' sidecars and imported with nodetool import.
+	StartCassandraRebuild(req CassandraRebuildRequest) (OpStatus, error)
+}
+
+// OpCassandraRebuild is the kind of a sidecar's rebuild in OpStatus.Kind.
+const OpCassandraRebuild = "cassandra-rebuild"
+
+// CassandraRebuildRequest is the body of POST /v1/cassandra/rebuild (may be {}): SourceDC
+// limits the sources to one DC (nodetool rebuild -- DC), Keyspace the rebuild to one keyspace.
+type CassandraRebuildRequest struct {
+	SourceDC string `json:"source_dc,omitempty"`
+	Keyspace string `json:"keyspace,omitempty"`
+}
+
+// CassandraRebuildTable is one table's share of one source in CassandraRebuildResult.
+type CassandraRebuildTable struct {
+	Keyspace      string `json:"keyspace"`
+	Table         string `json:"table"`
+	From          string `json:"from"`             // the source's sidecar
+	Ranges        string `json:"ranges,omitempty"` // for a failure
+	SSTables      int    `json:"sstables"`
+	BytesReceived int64  `json:"bytes_received"`
+	Error         string `json:"error,omitempty"`
+}
+
+// CassandraRebuildResult is what sluice cassandra rebuild --json prints: a summary of the
+// operation's final OpStatus (Op).
+type CassandraRebuildResult struct {
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Ranges counts the (keyspace, range) pairs fetched, SSTables the sstables received and
+	// imported, over every table.
+	Ranges        int                     `json:"ranges"`
+	SSTables      int                     `json:"sstables"`
+	BytesReceived int64                   `json:"bytes_received"`
+	WallSeconds   float64                 `json:"wall_seconds"`
+	Imported      []CassandraRebuildTable `json:"imported"`
+	Failed        []CassandraRebuildTable `json:"failed"`
+	Op            OpStatus                `json:"op"`
 }
 
 // Sidecar states of a Cassandra node in CassandraNode.Sidecar.
@@ -111,6 +151,7 @@ var errNotSidecar = Conflict(errors.New("this node has no cassandra section: it 
 //
 //	GET  /v1/cassandra/ring    CassandraRing
 //	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult (synchronous)
+//	POST /v1/cassandra/rebuild CassandraRebuildRequest (may be {}) → OpStatus (follow GET /v1/ops)
 func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 	cb, _ := s.b.(CassandraBackend)
 	mux.HandleFunc("GET /v1/cassandra/ring", func(w http.ResponseWriter, r *http.Request) {
@@ -133,5 +174,18 @@ func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 		}
 		res, err := cb.CassandraImport(r.Context(), req)
 		answer(w, res, err)
+	})
+	mux.HandleFunc("POST /v1/cassandra/rebuild", func(w http.ResponseWriter, r *http.Request) {
+		var req CassandraRebuildRequest
+		if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if cb == nil {
+			answer(w, nil, errNotSidecar)
+			return
+		}
+		st, err := cb.StartCassandraRebuild(req)
+		answer(w, st, err)
 	})
 }

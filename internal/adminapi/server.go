@@ -97,6 +97,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	POST /v1/ops/replace       {} → OpStatus: retry the replacement of replace_address
 //	GET  /v1/cassandra/ring    CassandraRing (a Cassandra sidecar; cassandra.go)
 //	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult
+//	POST /v1/cassandra/rebuild CassandraRebuildRequest (may be {}) → OpStatus
 //
 // The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;
 // poll GET /v1/ops for its progress and outcome. Operations run one at a time (409 otherwise);

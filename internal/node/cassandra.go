@@ -307,6 +307,16 @@ func (s *sidecar) checkStaging() {
 				Msg("the staging directory is not on the data directories' file system: imports will be refused")
 		}
 	}
+	// A rebuild's directories hold fetched copies Cassandra never saw (the Importer moves
+	// sstables out of them before nodetool runs): the data is still at its source.
+	old, _ := filepath.Glob(filepath.Join(s.cfg.StagingDir, RebuildStagingPrefix+"*"))
+	for _, p := range old {
+		if err := os.RemoveAll(p); err != nil {
+			s.log.Warn().Err(err).Str("dir", p).Msg("cannot remove what an interrupted rebuild fetched")
+		} else {
+			s.log.Info().Str("dir", p).Msg("removed what an interrupted rebuild fetched")
+		}
+	}
 	left, _ := filepath.Glob(filepath.Join(s.cfg.StagingDir, cassandra.StagingPrefix+"*"))
 	for _, p := range left {
 		s.log.Warn().Str("dir", p).Msg("an interrupted import left sstables in the staging directory: import them (sluice cassandra import) or remove them")
@@ -410,6 +420,15 @@ func hostIn(hostport string, addrs map[string]bool) bool {
 	return addrs[h]
 }
 
+// importer hands sstables to the local node of snap.
+func (s *sidecar) importer(snap cassandra.Snapshot) *cassandra.Importer {
+	name := s.cfg.NativeAddress
+	if l, ok := snap.LocalNode(); ok {
+		name = l.HostID
+	}
+	return &cassandra.Importer{Node: name, Nodetool: s.cfg.Nodetool, StagingDir: s.cfg.StagingDir, DataDirs: s.dirs, Run: s.runNodetool}
+}
+
 // importTimeout bounds one import (verification, nodetool, confirmation).
 const importTimeout = time.Hour
 
@@ -435,11 +454,8 @@ func (n *Node) CassandraImport(ctx context.Context, req adminapi.CassandraImport
 	if !ok {
 		return adminapi.CassandraImportResult{}, badRequest{fmt.Errorf("the Cassandra node has no table %s.%s (system_schema.tables)", req.Keyspace, req.Table)}
 	}
-	nodeName := s.cfg.NativeAddress
-	if l, ok := snap.LocalNode(); ok {
-		nodeName = l.HostID
-	}
-	im := &cassandra.Importer{Node: nodeName, Nodetool: s.cfg.Nodetool, StagingDir: s.cfg.StagingDir, DataDirs: s.dirs, Run: s.runNodetool}
+	im := s.importer(snap)
+	nodeName := im.Node
 	base := n.runCtx
 	if base == nil {
 		base = ctx
@@ -479,6 +495,14 @@ func (b adminBackend) CassandraRing(ctx context.Context) (adminapi.CassandraRing
 func (b adminBackend) CassandraImport(ctx context.Context, req adminapi.CassandraImportRequest) (adminapi.CassandraImportResult, error) {
 	r, err := b.Node.CassandraImport(ctx, req)
 	return r, sidecarErr(err)
+}
+
+func (b adminBackend) StartCassandraRebuild(req adminapi.CassandraRebuildRequest) (OpStatus, error) {
+	st, err := b.Node.StartCassandraRebuild(req)
+	if errors.Is(err, ErrNotSidecar) {
+		return st, sidecarErr(err)
+	}
+	return opErr(st, err)
 }
 
 func sidecarErr(err error) error {

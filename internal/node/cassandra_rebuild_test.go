@@ -1,0 +1,187 @@
+package node
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/cassandra"
+	"github.com/sluicedb/sluice/membership/gossip"
+	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+const (
+	hostA = "aaaaaaaa-0000-0000-0000-000000000001" // dc1, sidecar up
+	hostB = "aaaaaaaa-0000-0000-0000-000000000002" // dc1, sidecar up
+	hostC = "aaaaaaaa-0000-0000-0000-000000000003" // dc1, Cassandra DOWN
+	hostL = "aaaaaaaa-0000-0000-0000-000000000009" // dc2, local
+	hostM = "aaaaaaaa-0000-0000-0000-000000000008" // dc3, sidecar missing
+)
+
+func nts(dcs ...string) map[string]string {
+	m := map[string]string{"class": "org.apache.cassandra.locator.NetworkTopologyStrategy"}
+	for i := 0; i+1 < len(dcs); i += 2 {
+		m[dcs[i]] = dcs[i+1]
+	}
+	return m
+}
+
+// rebuildSnapshot: dc1 of three nodes (one down), the local node alone in dc2, one dc3 node
+// without a sidecar.
+func rebuildSnapshot() cassandra.Snapshot {
+	return cassandra.Snapshot{ClusterName: "c", Partitioner: cassandra.Murmur3Partitioner,
+		Nodes: []cassandra.Node{
+			{HostID: hostA, Address: "10.0.0.1", DC: "dc1", Rack: "r1", Tokens: []int64{-6000, 100, 7000}, State: cassandra.Up},
+			{HostID: hostB, Address: "10.0.0.2", DC: "dc1", Rack: "r1", Tokens: []int64{-3000, 3000}, State: cassandra.Up},
+			{HostID: hostC, Address: "10.0.0.3", DC: "dc1", Rack: "r1", Tokens: []int64{-100, 5000}, State: cassandra.Down},
+			{HostID: hostM, Address: "10.0.0.8", DC: "dc3", Rack: "r1", Tokens: []int64{42}, State: cassandra.Up},
+			{HostID: hostL, Address: "10.0.0.9", DC: "dc2", Rack: "r1", Tokens: []int64{-5000, 0, 4000}, State: cassandra.Up, Local: true},
+		},
+		Keyspaces: []cassandra.Keyspace{
+			{Name: "both", Replication: nts("dc1", "2", "dc2", "1")},
+			{Name: "dc1only", Replication: nts("dc1", "1")},
+			{Name: "simple", Replication: map[string]string{"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": "4"}},
+			{Name: "system", Replication: map[string]string{"class": "org.apache.cassandra.locator.LocalStrategy"}},
+			{Name: "system_auth", Replication: map[string]string{"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": "1"}},
+		},
+		Tables: []cassandra.Table{{Keyspace: "both", Name: "t", ID: sidecarTableID}},
+	}
+}
+
+func rebuildMembers() []gossip.Member {
+	m := func(name, host string) gossip.Member {
+		return gossip.Member{Name: name, Meta: gossip.NodeMeta{CassandraHostID: host, StreamAddr: "127.0.0.1:1"},
+			Liveness: gossip.StateAlive, Identity: gossip.IdentityProven}
+	}
+	return []gossip.Member{m("sa", hostA), m("sb", hostB), m("sc", hostC), m("self", hostL)}
+}
+
+// covered is the union of the plan's ranges for keyspace, normalized.
+func covered(p cassRebuildPlan, keyspace string) token.RangeSet {
+	var all token.RangeSet
+	for _, j := range p.Jobs {
+		if j.Keyspace == keyspace {
+			all = append(all, j.Ranges...)
+		}
+	}
+	return ring.Normalize(all)
+}
+
+// replicated is what the local node replicates of keyspace, normalized.
+func replicated(t *testing.T, snap cassandra.Snapshot, keyspace string) token.RangeSet {
+	t.Helper()
+	r, _, err := snap.Ring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := snap.Strategy(keyspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out token.RangeSet
+	for _, rr := range ring.RangeOwners(r, s) {
+		if slices.ContainsFunc(rr.Replicas, func(n ring.Node) bool { return n.Name == hostL }) {
+			out = append(out, rr.Range)
+		}
+	}
+	return ring.Normalize(out)
+}
+
+func TestCassandraRebuildPlan(t *testing.T) {
+	snap := rebuildSnapshot()
+	up, unavailable := upSidecars(snap, "self", rebuildMembers())
+	if len(up) != 2 || up[hostA] != "sa" || up[hostB] != "sb" {
+		t.Fatalf("up sidecars %v", up)
+	}
+	if unavailable[hostC] != "Cassandra DOWN" || unavailable[hostM] != "sidecar "+adminapi.SidecarMissing {
+		t.Fatalf("unavailable %v", unavailable)
+	}
+
+	p, err := planCassandraRebuild(snap, up, unavailable, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Local != hostL {
+		t.Errorf("local %s", p.Local)
+	}
+	// both and simple are rebuilt; dc1only (no dc2 replication) and the system keyspaces not.
+	if len(p.Skipped) != 1 || !strings.HasPrefix(p.Skipped[0], "dc1only: no replication to the local DC dc2") {
+		t.Errorf("skipped %v", p.Skipped)
+	}
+	for _, ks := range []string{"both", "simple"} {
+		got, want := covered(p, ks), replicated(t, snap, ks)
+		if got.String() != want.String() {
+			t.Errorf("%s: the plan covers %v, the local node replicates %v", ks, got, want)
+		}
+	}
+	for _, j := range p.Jobs {
+		if j.Source != hostA && j.Source != hostB || j.Sidecar != up[j.Source] || len(j.Ranges) == 0 {
+			t.Errorf("job %+v", j)
+		}
+	}
+	// From dc1 only: the same ranges of "both".
+	pdc1, err := planCassandraRebuild(snap, up, unavailable, "dc1", "both")
+	if err != nil || covered(pdc1, "both").String() != covered(p, "both").String() {
+		t.Errorf("from dc1: %+v %v", pdc1, err)
+	}
+	// dc2 replicates every range of "both" once: from dc1's two live nodes, both used.
+	if got := covered(p, "both").String(); got != "(-9223372036854775808,-9223372036854775808]" {
+		t.Errorf("both: %s", got)
+	}
+	var sources []string
+	for _, j := range p.Jobs {
+		if j.Keyspace == "both" {
+			sources = append(sources, j.Sidecar)
+		}
+	}
+	if slices.Sort(sources); !slices.Equal(sources, []string{"sa", "sb"}) {
+		t.Errorf("both: sources %v", sources)
+	}
+
+	// One keyspace.
+	p1, err := planCassandraRebuild(snap, up, unavailable, "", "both")
+	if err != nil || len(p1.Skipped) != 0 || covered(p1, "simple") != nil || covered(p1, "both").String() != covered(p, "both").String() {
+		t.Errorf("keyspace both: %+v %v", p1, err)
+	}
+
+	// Refusals.
+	for _, tc := range []struct{ dc, ks, want string }{
+		{"", "dc1only", "no replication to the local DC"},
+		{"", "system_auth", "system keyspace"},
+		{"", "nope", "no keyspace"},
+		{"dc9", "", "no Cassandra node in DC"},
+	} {
+		_, err := planCassandraRebuild(snap, up, unavailable, tc.dc, tc.ks)
+		var br badRequest
+		if !errors.As(err, &br) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %q: %v, want a bad request saying %q", tc.dc, tc.ks, err, tc.want)
+		}
+	}
+
+	// dc3's only node has no sidecar: a rebuild from dc3 has no source and says why.
+	_, err = planCassandraRebuild(snap, up, unavailable, "dc3", "")
+	if !errors.Is(err, ring.ErrNoSource) || !strings.Contains(err.Error(), hostM+" (10.0.0.8, dc3): sidecar missing") {
+		t.Errorf("dc3: %v", err)
+	}
+	// Without the sidecars, dc1 has no source either.
+	_, err = planCassandraRebuild(snap, map[string]string{}, unavailable, "dc1", "both")
+	if !errors.Is(err, ring.ErrNoSource) || !strings.Contains(err.Error(), "Cassandra DOWN") {
+		t.Errorf("no sidecars: %v", err)
+	}
+}
+
+func TestCassandraRebuildRefusals(t *testing.T) {
+	ring := &fakeRing{snap: sidecarSnapshot(), changes: make(chan struct{}, 1)}
+	r, _ := sidecarNode(t, ring)
+	// Without gossip there are no other sidecars to fetch from.
+	var st adminapi.OpStatus
+	if code := call(t, "POST", r.url("/v1/cassandra/rebuild"), `{"source_dc":"dc1"}`, &st); code != 409 {
+		t.Errorf("a rebuild without gossip: %d", code)
+	}
+	if code := call(t, "POST", r.url("/v1/cassandra/rebuild"), `{"bogus":1}`, &st); code != 400 {
+		t.Errorf("an unknown field: %d", code)
+	}
+}

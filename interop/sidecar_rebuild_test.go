@@ -1,0 +1,335 @@
+package interop
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/catalog"
+)
+
+// liveNode is one Cassandra node of TestCassandraSidecarRebuild.
+type liveNode struct {
+	host, dc, dir string
+	jmx           int
+}
+
+func (n liveNode) data() string { return filepath.Join(n.dir, "data") }
+
+func (n liveNode) nodetool() []string {
+	return []string{filepath.Join(repo, "interop", "cassandra.sh"), "java", "org.apache.cassandra.tools.NodeTool",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(n.jmx)}
+}
+
+// session is a CQL session through node n alone, at LOCAL_ONE in its DC.
+func (n liveNode) session(t *testing.T, native int) *gocql.Session {
+	t.Helper()
+	cc := gocql.NewCluster(fmt.Sprintf("%s:%d", n.host, native))
+	cc.Timeout, cc.ConnectTimeout = 30*time.Second, 30*time.Second
+	cc.Consistency = gocql.LocalOne
+	cc.HostFilter = gocql.WhiteListHostFilter(n.host)
+	cc.PoolConfig.HostSelectionPolicy = gocql.DCAwareRoundRobinPolicy(n.dc)
+	var s *gocql.Session
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		if s, err = cc.CreateSession(); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// rows reads every row of rebuild.t through s: pk/ck → v.
+func rows(t *testing.T, s *gocql.Session) map[[2]int]string {
+	t.Helper()
+	out := map[[2]int]string{}
+	it := s.Query(`SELECT pk, ck, v FROM rebuild.t`).PageSize(2000).Iter()
+	var pk, ck int
+	var v string
+	for it.Scan(&pk, &ck, &v) {
+		out[[2]int{pk, ck}] = v
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// startSidecar runs `sluice run` for node n with gossip; it returns the admin address and the
+// admin token file.
+func startSidecar(t *testing.T, n liveNode, name, tlsDir, keyFile, gossip, seed string, native int) (admin, token string) {
+	t.Helper()
+	admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	token = filepath.Join(n.dir, "admin.token")
+	nodetool, _ := json.Marshal(n.nodetool())
+	conf := fmt.Sprintf(`name: %s
+tls_dir: %s
+stream_addr: 127.0.0.1:%d
+admin_addr: %s
+admin_token_file: %s
+gossip_addr: %s
+seeds: [%s]
+cluster_key_file: %s
+cassandra:
+  native_address: %s:%d
+  data_file_directories: [%s]
+  nodetool: %s
+  staging_dir: %s
+  refresh_interval: 2s
+`, name, tlsDir, freePort(t, "udp"), admin, token, gossip, seed, keyFile, n.host, native, n.data(), nodetool, filepath.Join(n.dir, "staging"))
+	path := filepath.Join(n.dir, "sluice.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	side := exec.Command(bin, "run", "--config", path, "--log-format", "json")
+	side.Stdout, side.Stderr = &logs, &logs
+	if err := side.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = side.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = side.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = side.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("sidecar %s log:\n%s", name, tail(logs.String(), 8000))
+		}
+	})
+	return admin, token
+}
+
+// The sidecar's rebuild against live Cassandra 5.0 nodes: node 1 (127.0.0.1) in dc1 holds a
+// keyspace replicated {dc1: 1} (rows written over CQL, flushed); node 2 (127.0.0.2) joined dc2
+// without bootstrapping. The keyspace is altered to {dc1: 1, dc2: 1}: node 2 now replicates
+// every range and holds nothing (LOCAL_ONE reads through it return no row). `sluice cassandra
+// rebuild dc1` against node 2's sidecar fetches every range from node 1's sidecar (the two
+// sidecars gossip with a cluster key and node certificates) into node 2's staging directory
+// and imports it with nodetool import; then every row read at LOCAL_ONE through node 2 equals
+// what was written. Unless SLUICE_SIDECAR_NODETOOL_REBUILD=0, a third node (127.0.0.3, dc3,
+// also replicated) runs nodetool rebuild -- dc1 over the same data, for the ratio.
+func TestCassandraSidecarRebuild(t *testing.T) {
+	need(t)
+	if os.Getenv("SLUICE_INTEROP_LIVE") == "0" {
+		t.Skip("not-run: SLUICE_INTEROP_LIVE=0")
+	}
+	begin := time.Now()
+	root := filepath.Join(work, "sidecar-rebuild")
+	storage, native := freePort(t, "tcp"), freePort(t, "tcp")
+	nodes := []liveNode{{host: "127.0.0.1", dc: "dc1"}, {host: "127.0.0.2", dc: "dc2"}}
+	sideBySide := os.Getenv("SLUICE_SIDECAR_NODETOOL_REBUILD") != "0"
+	if sideBySide {
+		nodes = append(nodes, liveNode{host: "127.0.0.3", dc: "dc3"})
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		n.dir, n.jmx = filepath.Join(root, fmt.Sprintf("node%d", i+1)), freePort(t, "tcp")
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		props := filepath.Join(n.dir, "cassandra-rackdc.properties")
+		if err := os.WriteFile(props, []byte("dc="+n.dc+"\nrack=rack1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		yaml := strings.NewReplacer("listen_address: 127.0.0.1", "listen_address: "+n.host,
+			"rpc_address: 127.0.0.1", "rpc_address: "+n.host).Replace(sidecarYAML(n.dir, storage, native))
+		yaml += fmt.Sprintf("auto_bootstrap: %v\n", i == 0)
+		yaml = strings.Replace(yaml, "cluster_name: sluice-sidecar", "cluster_name: sluice-rebuild", 1)
+		startCassandraOn(t, n.dir, yaml, n.host, native, n.jmx, "-Dcassandra-rackdc.properties=file://"+props)
+	}
+	n1, n2 := nodes[0], nodes[1]
+	c1 := n1.session(t, native)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		var peers int
+		if err := c1.Query(`SELECT COUNT(*) FROM system.peers_v2`).Scan(&peers); err != nil {
+			t.Fatal(err)
+		}
+		if peers == len(nodes)-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 lists %d peers, want %d", peers, len(nodes)-1)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("%d Cassandra nodes up in %.1fs", len(nodes), time.Since(begin).Seconds())
+
+	// The data, in dc1 only.
+	parts, perPart, size := 2000, 5, 512
+	if v, err := strconv.Atoi(os.Getenv("SLUICE_SIDECAR_REBUILD_PARTITIONS")); err == nil && v > 0 {
+		parts = v
+	}
+	for _, stmt := range []string{
+		`CREATE KEYSPACE rebuild WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1}`,
+		`CREATE TABLE rebuild.t (pk int, ck int, v text, PRIMARY KEY (pk, ck))`,
+	} {
+		if err := c1.Query(stmt).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	value := func(pk, ck int) string { // incompressible-ish: LZ4 keeps ~3/4 of it
+		b := make([]byte, size*3/4)
+		_, _ = rand.NewChaCha8([32]byte{byte(pk), byte(pk >> 8), byte(pk >> 16), byte(ck)}).Read(b)
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	writeStart := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pk := w; pk < parts; pk += 8 {
+				b := c1.NewBatch(gocql.UnloggedBatch)
+				for ck := range perPart {
+					b.Query(`INSERT INTO rebuild.t (pk, ck, v) VALUES (?, ?, ?)`, pk, ck, value(pk, ck))
+				}
+				if err := c1.ExecuteBatch(b); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, n1.nodetool()[0], append(n1.nodetool()[1:], "flush", "rebuild")...); err != nil {
+		t.Fatal(err)
+	}
+	want := rows(t, c1)
+	if len(want) != parts*perPart {
+		t.Fatalf("node 1 returns %d rows, %d written", len(want), parts*perPart)
+	}
+	srcDir := dataFiles(t, filepath.Join(n1.data(), "rebuild"))
+	var srcBytes int64
+	for _, f := range srcDir {
+		if fi, err := os.Stat(f); err == nil {
+			srcBytes += fi.Size()
+		}
+	}
+	t.Logf("wrote %d rows (%d partitions) in %.1fs; node 1 flushed %d sstable(s), %d Data.db bytes", len(want), parts,
+		time.Since(writeStart).Seconds(), len(srcDir), srcBytes)
+
+	// dc2 (and dc3) added to the replication: the new replicas hold nothing.
+	alter := `ALTER KEYSPACE rebuild WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1`
+	if sideBySide {
+		alter += `, 'dc3': 1`
+	}
+	if err := c1.Query(alter + `}`).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := n2.session(t, native)
+	if got := rows(t, c2); len(got) != 0 {
+		t.Fatalf("node 2 returns %d rows before the rebuild", len(got))
+	}
+
+	// The sidecars of nodes 1 and 2, gossiping.
+	tlsDir := filepath.Join(root, "tls")
+	for _, args := range [][]string{{"cert", "ca", "--dir", tlsDir}, {"cert", "node", "--dir", tlsDir, "--name", "side1"},
+		{"cert", "node", "--dir", tlsDir, "--name", "side2"}} {
+		if _, err := sluice(t, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyFile := filepath.Join(root, "cluster.key")
+	if err := os.WriteFile(keyFile, []byte("00112233445566778899aabbccddeeff\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g1 := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	g2 := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	startSidecar(t, n1, "side1", tlsDir, keyFile, g1, g1, native)
+	admin2, token2 := startSidecar(t, n2, "side2", tlsDir, keyFile, g2, g1, native)
+	t.Setenv(adminapi.TokenEnv, token2)
+	var ring adminapi.CassandraRing
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		ok := false
+		if out, err := sluice(t, "cassandra", "ring", "--json", "--admin", admin2); err == nil && json.Unmarshal([]byte(out), &ring) == nil {
+			for _, cn := range ring.Nodes {
+				ok = ok || cn.Address == n1.host && cn.State == "UP" && cn.Sidecar == adminapi.SidecarUp
+			}
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("side2 never saw node 1 UP with its sidecar up: %+v", ring)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// The rebuild.
+	rbStart := time.Now()
+	out, err := sluice(t, "cassandra", "rebuild", "dc1", "--admin", admin2, "--json")
+	wall := time.Since(rbStart)
+	var res adminapi.CassandraRebuildResult
+	if jerr := json.Unmarshal([]byte(out), &res); jerr != nil || err != nil {
+		t.Fatalf("sluice cassandra rebuild: %v %v\n%s", err, jerr, out)
+	}
+	if res.State != adminapi.OpComplete || len(res.Failed) != 0 || res.SSTables == 0 || len(res.Imported) != 1 || res.Imported[0].From != "side1" {
+		t.Fatalf("rebuild: %+v", res)
+	}
+	got := rows(t, c2)
+	missing, differ := 0, 0
+	for k, v := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			missing++
+		case g != v:
+			differ++
+		}
+	}
+	if missing != 0 || differ != 0 || len(got) != len(want) {
+		t.Errorf("after the rebuild node 2 returns %d rows at LOCAL_ONE: %d of %d missing, %d differ", len(got), missing, len(want), differ)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(n2.dir, "staging")); len(ents) != 0 {
+		t.Errorf("node 2's staging directory keeps %d entries", len(ents))
+	}
+	if holds, _ := filepath.Glob(filepath.Join(n1.data(), "rebuild", "t-*", catalog.SnapshotsDir, catalog.HoldPrefix+"*")); len(holds) != 0 {
+		t.Errorf("holds left in node 1's table directory: %v", holds)
+	}
+	t.Logf("sluice cassandra rebuild dc1: %d range(s), %d sstable(s), %d bytes received and imported; op %.2fs, command %.2fs; "+
+		"node 2 returns all %d rows at LOCAL_ONE", res.Ranges, res.SSTables, res.BytesReceived, res.WallSeconds, wall.Seconds(), len(got))
+
+	if !sideBySide {
+		return
+	}
+	n3 := nodes[2]
+	ntStart := time.Now()
+	if out, err := run(t, n3.nodetool()[0], append(n3.nodetool()[1:], "rebuild", "--keyspace", "rebuild", "--", "dc1")...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ntWall := time.Since(ntStart)
+	got3 := rows(t, n3.session(t, native))
+	if len(got3) != len(want) {
+		t.Errorf("after nodetool rebuild node 3 returns %d rows, want %d", len(got3), len(want))
+	}
+	t.Logf("nodetool rebuild --keyspace rebuild -- dc1 (node 3): %.2fs, %d rows; sluice cassandra rebuild / nodetool rebuild = %.2f; whole test %.1fs",
+		ntWall.Seconds(), len(got3), wall.Seconds()/ntWall.Seconds(), time.Since(begin).Seconds())
+}
