@@ -5,7 +5,7 @@ PKGS     := ./...
 # Race detector on everything: the suite is sized so this stays within CI's budget.
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra interop clean
+.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra bench-cassandra interop clean
 
 all: build
 
@@ -60,6 +60,12 @@ drills: build
 ## rebuild between two nodes' sidecars beside nodetool rebuild on a third); Java 17, Maven.
 drills-cassandra:
 	SLUICE_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestCassandraSidecar$$|TestCassandraSidecarRebuild' ./interop/
+
+## bench-cassandra: sluice side by side with Cassandra 5.0.7's own tools on the same files: sstablesplit
+## against sluice sstable split (ext4, and XFS with reflink as root), cold, whole processes
+## (SLUICE_BENCH_SIZE, default 1GiB); prints the table docs/BENCHMARKS.md keeps. Java 17, Maven.
+bench-cassandra:
+	SLUICE_INTEROP=1 SLUICE_BENCH_SPLIT=1 $(GO) test -count=1 -v -timeout 30m -run 'TestBenchSplitAgainstSSTableSplit' ./interop/
 
 ## interop: Apache Cassandra 5.0 (cassandra-all from Maven Central, cached in ~/.m2) reads, verifies and
 ## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.
