@@ -1,7 +1,9 @@
 package fsx
 
 import (
+	"errors"
 	"os"
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,14 +23,46 @@ func EvictPageCache(f *os.File) error {
 	return nil
 }
 
+// Reopen opens f's file again, a new open file of the same inode (through /proc/self/fd, so
+// not whatever now has f's name), for advice such as ReadExactly that must not affect f's
+// other readers.
+func Reopen(f *os.File) (*os.File, error) {
+	var g *os.File
+	// Opened while f's descriptor is held, so the number cannot be another file's meanwhile.
+	if err := control(f, func(d int) (err error) {
+		g, err = os.Open("/proc/self/fd/" + strconv.Itoa(d))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	a, err1 := f.Stat()
+	b, err2 := g.Stat()
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		g.Close()
+		return nil, &os.PathError{Op: "reopen", Path: f.Name(), Err: errors.New("not the same file")}
+	}
+	return g, nil
+}
+
+// ReadExactly makes reads through f bring in only the bytes asked for (POSIX_FADV_RANDOM: no
+// kernel readahead on this open file), for a reader that prefetches its own ranges: small
+// reads then never pull in the device's whole readahead window (8 MiB on some disks) past
+// the end of what is needed. Advice: failures are ignored.
+func ReadExactly(f *os.File) {
+	_ = control(f, func(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_RANDOM) })
+}
+
 // Prefetch asks the kernel to start reading f's bytes [off, off+n) into the page cache
 // (POSIX_FADV_WILLNEED) and returns at once: reads issued for several ranges proceed together
 // instead of one after another. It is advice, so failures are ignored.
 func Prefetch(f *os.File, off, n int64) {
-	if n <= 0 {
-		return
+	// The kernel reads at most its readahead window per request: ask in pieces.
+	const piece = 4 << 20
+	for n > 0 {
+		k := min(n, piece)
+		_ = control(f, func(fd int) error { return unix.Fadvise(fd, off, k, unix.FADV_WILLNEED) })
+		off, n = off+k, n-k
 	}
-	_ = control(f, func(fd int) error { return unix.Fadvise(fd, off, n, unix.FADV_WILLNEED) })
 }
 
 // residentWindow bounds one mapping of ResidentBytes, and so its residency vector (one byte per

@@ -95,3 +95,33 @@ func TestResidentBytesWindows(t *testing.T) {
 		t.Fatalf("ResidentBytes = %d, %v; want %d", r, err, 4096+4096+100)
 	}
 }
+
+// Reopen gives a second open file of the same inode, even once the name points elsewhere.
+func TestReopenIsTheSameInodeNotTheName(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a")
+	if err := os.WriteFile(p, []byte("first"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Rename(p, filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("other"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Reopen(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ReadExactly(g)
+	b := make([]byte, 5)
+	if _, err := g.ReadAt(b, 0); err != nil || string(b) != "first" {
+		t.Fatalf("reopened file reads %q, %v", b, err)
+	}
+}

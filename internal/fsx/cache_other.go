@@ -29,5 +29,13 @@ func FreeBytes(dir string) (int64, error) {
 // StartWriteback is a no-op where sync_file_range does not exist.
 func StartWriteback(f *os.File, off, n int64) error { return nil }
 
+// Reopen is not supported on this platform.
+func Reopen(f *os.File) (*os.File, error) {
+	return nil, &os.PathError{Op: "reopen", Path: f.Name(), Err: errors.ErrUnsupported}
+}
+
+// ReadExactly does nothing on this platform (no readahead advice).
+func ReadExactly(f *os.File) {}
+
 // Prefetch does nothing on this platform (no readahead advice); reads wait as they come.
 func Prefetch(f *os.File, off, n int64) {}
