@@ -249,39 +249,52 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 		t.Fatalf("node 2 returns %d rows before the rebuild", len(got))
 	}
 
-	// The sidecars of nodes 1 and 2, gossiping.
+	// A sidecar per node, gossiping (with a cluster key and node certificates of one CA).
 	tlsDir := filepath.Join(root, "tls")
-	for _, args := range [][]string{{"cert", "ca", "--dir", tlsDir}, {"cert", "node", "--dir", tlsDir, "--name", "side1"},
-		{"cert", "node", "--dir", tlsDir, "--name", "side2"}} {
-		if _, err := sluice(t, args...); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := sluice(t, "cert", "ca", "--dir", tlsDir); err != nil {
+		t.Fatal(err)
 	}
 	keyFile := filepath.Join(root, "cluster.key")
 	if err := os.WriteFile(keyFile, []byte("00112233445566778899aabbccddeeff\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g1 := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	g2 := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	startSidecar(t, n1, "side1", tlsDir, keyFile, g1, g1, native)
-	admin2, token2 := startSidecar(t, n2, "side2", tlsDir, keyFile, g2, g1, native)
-	t.Setenv(adminapi.TokenEnv, token2)
-	var ring adminapi.CassandraRing
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		ok := false
-		if out, err := sluice(t, "cassandra", "ring", "--json", "--admin", admin2); err == nil && json.Unmarshal([]byte(out), &ring) == nil {
-			for _, cn := range ring.Nodes {
-				ok = ok || cn.Address == n1.host && cn.State == "UP" && cn.Sidecar == adminapi.SidecarUp
-			}
+	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	admins, tokens := make([]string, len(nodes)), make([]string, len(nodes))
+	for i, n := range nodes {
+		name := fmt.Sprintf("side%d", i+1)
+		if _, err := sluice(t, "cert", "node", "--dir", tlsDir, "--name", name); err != nil {
+			t.Fatal(err)
 		}
-		if ok {
-			break
+		g := seed
+		if i > 0 {
+			g = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("side2 never saw node 1 UP with its sidecar up: %+v", ring)
-		}
-		time.Sleep(500 * time.Millisecond)
+		admins[i], tokens[i] = startSidecar(t, n, name, tlsDir, keyFile, g, seed, native)
 	}
+	// Every sidecar sees every node UP with its sidecar up.
+	for i := range nodes {
+		t.Setenv(adminapi.TokenEnv, tokens[i])
+		var ring adminapi.CassandraRing
+		for deadline := time.Now().Add(2 * time.Minute); ; {
+			up := 0
+			if out, err := sluice(t, "cassandra", "ring", "--json", "--admin", admins[i]); err == nil && json.Unmarshal([]byte(out), &ring) == nil {
+				for _, cn := range ring.Nodes {
+					if cn.State == "UP" && cn.Sidecar == adminapi.SidecarUp {
+						up++
+					}
+				}
+			}
+			if up == len(nodes) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("side%d sees %d of %d nodes UP with their sidecars up: %+v", i+1, up, len(nodes), ring)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	admin2 := admins[1]
+	t.Setenv(adminapi.TokenEnv, tokens[1])
 
 	// The rebuild.
 	rbStart := time.Now()
@@ -317,6 +330,7 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 	t.Logf("sluice cassandra rebuild dc1: %d range(s), %d sstable(s), %d bytes received and imported; op %.2fs, command %.2fs; "+
 		"node 2 returns all %d rows at LOCAL_ONE", res.Ranges, res.SSTables, res.BytesReceived, res.WallSeconds, wall.Seconds(), len(got))
 
+	testSidecarLoad(t, nodes, native, admins[0], tokens[0])
 	if !sideBySide {
 		return
 	}
@@ -332,4 +346,71 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 	}
 	t.Logf("nodetool rebuild --keyspace rebuild -- dc1 (node 3): %.2fs, %d rows; sluice cassandra rebuild / nodetool rebuild = %.2f; whole test %.1fs",
 		ntWall.Seconds(), len(got3), wall.Seconds()/ntWall.Seconds(), time.Since(begin).Seconds())
+}
+
+// testSidecarLoad: sstables sluice writes (BIG oa and BTI da) for a keyspace replicated once
+// over every node (SimpleStrategy, RF 1: each node owns a third of the ring) are loaded with
+// `sluice cassandra load` through node 1's sidecar: each node's sidecar fetches the ranges its
+// node owns from the load and imports them (nodetool import checks the node owns every
+// token). Then SELECT COUNT(*) returns every row, each node's directory holds sstables, and the
+// directory loaded from is as it was.
+func testSidecarLoad(t *testing.T, nodes []liveNode, native int, admin, token string) {
+	t.Helper()
+	c1 := nodes[0].session(t, native)
+	for _, stmt := range []string{
+		`CREATE KEYSPACE loaded WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
+		`CREATE TABLE loaded.stress (pk text, ck text, value blob, PRIMARY KEY (pk, ck))`,
+	} {
+		if err := c1.Query(stmt).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	genRoot := filepath.Join(nodes[0].dir, "to-load")
+	var wantRows int64
+	for i, v := range []string{"oa", "da"} {
+		out, err := sluice(t, "sstable", "gen", "--out", genRoot, "--keyspace", "loaded", "--table", "stress", "--version", v,
+			"--partitions", "1500", "--partition-size", "4KiB", "--row-size", "1KiB", "--seed", strconv.Itoa(500+i), "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g struct{ Rows int64 }
+		if err := json.Unmarshal([]byte(out), &g); err != nil {
+			t.Fatal(err)
+		}
+		wantRows += g.Rows
+	}
+	before := dataFiles(t, genRoot)
+	t.Setenv(adminapi.TokenEnv, token)
+	start := time.Now()
+	out, err := sluice(t, "cassandra", "load", genRoot, "--admin", admin, "--json")
+	wall := time.Since(start)
+	var res adminapi.CassandraRebuildResult
+	if jerr := json.Unmarshal([]byte(out), &res); jerr != nil || err != nil {
+		t.Fatalf("sluice cassandra load: %v %v\n%s", err, jerr, out)
+	}
+	if res.State != adminapi.OpComplete || len(res.Failed) != 0 || len(res.Imported) != len(nodes) {
+		t.Fatalf("load: %+v", res)
+	}
+	var count int64
+	if err := c1.Query(`SELECT COUNT(*) FROM loaded.stress`).Consistency(gocql.One).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != wantRows {
+		t.Errorf("SELECT COUNT(*) after the load: %d, sluice wrote %d rows", count, wantRows)
+	}
+	per := make([]int, len(nodes))
+	for i, n := range nodes {
+		per[i] = len(dataFiles(t, filepath.Join(n.data(), "loaded")))
+		if per[i] == 0 {
+			t.Errorf("node %d holds no sstable of the load", i+1)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(n.dir, "staging")); len(ents) != 0 {
+			t.Errorf("node %d's staging directory keeps %d entries", i+1, len(ents))
+		}
+	}
+	if after := dataFiles(t, genRoot); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Errorf("the loaded directory changed: %v, was %v", after, before)
+	}
+	t.Logf("sluice cassandra load: %d rows (2 sstables) to %d nodes (RF 1, SimpleStrategy): %d range(s), %d sstable(s) imported (per node %v), %d bytes; op %.2fs, command %.2fs; SELECT COUNT(*) = %d",
+		wantRows, len(nodes), res.Ranges, res.SSTables, per, res.BytesReceived, res.WallSeconds, wall.Seconds(), count)
 }

@@ -34,6 +34,9 @@ type FetchRequest struct {
 	Ranges          token.RangeSet
 	Dir             string
 	Resume          bool
+	// Source names sstables the sender registered under that id (wire.StreamRequest.Source)
+	// instead of the table's live ones; "" for the live table.
+	Source string
 }
 
 // Fetched is one installed sstable.
@@ -98,7 +101,8 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 	if err := state.sweep(); err != nil {
 		return nil, fmt.Errorf("stream: removing leftovers of an earlier fetch in %s: %w", req.Dir, err)
 	}
-	sr := wire.StreamRequest{Operation: wire.OpFetch, Keyspace: req.Keyspace, Table: req.Table, Ranges: EncodeRanges(req.Ranges)}
+	sr := wire.StreamRequest{Operation: wire.OpFetch, Keyspace: req.Keyspace, Table: req.Table, Ranges: EncodeRanges(req.Ranges),
+		Source: req.Source}
 	if _, err := rand.Read(sr.SessionID[:]); err != nil {
 		return nil, err
 	}
@@ -114,7 +118,7 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 		resumed[p.ID] = p.VerifiedChunks
 	}
 
-	conn, err := quic.DialAddr(ctx, req.Peer, withALPN(tlsConf), quicConfig(cfg))
+	conn, err := dialQUIC(ctx, req.Peer, withALPN(tlsConf), quicConfig(cfg))
 	if err != nil {
 		return nil, &SessionError{Peer: req.Peer, Code: wire.CodeUnauthorized, Err: err}
 	}

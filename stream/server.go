@@ -148,7 +148,7 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	if err := s.cfg.validate(); err != nil {
 		return err
 	}
-	tr := &quic.Transport{Conn: pc}
+	tr := &quic.Transport{Conn: lowAllocUDP(pc)}
 	ln, err := tr.Listen(withALPN(s.tls, s.protocols()...), quicConfig(s.cfg))
 	if err != nil {
 		return err
@@ -515,7 +515,15 @@ func (ss *sendSession) poll(ctx context.Context, block bool) error {
 // plan holds the table's sstables, opens them and decides each one (Decide) from one index
 // pass (slice.Partials).
 func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
-	descs, release, err := ss.srv.cat.Hold(req.Keyspace, req.Table)
+	hold := ss.srv.cat.Hold
+	if req.Source != "" {
+		sc, ok := ss.srv.cat.(SourceCatalog)
+		if !ok {
+			return nil, &wire.Failure{Code: wire.CodeNotFound, Reason: fmt.Sprintf("source %q: this sender serves no sources", req.Source)}
+		}
+		hold = func(ks, t string) ([]descriptor.Descriptor, func(), error) { return sc.HoldSource(req.Source, ks, t) }
+	}
+	descs, release, err := hold(req.Keyspace, req.Table)
 	if err != nil {
 		return nil, &wire.Failure{Code: wire.CodeNotFound, Reason: fmt.Sprintf("%s.%s: %v", req.Keyspace, req.Table, err)}
 	}

@@ -44,3 +44,10 @@ type Catalog interface {
 	// is called the files stay readable (a hard-link snapshot or a reference count).
 	Hold(keyspace, table string) (sstables []descriptor.Descriptor, release func(), err error)
 }
+
+// SourceCatalog is a Catalog that also serves sstables registered under a source id (a
+// sidecar's load), which a request names in wire.StreamRequest.Source. A server whose Catalog
+// is not one refuses such requests.
+type SourceCatalog interface {
+	HoldSource(source, keyspace, table string) (sstables []descriptor.Descriptor, release func(), err error)
+}

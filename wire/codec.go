@@ -13,12 +13,14 @@ import (
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // schema names the fields of one message or list element. Every named tag is required
-// exactly once, unless its bit is set in repeated: then it may occur any number of times.
-// Tags are below 64 so that a decoder tracks the fields it has seen in one word.
+// exactly once, unless its bit is set in repeated (then it may occur any number of times)
+// or in optional (then at most once). Tags are below 64 so that a decoder tracks the fields
+// it has seen in one word.
 type schema struct {
 	name     string
 	fields   []string // fields[tag] is the Go field name; "" marks an unassigned tag
 	repeated uint64
+	optional uint64
 }
 
 func (s *schema) isRepeated(tag uint64) bool { return tag < 64 && s.repeated&(1<<tag) != 0 }
@@ -275,7 +277,7 @@ func (d *decoder) finish() error {
 		return d.err
 	}
 	for tag, name := range d.schema.fields {
-		if name != "" && !d.schema.isRepeated(uint64(tag)) && d.seen&(1<<tag) == 0 {
+		if name != "" && !d.schema.isRepeated(uint64(tag)) && d.schema.optional&(1<<tag) == 0 && d.seen&(1<<tag) == 0 {
 			d.fail(uint64(tag), ErrMissingField)
 			break
 		}

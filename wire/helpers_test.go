@@ -102,11 +102,13 @@ func samples() []sample {
 				{},
 			},
 			Resume: []ResumePoint{{SSTableID: "nb-12-big", VerifiedChunks: 1000}, {}},
+			Source: "9f3a1c2b4d5e",
 		}},
 		{"StreamRequest/max", &StreamRequest{
 			SessionID: SessionID{0: 0xff, 15: 0xff}, Operation: Op(math.MaxUint8), Keyspace: maxString, Table: maxString,
 			Ranges: []TokenRange{{Left: maxToken, Right: maxToken}},
 			Resume: []ResumePoint{{SSTableID: maxString, VerifiedChunks: math.MaxUint64}},
+			Source: maxString,
 		}},
 		{"Prepare/zero", &Prepare{}},
 		{"Prepare/typical", &Prepare{SessionID: sid, SSTables: []PlannedSSTable{

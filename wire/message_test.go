@@ -116,7 +116,7 @@ func TestMissingRequiredField(t *testing.T) {
 		typ, fs := splitFrame(b)
 		sc := registry[typ].schema
 		for _, f := range fs {
-			if sc.isRepeated(f.tag) {
+			if sc.isRepeated(f.tag) || sc.optional&(1<<f.tag) != 0 {
 				continue
 			}
 			name := sc.fieldName(f.tag)

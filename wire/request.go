@@ -56,6 +56,8 @@ type ResumePoint struct {
 }
 
 // StreamRequest asks the peer to send the parts of Keyspace.Table that cover Ranges.
+// Source, when set, names sstables the sender registered under that id (a sidecar's load)
+// instead of the table's live ones; it is encoded only when set.
 type StreamRequest struct {
 	SessionID SessionID
 	Operation Op
@@ -63,6 +65,7 @@ type StreamRequest struct {
 	Table     string
 	Ranges    []TokenRange
 	Resume    []ResumePoint
+	Source    string
 }
 
 const (
@@ -72,6 +75,7 @@ const (
 	streamRequestTable     = 4
 	streamRequestRanges    = 5
 	streamRequestResume    = 6
+	streamRequestSource    = 7
 
 	tokenRangeLeft  = 1
 	tokenRangeRight = 2
@@ -89,8 +93,12 @@ var streamRequestSchema = schema{
 		streamRequestTable:     "Table",
 		streamRequestRanges:    "Ranges",
 		streamRequestResume:    "Resume",
+		streamRequestSource:    "Source",
 	},
 	repeated: 1<<streamRequestRanges | 1<<streamRequestResume,
+	// Source is absent for the live table: a request without it is what it was before the
+	// field existed.
+	optional: 1 << streamRequestSource,
 }
 
 var tokenRangeSchema = schema{
@@ -117,6 +125,9 @@ func (m *StreamRequest) encode(w *writer) {
 	}
 	for i := range m.Resume {
 		w.group(streamRequestResume, &m.Resume[i])
+	}
+	if m.Source != "" {
+		w.string(streamRequestSource, m.Source)
 	}
 }
 
@@ -151,6 +162,8 @@ func (m *StreamRequest) decode(d *decoder) {
 			if d.join(&e) {
 				m.Resume = append(m.Resume, r)
 			}
+		case streamRequestSource:
+			d.string(&m.Source)
 		}
 	}
 }

@@ -25,7 +25,7 @@ func newCassandraCmd() *cobra.Command {
 		Long: `Commands of a sluice node whose configuration has a cassandra: section (the sidecar of a
 live Cassandra node), through its admin API.`,
 	}
-	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd(), newCassandraRebuildCmd())
+	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd(), newCassandraRebuildCmd(), newCassandraLoadCmd())
 	return cmd
 }
 
@@ -257,7 +257,7 @@ func summarizeCassandraRebuild(st adminapi.OpStatus) adminapi.CassandraRebuildRe
 			}
 		}
 		out.BytesReceived += t.BytesReceived
-		rt := adminapi.CassandraRebuildTable{Keyspace: t.Keyspace, Table: t.Table, From: t.From, SSTables: t.SSTables, BytesReceived: t.BytesReceived}
+		rt := adminapi.CassandraRebuildTable{Keyspace: t.Keyspace, Table: t.Table, From: t.From, To: t.To, SSTables: t.SSTables, BytesReceived: t.BytesReceived}
 		switch t.State {
 		case adminapi.OpComplete:
 			out.SSTables += t.SSTables
@@ -271,4 +271,69 @@ func summarizeCassandraRebuild(st adminapi.OpStatus) adminapi.CassandraRebuildRe
 	}
 	out.Ranges = len(ranges)
 	return out
+}
+
+func newCassandraLoadCmd() *cobra.Command {
+	var admin, keyspace, table string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "load DIR... [--keyspace KS --table T] [--admin HOST:PORT] [--json]",
+		Short: "Send sstables to every replica of their ranges through the sidecars (sstableloader)",
+		Long: `Load sstables into the live Cassandra cluster, like sstableloader, zero-copy: every sstable
+under each DIR (a <keyspace>/<table>[-<id>] directory, a tree of them, or with --keyspace and
+--table a directory of that table's sstables) is cut per replica set of the live ring and sent
+to every replica's sidecar (this one included), which imports its part with nodetool import
+(strict verification first; Cassandra checks the node owns the tokens). The sidecar stages the
+sstables by hard links (copies when DIR is on another file system) and serves them only to
+the load's own requests; DIR is left as it was. The DIRs are read by the sidecar, so they must
+be paths on its machine. A replica whose sidecar is down, or a table that fails, is listed by
+name and the command fails; the parts imported elsewhere stay.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("%s: want at least one DIR", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (keyspace == "") != (table == "") {
+				return usagef("cassandra load: --keyspace and --table go together")
+			}
+			if keyspace != "" {
+				if err := checkNames("cassandra load", keyspace, table, true); err != nil {
+					return err
+				}
+			}
+			req := adminapi.CassandraLoadRequest{Keyspace: keyspace, Table: table}
+			for _, a := range args {
+				d, err := filepath.Abs(a)
+				if err != nil {
+					return err
+				}
+				req.Dirs = append(req.Dirs, d)
+			}
+			st, err := followOp(cmd, admin, "/v1/cassandra/load", req)
+			if err != nil {
+				return err
+			}
+			sum := summarizeCassandraRebuild(st)
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
+					return err
+				}
+			} else {
+				printOp(cmd.OutOrStdout(), st)
+				fmt.Fprintf(cmd.OutOrStdout(), "%d range(s), %d sstable(s), %s received and imported by the replicas in %.1fs; %d transfer(s) imported, %d failed\n",
+					sum.Ranges, sum.SSTables, formatBytes(sum.BytesReceived), sum.WallSeconds, len(sum.Imported), len(sum.Failed))
+			}
+			if st.State != adminapi.OpComplete {
+				return fmt.Errorf("cassandra load failed: %s", st.Error)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyspace, "keyspace", "", "keyspace of a flat directory of sstables (with --table)")
+	cmd.Flags().StringVar(&table, "table", "", "table of a flat directory of sstables (with --keyspace)")
+	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
+	return cmd
 }

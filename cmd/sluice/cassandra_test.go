@@ -49,6 +49,12 @@ func TestCassandraCommandsUsage(t *testing.T) {
 	if code := run([]string{"cassandra", "rebuild", "--keyspace", "k-s"}, &out, &errb); code != 2 {
 		t.Errorf("rebuild of a bad keyspace name: exit %d", code)
 	}
+	if code := run([]string{"cassandra", "load"}, &out, &errb); code != 2 {
+		t.Errorf("load without a directory: exit %d", code)
+	}
+	if code := run([]string{"cassandra", "load", "/x", "--keyspace", "ks"}, &out, &errb); code != 2 {
+		t.Errorf("load with --keyspace alone: exit %d", code)
+	}
 }
 
 func TestSummarizeCassandraRebuild(t *testing.T) {

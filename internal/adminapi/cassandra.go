@@ -19,6 +19,22 @@ type CassandraBackend interface {
 	// StartCassandraRebuild starts OpCassandraRebuild: every range the live node replicates,
 	// fetched from other replicas' sidecars and imported with nodetool import.
 	StartCassandraRebuild(req CassandraRebuildRequest) (OpStatus, error)
+	// StartCassandraLoad starts OpCassandraLoad: sstables of directories on the sidecar's
+	// host, sent to every replica's sidecar, which imports them.
+	StartCassandraLoad(req CassandraLoadRequest) (OpStatus, error)
+}
+
+// OpCassandraLoad is the kind of a sidecar's load in OpStatus.Kind.
+const OpCassandraLoad = "cassandra-load"
+
+// CassandraLoadRequest is the body of POST /v1/cassandra/load: the complete sstables of Dirs
+// (absolute paths on the sidecar's host; each a <keyspace>/<table>[-<id>] directory, a tree
+// of them, or, with Keyspace and Table, a directory of that table's sstables) sent to the
+// replicas of their ranges. The directories are left as they were.
+type CassandraLoadRequest struct {
+	Dirs     []string `json:"dirs"`
+	Keyspace string   `json:"keyspace,omitempty"`
+	Table    string   `json:"table,omitempty"`
 }
 
 // OpCassandraRebuild is the kind of a sidecar's rebuild in OpStatus.Kind.
@@ -36,14 +52,15 @@ type CassandraRebuildTable struct {
 	Keyspace      string `json:"keyspace"`
 	Table         string `json:"table"`
 	From          string `json:"from"`             // the source's sidecar
+	To            string `json:"to"`               // the receiving sidecar
 	Ranges        string `json:"ranges,omitempty"` // for a failure
 	SSTables      int    `json:"sstables"`
 	BytesReceived int64  `json:"bytes_received"`
 	Error         string `json:"error,omitempty"`
 }
 
-// CassandraRebuildResult is what sluice cassandra rebuild --json prints: a summary of the
-// operation's final OpStatus (Op).
+// CassandraRebuildResult is what sluice cassandra rebuild and load print with --json: a
+// summary of the operation's final OpStatus (Op).
 type CassandraRebuildResult struct {
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
@@ -152,6 +169,7 @@ var errNotSidecar = Conflict(errors.New("this node has no cassandra section: it 
 //	GET  /v1/cassandra/ring    CassandraRing
 //	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult (synchronous)
 //	POST /v1/cassandra/rebuild CassandraRebuildRequest (may be {}) → OpStatus (follow GET /v1/ops)
+//	POST /v1/cassandra/load    CassandraLoadRequest → OpStatus (follow GET /v1/ops)
 func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 	cb, _ := s.b.(CassandraBackend)
 	mux.HandleFunc("GET /v1/cassandra/ring", func(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +192,19 @@ func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 		}
 		res, err := cb.CassandraImport(r.Context(), req)
 		answer(w, res, err)
+	})
+	mux.HandleFunc("POST /v1/cassandra/load", func(w http.ResponseWriter, r *http.Request) {
+		var req CassandraLoadRequest
+		if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if cb == nil {
+			answer(w, nil, errNotSidecar)
+			return
+		}
+		st, err := cb.StartCassandraLoad(req)
+		answer(w, st, err)
 	})
 	mux.HandleFunc("POST /v1/cassandra/rebuild", func(w http.ResponseWriter, r *http.Request) {
 		var req CassandraRebuildRequest

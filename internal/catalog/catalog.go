@@ -54,9 +54,66 @@ var (
 type Catalog struct {
 	dirs []string
 	log  zerolog.Logger
+
+	mu      sync.Mutex
+	sources map[string]map[[2]string]string // source id → (keyspace, table) → directory
 }
 
-var _ stream.Catalog = (*Catalog)(nil)
+var (
+	_ stream.Catalog       = (*Catalog)(nil)
+	_ stream.SourceCatalog = (*Catalog)(nil)
+)
+
+// ErrUnknownSource reports a HoldSource of a source id or table that is not registered.
+var ErrUnknownSource = errors.New("catalog: unknown source")
+
+// AddSource registers sstables outside the data directories (a sidecar's load, staged by its
+// owner) under id: tables maps [keyspace, table] to the directory holding its sstables. The
+// owner keeps the files unchanged until it calls RemoveSource and the sessions reading them
+// are done; HoldSource takes no snapshot.
+func (c *Catalog) AddSource(id string, tables map[[2]string]string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sources == nil {
+		c.sources = map[string]map[[2]string]string{}
+	}
+	if _, ok := c.sources[id]; ok || id == "" {
+		return fmt.Errorf("catalog: source %q already registered or empty", id)
+	}
+	m := make(map[[2]string]string, len(tables))
+	for k, v := range tables {
+		m[k] = v
+	}
+	c.sources[id] = m
+	return nil
+}
+
+// RemoveSource unregisters id; sessions that hold its sstables keep them.
+func (c *Catalog) RemoveSource(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sources, id)
+}
+
+// HoldSource returns the complete sstables of keyspace.table registered under source, read in
+// place (release does nothing).
+func (c *Catalog) HoldSource(source, keyspace, table string) ([]descriptor.Descriptor, func(), error) {
+	c.mu.Lock()
+	dir, ok := c.sources[source][[2]string{keyspace, table}]
+	c.mu.Unlock()
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s has no %s.%s", ErrUnknownSource, source, keyspace, table)
+	}
+	live, err := ListLive(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]descriptor.Descriptor, len(live))
+	for i, s := range live {
+		out[i] = s.Desc
+	}
+	return out, func() {}, nil
+}
 
 // NewCatalog returns a catalog over data directories in Cassandra's layout
 // <dir>/<keyspace>/<table>-<table id>/. Missing directories hold no tables.

@@ -307,9 +307,14 @@ func (s *sidecar) checkStaging() {
 				Msg("the staging directory is not on the data directories' file system: imports will be refused")
 		}
 	}
-	// A rebuild's directories hold fetched copies Cassandra never saw (the Importer moves
-	// sstables out of them before nodetool runs): the data is still at its source.
-	old, _ := filepath.Glob(filepath.Join(s.cfg.StagingDir, RebuildStagingPrefix+"*"))
+	// A rebuild's or a load's directories hold fetched copies or staged links Cassandra never
+	// saw (the Importer moves sstables out of them before nodetool runs): the data is still at
+	// its source.
+	var old []string
+	for _, prefix := range []string{RebuildStagingPrefix, LoadStagingPrefix, LoadReceivedPrefix} {
+		m, _ := filepath.Glob(filepath.Join(s.cfg.StagingDir, prefix+"*"))
+		old = append(old, m...)
+	}
 	for _, p := range old {
 		if err := os.RemoveAll(p); err != nil {
 			s.log.Warn().Err(err).Str("dir", p).Msg("cannot remove what an interrupted rebuild fetched")
@@ -500,6 +505,14 @@ func (b adminBackend) CassandraImport(ctx context.Context, req adminapi.Cassandr
 func (b adminBackend) StartCassandraRebuild(req adminapi.CassandraRebuildRequest) (OpStatus, error) {
 	st, err := b.Node.StartCassandraRebuild(req)
 	if errors.Is(err, ErrNotSidecar) {
+		return st, sidecarErr(err)
+	}
+	return opErr(st, err)
+}
+
+func (b adminBackend) StartCassandraLoad(req adminapi.CassandraLoadRequest) (OpStatus, error) {
+	st, err := b.Node.StartCassandraLoad(req)
+	if errors.Is(err, ErrNotSidecar) || errors.Is(err, ErrNoRing) {
 		return st, sidecarErr(err)
 	}
 	return opErr(st, err)

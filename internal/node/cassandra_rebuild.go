@@ -132,7 +132,9 @@ func (n *Node) cassandraRebuild(ctx context.Context, o *op, s *sidecar, c *clust
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 				terrs[i] = ctx.Err()
-				o.update(func(st *OpStatus) { st.Transfers[t.transfr].State, st.Transfers[t.transfr].Error = OpFailed, ctx.Err().Error() })
+				o.update(func(st *OpStatus) {
+					st.Transfers[t.transfr].State, st.Transfers[t.transfr].Error = OpFailed, ctx.Err().Error()
+				})
 				return
 			}
 			defer func() { <-sem }()
@@ -179,7 +181,7 @@ func (n *Node) rebuildTable(ctx context.Context, o *op, c *cluster, im *cassandr
 		return err
 	}
 	dir := filepath.Join(base, t.table.Keyspace, t.table.Name+"-"+t.table.ID)
-	res, err := n.fetchTable(ctx, src, t.table.Keyspace, t.table.Name, t.job.Ranges, dir)
+	res, err := n.fetchFrom(ctx, src, "", t.table.Keyspace, t.table.Name, t.job.Ranges, dir)
 	if res != nil {
 		set(func(ts *TransferStatus) { ts.SSTables, ts.BytesReceived = len(res.SSTables), res.BytesReceived })
 	}
@@ -213,11 +215,12 @@ func (n *Node) rebuildTable(ctx context.Context, o *op, c *cluster, im *cassandr
 	return nil
 }
 
-// fetchTable pulls keyspace.table's ranges from member src's stream server into dir, as a
+// fetchFrom pulls keyspace.table's ranges from member src's stream server into dir, as a
 // node's fetch does (the member proves its name with the cluster CA; the session is failed at
 // once when membership declares the member down) but into any directory: the sidecar's
-// staging, never a live table directory.
-func (n *Node) fetchTable(ctx context.Context, src gossip.Member, keyspace, table string, rs token.RangeSet, dir string) (*stream.FetchResult, error) {
+// staging, never a live table directory. source names sstables src registered under that id
+// (a load) instead of its live table's.
+func (n *Node) fetchFrom(ctx context.Context, src gossip.Member, source, keyspace, table string, rs token.RangeSet, dir string) (*stream.FetchResult, error) {
 	if n.id == nil {
 		return nil, errors.New("node: fetching needs the stream server's identity")
 	}
@@ -237,7 +240,7 @@ func (n *Node) fetchTable(ctx context.Context, src gossip.Member, keyspace, tabl
 	fctx, release := n.peers.register(ctx, peer)
 	defer release()
 	start := time.Now()
-	res, err := stream.Fetch(fctx, cfg, tc, stream.FetchRequest{Peer: peer, Keyspace: keyspace, Table: table, Ranges: rs, Dir: dir},
+	res, err := stream.Fetch(fctx, cfg, tc, stream.FetchRequest{Peer: peer, Keyspace: keyspace, Table: table, Ranges: rs, Dir: dir, Source: source},
 		n.recordSession)
 	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
 		err = fmt.Errorf("%w: %w", cause, err)

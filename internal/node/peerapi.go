@@ -29,6 +29,7 @@ const (
 	peerFetch         = peerrpc.MethodFetch         // FetchOpRequest → FetchOpResponse, when the fetch is done
 	peerRepairTree    = peerrpc.MethodRepairTree    // TreeRequest → TreeResponse
 	peerRepairDigests = peerrpc.MethodRepairDigests // DigestRequest → DigestResponse
+	peerCassandraLoad = peerrpc.MethodCassandraLoad // CassandraLoadPeerRequest → CassandraLoadPeerResponse (cassandra_load.go)
 )
 
 // maxPeerFetches bounds the fetches other members' operations run on this node at once; more
@@ -106,6 +107,12 @@ func (n *Node) peerCall(ctx context.Context, caller tlsx.PeerIdentity, method st
 			return nil, err
 		}
 		return n.peerFetch(ctx, caller, req)
+	case peerCassandraLoad:
+		var req CassandraLoadPeerRequest
+		if err := decode(&req); err != nil {
+			return nil, err
+		}
+		return n.peerCassandraLoad(ctx, caller, req)
 	case peerRepairTree:
 		var req TreeRequest
 		if err := decode(&req); err != nil {

@@ -42,6 +42,9 @@
 //	                                    repair.DigestPageSize(limit) (<= 8.4 MB); work the
 //	                                    digests (160 B each), twice the page and the answer
 //	                                    (<= 30 MiB)
+//	cassandra_load  64 KiB   8 MiB      shares fetch's slots (maxPeerFetches); a sidecar    no     a proven member of the callee's ring
+//	                                    only; the caller is the source, the load id names
+//	                                    what its stream server serves (StreamRequest.Source)
 //
 // Checks run in this order, each refusal an *Error naming the bound: the frame's length prefix
 // against MaxRequest (before anything is allocated); the envelope; the method in the table

@@ -20,6 +20,7 @@ const (
 	MethodFetch         = "fetch"          // a fetch a member's operation asks the callee to run
 	MethodRepairTree    = "repair_tree"    // Merkle trees of ranges at one depth
 	MethodRepairDigests = "repair_digests" // one page of partition digests of ranges
+	MethodCassandraLoad = "cassandra_load" // a sidecar's load: fetch it from the caller and import it
 )
 
 // Bounds of the repair calls. The server checks them before it dispatches (CheckTree,
@@ -94,6 +95,7 @@ func DefaultMethods() []Method {
 		{Name: MethodFetch, MaxBody: MaxRequest, MaxAnswer: 8 << 20},
 		{Name: MethodRepairTree, MaxBody: MaxRequest, MaxAnswer: 12 << 20, Heavy: true, Check: CheckTree},
 		{Name: MethodRepairDigests, MaxBody: MaxRequest, MaxAnswer: 12 << 20, Heavy: true, Check: CheckDigests},
+		{Name: MethodCassandraLoad, MaxBody: MaxRequest, MaxAnswer: 8 << 20},
 	}
 }
 

@@ -1,0 +1,529 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/cassandra"
+	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/peerrpc"
+	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/membership/gossip"
+	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/token"
+)
+
+// The sidecar's load (sluice cassandra load, POST /v1/cassandra/load), what sstableloader
+// does, zero-copy and pulled: the loading sidecar stages the sstables of the given
+// directories under <staging_dir>/load-<id>/<keyspace>/<table>-<id>/ (hard links; copies
+// across file systems), registers them in its catalog as source <id> (served only to
+// requests naming it: wire.StreamRequest.Source), and asks the sidecar of every replica
+// (itself included) with the peer call cassandra_load to fetch the ranges it replicates
+// from that source into its own staging directory and import them (the Importer: strict
+// verification, nodetool import, confirmation). Then the source is unregistered and the
+// staged links removed; the directories given are left as they were.
+
+// OpCassandraLoad is the kind of a sidecar's load.
+const OpCassandraLoad = adminapi.OpCassandraLoad
+
+// Names in the staging directory: a loader's staged source, and what a replica received.
+// Neither was handed to Cassandra as such (the Importer moves sstables out first): start-up
+// removes both.
+const (
+	LoadStagingPrefix  = "load-"
+	LoadReceivedPrefix = "loadin-"
+)
+
+// CassandraLoadPeerRequest is the peer call cassandra_load: fetch Ranges of
+// Keyspace.Table from the caller's source LoadID and import them into the live node.
+type CassandraLoadPeerRequest struct {
+	LoadID   string `json:"load_id"`
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+	TableID  string `json:"table_id"` // the loader's schema id; the callee's must match
+	Ranges   string `json:"ranges"`
+}
+
+// CassandraLoadPeerResponse is what a cassandra_load call imported.
+type CassandraLoadPeerResponse struct {
+	SSTables      int      `json:"sstables"`
+	BytesReceived int64    `json:"bytes_received"`
+	Imported      []string `json:"imported"` // Data.db paths in the live table directory
+}
+
+// loadTable is one table of a load: the directories of its sstables, and its schema id.
+type loadTable struct {
+	Keyspace, Table, ID string
+	Dirs                []string
+}
+
+// cassLoadJob is every range one replica takes of one keyspace.
+type cassLoadJob struct {
+	Keyspace string
+	Replica  string // host id
+	Sidecar  string // its sidecar; "" when it has none up (Why)
+	Why      string
+	Ranges   token.RangeSet
+}
+
+// planCassandraLoad gives, per keyspace of keyspaces, every replica of the ring (the local
+// node included, its sidecar self) the ranges it replicates. A replica without a sidecar up
+// (not in sidecars, host id → member name) has Why instead of Sidecar.
+func planCassandraLoad(snap cassandra.Snapshot, sidecars, unavailable map[string]string, self string, keyspaces []string) ([]cassLoadJob, error) {
+	r, _, err := snap.Ring()
+	if err != nil {
+		return nil, err
+	}
+	local, _ := snap.LocalNode()
+	var out []cassLoadJob
+	for _, ks := range keyspaces {
+		s, err := snap.Strategy(ks)
+		if err != nil {
+			return nil, badRequest{err}
+		}
+		byReplica := map[string]token.RangeSet{}
+		for _, rr := range ring.RangeOwners(r, s) {
+			for _, n := range rr.Replicas {
+				byReplica[n.Name] = append(byReplica[n.Name], rr.Range)
+			}
+		}
+		for _, host := range slices.Sorted(func(yield func(string) bool) {
+			for h := range byReplica {
+				if !yield(h) {
+					return
+				}
+			}
+		}) {
+			j := cassLoadJob{Keyspace: ks, Replica: host, Ranges: ring.Normalize(byReplica[host])}
+			switch name, ok := sidecars[host]; {
+			case host == local.HostID:
+				j.Sidecar = self
+			case ok:
+				j.Sidecar = name
+			default:
+				j.Why = cmpOr(unavailable[host], "no sidecar")
+			}
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// collectLoad finds the tables of a load request in snap's schema.
+func collectLoad(snap cassandra.Snapshot, req adminapi.CassandraLoadRequest) ([]loadTable, error) {
+	if len(req.Dirs) == 0 {
+		return nil, badRequest{errors.New("load: no directory")}
+	}
+	if (req.Keyspace == "") != (req.Table == "") {
+		return nil, badRequest{errors.New("load: keyspace and table go together")}
+	}
+	byName := map[[2]string]*loadTable{}
+	var order [][2]string
+	add := func(ks, table, dir string) error {
+		if err := cqlname.CheckTable(ks, table); err != nil {
+			return badRequest{fmt.Errorf("load: %s: %w", dir, err)}
+		}
+		if isSystemKeyspace(ks) {
+			return badRequest{fmt.Errorf("load: %s: %s is a system keyspace", dir, ks)}
+		}
+		tb, ok := snap.Table(ks, table)
+		if !ok {
+			return badRequest{fmt.Errorf("load: %s: the Cassandra node has no table %s.%s", dir, ks, table)}
+		}
+		k := [2]string{ks, table}
+		if byName[k] == nil {
+			byName[k] = &loadTable{Keyspace: ks, Table: table, ID: tb.ID}
+			order = append(order, k)
+		}
+		byName[k].Dirs = append(byName[k].Dirs, dir)
+		return nil
+	}
+	for _, dir := range req.Dirs {
+		if !filepath.IsAbs(dir) {
+			return nil, badRequest{fmt.Errorf("load: dir %q: want an absolute path on the node's host", dir)}
+		}
+		dir = filepath.Clean(dir)
+		live, err := catalog.ListLive(dir)
+		if err != nil {
+			return nil, badRequest{fmt.Errorf("load: %w", err)}
+		}
+		switch {
+		case req.Keyspace != "":
+			if len(live) == 0 {
+				return nil, badRequest{fmt.Errorf("load: %s holds no complete sstable", dir)}
+			}
+			err = add(req.Keyspace, req.Table, dir)
+		case len(live) > 0: // <keyspace>/<table>[-<id>]
+			ks, table, _, ok := descriptor.TableDir(dir)
+			if !ok {
+				ks, table = filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+			}
+			err = add(ks, table, dir)
+		default: // a tree of <keyspace>/<table>-<id>
+			tds, terr := catalog.New([]string{dir}, zerolog.Nop()).TableDirs()
+			if terr != nil {
+				return nil, badRequest{fmt.Errorf("load: %w", terr)}
+			}
+			found := false
+			for _, td := range tds {
+				if l, _ := catalog.ListLive(td.Path); len(l) > 0 {
+					found = true
+					if err = add(td.Keyspace, td.Table, td.Path); err != nil {
+						break
+					}
+				}
+			}
+			if err == nil && !found {
+				err = badRequest{fmt.Errorf("load: %s holds no sstable, nor <keyspace>/<table>-<id> directories of them (name the table with --keyspace and --table)", dir)}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]loadTable, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byName[k])
+	}
+	return out, nil
+}
+
+// stageLoad links the sstables of every table into <root>/<keyspace>/<table>-<id>/, numbered
+// 1, 2, ... (sstables of several directories may share a name); a file on another file
+// system is copied. Symlinks and other non-regular files are refused.
+func stageLoad(root string, tables []loadTable) (map[[2]string]string, error) {
+	out := map[[2]string]string{}
+	for _, t := range tables {
+		dst := filepath.Join(root, t.Keyspace, t.Table+"-"+t.ID)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return nil, err
+		}
+		next := 1
+		for _, dir := range t.Dirs {
+			live, err := catalog.ListLive(dir)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range live {
+				nd := descriptor.Descriptor{Dir: dst, Version: s.Desc.Version, ID: strconv.Itoa(next)}
+				next++
+				for _, c := range s.Comps {
+					if err := linkOrCopy(s.Desc.Path(c), nd.Path(c)); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		out[[2]string{t.Keyspace, t.Table}] = dst
+	}
+	return out, nil
+}
+
+func linkOrCopy(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s", catalog.ErrNotRegular, src)
+	}
+	err = os.Link(src, dst)
+	if !errors.Is(err, syscall.EXDEV) {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func randomID() (string, error) {
+	var raw [6]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(raw[:]), nil
+}
+
+// StartCassandraLoad checks a load request against a fresh ring read and starts the load.
+func (n *Node) StartCassandraLoad(req adminapi.CassandraLoadRequest) (OpStatus, error) {
+	s := n.sidecar
+	if s == nil {
+		return OpStatus{}, ErrNotSidecar
+	}
+	c, err := n.requireCluster()
+	if err != nil {
+		return OpStatus{}, err
+	}
+	base := n.runCtx
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(base, s.cfg.Timeout)
+	defer cancel()
+	snap, stale, err := s.snapshot(ctx)
+	if err != nil {
+		return OpStatus{}, err
+	}
+	if stale != "" {
+		return OpStatus{}, fmt.Errorf("%w: %s", ErrNoRing, stale)
+	}
+	tables, err := collectLoad(snap, req)
+	if err != nil {
+		return OpStatus{}, err
+	}
+	var names []string
+	for _, t := range tables {
+		names = append(names, t.Keyspace+"."+t.Table)
+	}
+	return n.startOp(OpCassandraLoad, strings.Join(names, ","), func(ctx context.Context, o *op) error {
+		return n.cassandraLoad(ctx, o, s, c, tables)
+	})
+}
+
+func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster, tables []loadTable) error {
+	log := s.log.With().Str("op", OpCassandraLoad).Logger()
+	id, err := randomID()
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(s.cfg.StagingDir, LoadStagingPrefix+id)
+	defer func() {
+		if err := os.RemoveAll(root); err != nil {
+			log.Warn().Err(err).Str("dir", root).Msg("removing the load's staged links")
+		}
+	}()
+	staged, err := stageLoad(root, tables)
+	if err != nil {
+		return fmt.Errorf("staging the load: %w", err)
+	}
+	if err := n.catalog.AddSource(id, staged); err != nil {
+		return err
+	}
+	defer n.catalog.RemoveSource(id)
+
+	snap, stale, err := s.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if stale != "" {
+		return fmt.Errorf("%w: %s", ErrNoRing, stale)
+	}
+	var kss []string
+	for _, t := range tables {
+		if !slices.Contains(kss, t.Keyspace) {
+			kss = append(kss, t.Keyspace)
+		}
+	}
+	up, unavailable := upSidecars(snap, n.cfg.Name, c.g.Members())
+	jobs, err := planCassandraLoad(snap, up, unavailable, n.cfg.Name, kss)
+	if err != nil {
+		return err
+	}
+	type task struct {
+		job cassLoadJob
+		t   loadTable
+		idx int
+	}
+	var tasks []task
+	for _, j := range jobs {
+		for _, t := range tables {
+			if t.Keyspace != j.Keyspace {
+				continue
+			}
+			tk := task{job: j, t: t}
+			o.update(func(st *OpStatus) {
+				tk.idx = len(st.Transfers)
+				st.Transfers = append(st.Transfers, TransferStatus{From: n.cfg.Name, To: cmpOr(j.Sidecar, j.Replica), Keyspace: t.Keyspace,
+					Table: t.Table, Ranges: j.Ranges.String(), State: OpRunning})
+			})
+			tasks = append(tasks, tk)
+		}
+	}
+	log.Info().Str("load", id).Int("tables", len(tables)).Int("transfers", len(tasks)).Msg("loading into every replica")
+	sem := make(chan struct{}, maxParallelTransfers)
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, tk := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res CassandraLoadPeerResponse
+			var err error
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+				res, err = n.loadInto(ctx, c, tk.job, CassandraLoadPeerRequest{LoadID: id, Keyspace: tk.t.Keyspace, Table: tk.t.Table,
+					TableID: tk.t.ID, Ranges: tk.job.Ranges.String()})
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+			o.update(func(st *OpStatus) {
+				ts := &st.Transfers[tk.idx]
+				ts.SSTables, ts.BytesReceived, ts.State = res.SSTables, res.BytesReceived, OpComplete
+				if err != nil {
+					ts.State, ts.Error = OpFailed, err.Error()
+				}
+				for _, p := range res.Imported {
+					st.Imported = append(st.Imported, ImportedSSTable{Source: tk.t.Keyspace + "." + tk.t.Table, SSTable: cmpOr(tk.job.Sidecar, tk.job.Replica) + ":" + p})
+				}
+			})
+			if err != nil {
+				errs[i] = fmt.Errorf("%s.%s to %s (%s) %s: %w", tk.t.Keyspace, tk.t.Table, cmpOr(tk.job.Sidecar, "-"), tk.job.Replica, tk.job.Ranges, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loadInto has the job's replica fetch and import req: this sidecar itself, or another over
+// the peer call.
+func (n *Node) loadInto(ctx context.Context, c *cluster, j cassLoadJob, req CassandraLoadPeerRequest) (CassandraLoadPeerResponse, error) {
+	if j.Sidecar == "" {
+		return CassandraLoadPeerResponse{}, fmt.Errorf("the replica's sidecar is not available: %s", j.Why)
+	}
+	if j.Sidecar == n.cfg.Name {
+		if n.stream == nil {
+			return CassandraLoadPeerResponse{}, errors.New("node: no stream server")
+		}
+		self := gossip.Member{Name: n.cfg.Name, Meta: gossip.NodeMeta{StreamAddr: n.stream.Addr().String()}}
+		return n.cassandraLoadFetch(ctx, self, req)
+	}
+	m, err := proven(c.members(), j.Sidecar)
+	if err != nil {
+		return CassandraLoadPeerResponse{}, err
+	}
+	var res CassandraLoadPeerResponse
+	err = c.call(ctx, m, peerCassandraLoad, req, &res)
+	return res, err
+}
+
+// peerCassandraLoad answers cassandra_load: the caller, a proven member, is the source.
+func (n *Node) peerCassandraLoad(ctx context.Context, caller tlsx.PeerIdentity, req CassandraLoadPeerRequest) (CassandraLoadPeerResponse, error) {
+	if n.sidecar == nil {
+		return CassandraLoadPeerResponse{}, peerrpc.Errorf(peerrpc.CodeConflict, "%v", ErrNotSidecar)
+	}
+	c, err := n.requireCluster()
+	if err != nil {
+		return CassandraLoadPeerResponse{}, peerrpc.Errorf(peerrpc.CodeConflict, "%v", err)
+	}
+	src, err := proven(c.members(), caller.Name)
+	if err != nil {
+		return CassandraLoadPeerResponse{}, peerrpc.Errorf(peerrpc.CodeUnauthorized, "cassandra_load asked by %s: %v", caller.Name, err)
+	}
+	select {
+	case n.peerFetches <- struct{}{}:
+		defer func() { <-n.peerFetches }()
+	case <-ctx.Done():
+		return CassandraLoadPeerResponse{}, ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.runCtx, cancel)()
+	res, err := n.cassandraLoadFetch(ctx, src, req)
+	var bad badRequest
+	if errors.As(err, &bad) {
+		return res, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
+	}
+	return res, err
+}
+
+// cassandraLoadFetch fetches req from src's load source into this sidecar's staging
+// directory and imports what arrived.
+func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req CassandraLoadPeerRequest) (CassandraLoadPeerResponse, error) {
+	s := n.sidecar
+	if err := cqlname.CheckTable(req.Keyspace, req.Table); err != nil {
+		return CassandraLoadPeerResponse{}, badRequest{err}
+	}
+	if req.LoadID == "" || strings.ContainsAny(req.LoadID, `/\.`) {
+		return CassandraLoadPeerResponse{}, badRequest{fmt.Errorf("load id %q", req.LoadID)}
+	}
+	rs, err := token.ParseRanges(token.Murmur3, req.Ranges)
+	if err != nil || len(rs) == 0 {
+		return CassandraLoadPeerResponse{}, badRequest{fmt.Errorf("ranges %q: %v", req.Ranges, cmpOrErr(err))}
+	}
+	snap, _, err := s.snapshot(ctx)
+	if err != nil {
+		return CassandraLoadPeerResponse{}, err
+	}
+	tb, ok := snap.Table(req.Keyspace, req.Table)
+	if !ok || tb.ID != req.TableID {
+		return CassandraLoadPeerResponse{}, badRequest{fmt.Errorf("table %s.%s id %s: this node's schema has %q", req.Keyspace, req.Table, req.TableID, tb.ID)}
+	}
+	id, err := randomID()
+	if err != nil {
+		return CassandraLoadPeerResponse{}, err
+	}
+	base := filepath.Join(s.cfg.StagingDir, LoadReceivedPrefix+id)
+	defer os.RemoveAll(base)
+	dir := filepath.Join(base, tb.Keyspace, tb.Name+"-"+tb.ID)
+	fres, err := n.fetchFrom(ctx, src, req.LoadID, tb.Keyspace, tb.Name, rs, dir)
+	var out CassandraLoadPeerResponse
+	if fres != nil {
+		out.SSTables, out.BytesReceived = len(fres.SSTables), fres.BytesReceived
+	}
+	if err != nil {
+		return out, fmt.Errorf("fetch: %w", err)
+	}
+	out.Imported = []string{}
+	if len(fres.SSTables) == 0 {
+		return out, nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, importTimeout)
+	defer cancel()
+	ir, err := s.importer(snap).Import(ictx, cassandra.ImportRequest{Keyspace: tb.Keyspace, Table: tb.Name, TableID: tb.ID, Dir: dir})
+	if err != nil {
+		return out, fmt.Errorf("import: %w", err)
+	}
+	for _, t := range ir.SSTables {
+		out.Imported = append(out.Imported, t.Live)
+	}
+	s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("from", src.Name).Int("sstables", len(ir.SSTables)).
+		Int64("bytes", out.BytesReceived).Msg("loaded: fetched and imported")
+	return out, nil
+}
+
+func cmpOrErr(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("empty")
+}
