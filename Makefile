@@ -57,7 +57,7 @@ drills: build
 
 ## drills-cassandra: sluice as the sidecar of live Cassandra 5.0 nodes (the ring over CQL,
 ## sluice cassandra ring, imports through nodetool import, serving the live data; sluice cassandra
-## rebuild between two nodes' sidecars beside nodetool rebuild on a third); Java 17, Maven.
+## rebuild and load between the nodes' sidecars, beside nodetool rebuild and sstableloader); Java 17, Maven.
 drills-cassandra:
 	SLUICE_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestCassandraSidecar$$|TestCassandraSidecarRebuild' ./interop/
 

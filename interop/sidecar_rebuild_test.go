@@ -129,8 +129,10 @@ cassandra:
 // rebuild dc1` against node 2's sidecar fetches every range from node 1's sidecar (the two
 // sidecars gossip with a cluster key and node certificates) into node 2's staging directory
 // and imports it with nodetool import; then every row read at LOCAL_ONE through node 2 equals
-// what was written. Unless SLUICE_SIDECAR_NODETOOL_REBUILD=0, a third node (127.0.0.3, dc3,
-// also replicated) runs nodetool rebuild -- dc1 over the same data, for the ratio.
+// what was written. Then `sluice cassandra load` (testSidecarLoad). Unless
+// SLUICE_SIDECAR_NODETOOL_REBUILD=0, a third node (127.0.0.3, dc3, also replicated, with its
+// own sidecar) takes part in the load and runs nodetool rebuild -- dc1 over the same data,
+// and sstableloader loads the load's sstables again, for the ratios.
 func TestCassandraSidecarRebuild(t *testing.T) {
 	need(t)
 	if os.Getenv("SLUICE_INTEROP_LIVE") == "0" {
@@ -330,7 +332,7 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 	t.Logf("sluice cassandra rebuild dc1: %d range(s), %d sstable(s), %d bytes received and imported; op %.2fs, command %.2fs; "+
 		"node 2 returns all %d rows at LOCAL_ONE", res.Ranges, res.SSTables, res.BytesReceived, res.WallSeconds, wall.Seconds(), len(got))
 
-	testSidecarLoad(t, nodes, native, admins[0], tokens[0])
+	testSidecarLoad(t, nodes, native, storage, admins[0], tokens[0], sideBySide)
 	if !sideBySide {
 		return
 	}
@@ -354,7 +356,10 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 // node owns from the load and imports them (nodetool import checks the node owns every
 // token). Then SELECT COUNT(*) returns every row, each node's directory holds sstables, and the
 // directory loaded from is as it was.
-func testSidecarLoad(t *testing.T, nodes []liveNode, native int, admin, token string) {
+//
+// With sideBySide, Cassandra's sstableloader (BulkLoader) loads the same sstables into a second
+// table of the same schema, for the ratio; its failure is logged, not the test's.
+func testSidecarLoad(t *testing.T, nodes []liveNode, native, storage int, admin, token string, sideBySide bool) {
 	t.Helper()
 	c1 := nodes[0].session(t, native)
 	for _, stmt := range []string{
@@ -413,4 +418,26 @@ func testSidecarLoad(t *testing.T, nodes []liveNode, native int, admin, token st
 	}
 	t.Logf("sluice cassandra load: %d rows (2 sstables) to %d nodes (RF 1, SimpleStrategy): %d range(s), %d sstable(s) imported (per node %v), %d bytes; op %.2fs, command %.2fs; SELECT COUNT(*) = %d",
 		wantRows, len(nodes), res.Ranges, res.SSTables, per, res.BytesReceived, res.WallSeconds, wall.Seconds(), count)
+	if !sideBySide {
+		return
+	}
+	if err := c1.Query(`CREATE TABLE loaded.stress2 (pk text, ck text, value blob, PRIMARY KEY (pk, ck))`).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	bulk := filepath.Join(nodes[0].dir, "bulk", "loaded", "stress2")
+	copyTree(t, filepath.Dir(before[0]), bulk)
+	start = time.Now()
+	bout, err := run(t, filepath.Join(repo, "interop", "cassandra.sh"), "tool", "org.apache.cassandra.tools.BulkLoader",
+		"-d", "127.0.0.1", "-p", strconv.Itoa(native), "-sp", strconv.Itoa(storage), "--no-progress", bulk)
+	bwall := time.Since(start)
+	if err != nil {
+		t.Logf("sstableloader (BulkLoader) failed, no ratio: %v\n%s", err, tail(bout, 2000))
+		return
+	}
+	var count2 int64
+	if err := c1.Query(`SELECT COUNT(*) FROM loaded.stress2`).Consistency(gocql.One).Scan(&count2); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sstableloader (BulkLoader) of the same sstables: %.2fs, SELECT COUNT(*) = %d; sluice cassandra load / sstableloader = %.2f",
+		bwall.Seconds(), count2, wall.Seconds()/bwall.Seconds())
 }
