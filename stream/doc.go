@@ -31,9 +31,10 @@
 //     one ResumePoint{ID, VerifiedChunks} for the sstable it was receiving (see Resume).
 //  3. The sender holds the table's sstables (Catalog.Hold, released at session end), plans
 //     each with slice.Partials (BIG: one index pass, in parallel parts for a large index,
-//     that also measures the index slices and locates each run's Index.db entries; BTI: the
-//     plan, then a pass for the slices' lengths and rows slices; it keeps the lengths rather
-//     than the slices) and decides each before promising
+//     that also measures the index slices and locates each run's Index.db entries; BTI: one
+//     pass over the trie that plans, measures the slices and builds the rows slices, reading
+//     keys from Data.db only for the child's partitions; it keeps the lengths rather than the
+//     slices) and decides each before promising
 //     anything: entire when the ranges take every one of its partitions (the files go as
 //     they are), rows when slice.Refusal refuses zero-copy, otherwise one multi-run partial
 //     holding its chunk runs for every range (one partial per run past the slice bounds,
