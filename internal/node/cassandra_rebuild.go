@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/cassandra"
-	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
@@ -221,30 +220,12 @@ func (n *Node) rebuildTable(ctx context.Context, o *op, c *cluster, im *cassandr
 // staging, never a live table directory. source names sstables src registered under that id
 // (a load) instead of its live table's.
 func (n *Node) fetchFrom(ctx context.Context, src gossip.Member, source, keyspace, table string, rs token.RangeSet, dir string) (*stream.FetchResult, error) {
-	if n.id == nil {
-		return nil, errors.New("node: fetching needs the stream server's identity")
-	}
 	peer, err := streamAddr(src)
 	if err != nil {
 		return nil, err
 	}
-	tc, err := peerrpc.TLSConfig(n.id, peer, src.Name)
-	if err != nil {
-		return nil, err
-	}
-	tc.NextProtos = nil // the stream protocol (stream.Fetch sets its ALPN)
-	cfg := StreamSettings(n.streamConfig())
-	if q, ok := n.stream.(*quicServer); ok {
-		cfg.Inbound = q.Inbound()
-	}
-	fctx, release := n.peers.register(ctx, peer)
-	defer release()
 	start := time.Now()
-	res, err := stream.Fetch(fctx, cfg, tc, stream.FetchRequest{Peer: peer, Keyspace: keyspace, Table: table, Ranges: rs, Dir: dir, Source: source},
-		n.recordSession)
-	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
-		err = fmt.Errorf("%w: %w", cause, err)
-	}
+	res, err := n.streamFetch(ctx, src.Name, stream.FetchRequest{Peer: peer, Keyspace: keyspace, Table: table, Ranges: rs, Dir: dir, Source: source})
 	if res != nil {
 		n.sidecar.log.Debug().Str("keyspace", keyspace).Str("table", table).Str("from", src.Name).Int("sstables", len(res.SSTables)).
 			Int64("bytes", res.BytesReceived).Dur("took", time.Since(start)).Msg("fetched into staging")

@@ -185,29 +185,14 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 	if err != nil {
 		return FetchOpResponse{}, err
 	}
-	if n.id == nil {
-		return FetchOpResponse{}, errors.New("node: fetching needs the stream server's identity")
-	}
-	// The source proves it is the member named: its certificate, for the node role.
-	tc, err := peerrpc.TLSConfig(n.id, req.Peer, req.Source)
-	if err != nil {
-		return FetchOpResponse{}, badRequest{err}
-	}
-	tc.NextProtos = nil // the stream protocol (stream.Fetch sets its ALPN)
-	cfg := StreamSettings(n.streamConfig())
-	if q, ok := n.stream.(*quicServer); ok {
-		cfg.Inbound = q.Inbound()
-	}
 	l := n.dirLocks.get(dir)
 	l.RLock()
 	defer l.RUnlock()
-	fctx, release := n.peers.register(ctx, req.Peer)
-	defer release()
-	res, err := stream.Fetch(fctx, cfg, tc,
-		stream.FetchRequest{Peer: req.Peer, Keyspace: req.Keyspace, Table: req.Table, Ranges: rs, Dir: dir, Resume: true},
-		n.recordSession)
-	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
-		err = fmt.Errorf("%w: %w", cause, err)
+	res, err := n.streamFetch(ctx, req.Source,
+		stream.FetchRequest{Peer: req.Peer, Keyspace: req.Keyspace, Table: req.Table, Ranges: rs, Dir: dir, Resume: true})
+	var bad badRequest
+	if res == nil && errors.As(err, &bad) {
+		return FetchOpResponse{}, err
 	}
 	out := FetchOpResponse{Dir: dir, SSTables: []string{}}
 	if res != nil {
@@ -217,6 +202,32 @@ func (n *Node) Fetch(ctx context.Context, req FetchOpRequest) (FetchOpResponse, 
 		out.Skipped, out.BytesReceived = len(res.Skipped), res.BytesReceived
 	}
 	return out, err
+}
+
+// streamFetch runs one stream.Fetch of req from member source (at req.Peer), which proves it
+// is that member: its certificate, for the node role. The session is registered under the
+// peer, so a failure verdict from membership cancels it. A configuration it cannot make is a
+// badRequest.
+func (n *Node) streamFetch(ctx context.Context, source string, req stream.FetchRequest) (*stream.FetchResult, error) {
+	if n.id == nil {
+		return nil, errors.New("node: fetching needs the stream server's identity")
+	}
+	tc, err := peerrpc.TLSConfig(n.id, req.Peer, source)
+	if err != nil {
+		return nil, badRequest{err}
+	}
+	tc.NextProtos = nil // the stream protocol (stream.Fetch sets its ALPN)
+	cfg := StreamSettings(n.streamConfig())
+	if q, ok := n.stream.(*quicServer); ok {
+		cfg.Inbound = q.Inbound()
+	}
+	fctx, release := n.peers.register(ctx, req.Peer)
+	defer release()
+	res, err := stream.Fetch(fctx, cfg, tc, req, n.recordSession)
+	if cause := context.Cause(fctx); err != nil && errors.Is(cause, ErrPeerDown) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	return res, err
 }
 
 // tableDirFor is the directory of keyspace.table on this node: the one that exists, or a new
