@@ -184,24 +184,7 @@ were imported stay.`,
 					return err
 				}
 			}
-			st, err := followOp(cmd, admin, "/v1/cassandra/rebuild", req)
-			if err != nil {
-				return err
-			}
-			sum := summarizeCassandraRebuild(st)
-			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
-					return err
-				}
-			} else {
-				printOp(cmd.OutOrStdout(), st)
-				fmt.Fprintf(cmd.OutOrStdout(), "%d range(s), %d sstable(s), %s received and imported in %.1fs; %d table(s) imported, %d failed\n",
-					sum.Ranges, sum.SSTables, formatBytes(sum.BytesReceived), sum.WallSeconds, len(sum.Imported), len(sum.Failed))
-			}
-			if st.State != adminapi.OpComplete {
-				return fmt.Errorf("cassandra rebuild failed: %s", st.Error)
-			}
-			return nil
+			return runCassandraOp(cmd, admin, "rebuild", req, asJSON, "imported", "table(s)")
 		},
 	}
 	cmd.Flags().StringVar(&keyspace, "keyspace", "", "rebuild only this keyspace")
@@ -311,24 +294,7 @@ name and the command fails; the parts imported elsewhere stay.`,
 				}
 				req.Dirs = append(req.Dirs, d)
 			}
-			st, err := followOp(cmd, admin, "/v1/cassandra/load", req)
-			if err != nil {
-				return err
-			}
-			sum := summarizeCassandraRebuild(st)
-			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
-					return err
-				}
-			} else {
-				printOp(cmd.OutOrStdout(), st)
-				fmt.Fprintf(cmd.OutOrStdout(), "%d range(s), %d sstable(s), %s received and imported by the replicas in %.1fs; %d transfer(s) imported, %d failed\n",
-					sum.Ranges, sum.SSTables, formatBytes(sum.BytesReceived), sum.WallSeconds, len(sum.Imported), len(sum.Failed))
-			}
-			if st.State != adminapi.OpComplete {
-				return fmt.Errorf("cassandra load failed: %s", st.Error)
-			}
-			return nil
+			return runCassandraOp(cmd, admin, "load", req, asJSON, "imported by the replicas", "transfer(s)")
 		},
 	}
 	cmd.Flags().StringVar(&keyspace, "keyspace", "", "keyspace of a flat directory of sstables (with --table)")
@@ -336,4 +302,28 @@ name and the command fails; the parts imported elsewhere stay.`,
 	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
 	return cmd
+}
+
+// runCassandraOp starts the sidecar operation kind (rebuild, load) with req, follows it to its
+// end and prints its summary (JSON with asJSON); it fails when the operation did not complete.
+// imported and units word the human summary.
+func runCassandraOp(cmd *cobra.Command, admin, kind string, req any, asJSON bool, imported, units string) error {
+	st, err := followOp(cmd, admin, "/v1/cassandra/"+kind, req)
+	if err != nil {
+		return err
+	}
+	sum := summarizeCassandraRebuild(st)
+	if asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
+			return err
+		}
+	} else {
+		printOp(cmd.OutOrStdout(), st)
+		fmt.Fprintf(cmd.OutOrStdout(), "%d range(s), %d sstable(s), %s received and %s in %.1fs; %d %s imported, %d failed\n",
+			sum.Ranges, sum.SSTables, formatBytes(sum.BytesReceived), imported, sum.WallSeconds, len(sum.Imported), units, len(sum.Failed))
+	}
+	if st.State != adminapi.OpComplete {
+		return fmt.Errorf("cassandra %s failed: %s", kind, st.Error)
+	}
+	return nil
 }
