@@ -73,3 +73,13 @@ func TestSummarizeCassandraRebuild(t *testing.T) {
 		t.Errorf("%+v", s)
 	}
 }
+
+// Commands taking at most one argument refuse more as a usage error (exit 2), before any call.
+func TestExtraArgumentsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"rebuild", "dc1", "dc2"}, {"cleanup", "ks.a", "ks.b"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "at most 1") {
+			t.Errorf("%v: exit %d: %s", args, code, errb.String())
+		}
+	}
+}

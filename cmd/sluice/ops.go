@@ -183,7 +183,7 @@ proven their identity); then every node owning a range to drop must confirm it h
 the node's partitions there with the same content (Merkle trees, then digests). A range an
 owner does not confirm (down, lacking partitions, holding other content) is kept: the command
 lists it with the owner and the reason and fails.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req adminapi.CleanupRequest
 			if len(args) == 1 {

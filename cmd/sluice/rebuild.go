@@ -18,7 +18,7 @@ It is for a node that owns ranges without their data: the nodes of a DC added to
 replication join NORMAL without bootstrapping, then each rebuilds from an existing DC. What the
 node already holds is not looked at. A failed rebuild resumes when run again (completed
 transfers are skipped).`,
-		Args: cobra.MaximumNArgs(1),
+		Args: atMostArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := adminapi.RebuildRequest{Keyspace: keyspace}
 			if len(args) == 1 {

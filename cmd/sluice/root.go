@@ -105,6 +105,16 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
+// atMostArgs is cobra.MaximumNArgs with a usage error (exit 2).
+func atMostArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usagef("%s: want at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) != 0 {
 		return usagef("%s: unexpected arguments %q", cmd.CommandPath(), args)
