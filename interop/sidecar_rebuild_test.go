@@ -2,8 +2,8 @@ package interop
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"

@@ -55,7 +55,7 @@ type Gossip struct {
 	// mu guards the fields below. It is held only briefly and never while calling into
 	// memberlist, except TransmitLimitedQueue.QueueBroadcast, which takes only its own lock
 	// and calls chunkBroadcast.Invalidates, which takes none.
-	mu      sync.Mutex
+	mu          sync.Mutex
 	meta        NodeMeta // local; TokensVersion mirrors tokens.local().version
 	metaVersion uint64   // the version of the local metadata claim
 	metaEnc     []byte   // the signed claim of meta, handed to memberlist by NodeMeta

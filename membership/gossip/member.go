@@ -55,8 +55,8 @@ type memberEntry struct {
 	meta        NodeMeta
 	metaRaw     []byte // the signed metadata claim meta came from
 	metaVersion uint64 // its version
-	liveness Liveness
-	leaving  bool // a leave intent arrived while the member was alive
+	liveness    Liveness
+	leaving     bool // a leave intent arrived while the member was alive
 }
 
 func (m Member) clone() Member {
