@@ -180,8 +180,22 @@ func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 		v, err := cb.CassandraRing(r.Context())
 		answer(w, v, err)
 	})
-	mux.HandleFunc("POST /v1/cassandra/import", func(w http.ResponseWriter, r *http.Request) {
-		var req CassandraImportRequest
+	postCassandra(mux, "POST /v1/cassandra/import", cb, func(r *http.Request, req CassandraImportRequest) (any, error) {
+		return cb.CassandraImport(r.Context(), req)
+	})
+	postCassandra(mux, "POST /v1/cassandra/load", cb, func(_ *http.Request, req CassandraLoadRequest) (any, error) {
+		return cb.StartCassandraLoad(req)
+	})
+	postCassandra(mux, "POST /v1/cassandra/rebuild", cb, func(_ *http.Request, req CassandraRebuildRequest) (any, error) {
+		return cb.StartCassandraRebuild(req)
+	})
+}
+
+// postCassandra routes a sidecar POST: the body decoded strictly into Req (400 otherwise),
+// refused on a node that is no sidecar (cb nil), then do's answer.
+func postCassandra[Req any](mux *http.ServeMux, pattern string, cb CassandraBackend, do func(*http.Request, Req) (any, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
 		if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
@@ -190,33 +204,7 @@ func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 			answer(w, nil, errNotSidecar)
 			return
 		}
-		res, err := cb.CassandraImport(r.Context(), req)
+		res, err := do(r, req)
 		answer(w, res, err)
-	})
-	mux.HandleFunc("POST /v1/cassandra/load", func(w http.ResponseWriter, r *http.Request) {
-		var req CassandraLoadRequest
-		if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if cb == nil {
-			answer(w, nil, errNotSidecar)
-			return
-		}
-		st, err := cb.StartCassandraLoad(req)
-		answer(w, st, err)
-	})
-	mux.HandleFunc("POST /v1/cassandra/rebuild", func(w http.ResponseWriter, r *http.Request) {
-		var req CassandraRebuildRequest
-		if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxRequestBody), &req); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if cb == nil {
-			answer(w, nil, errNotSidecar)
-			return
-		}
-		st, err := cb.StartCassandraRebuild(req)
-		answer(w, st, err)
 	})
 }
