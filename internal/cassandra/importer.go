@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -327,26 +326,7 @@ func unstage(tables []stagedTable) error {
 	return errors.Join(errs...)
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
+func copyFile(src, dst string) error { return fsx.CopyNew(src, dst) }
 
 // liveByInode maps each staged Data.db (by its staging path) to the live Data.db that is the
 // same file, searching every directory of keyspace.table in every data directory.

@@ -42,3 +42,30 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	return SyncDir(dir)
 }
+
+// CopyNew copies the file src to dst, which must not exist yet, with CopyRange (copy_file_range
+// where the kernel can), and syncs dst. A dst left by a failure is the caller's to remove.
+func CopyNew(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := CopyRange(out, 0, in, 0, fi.Size()); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

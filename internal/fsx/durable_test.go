@@ -1,6 +1,8 @@
 package fsx
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,5 +30,24 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
 		t.Error("write into a missing directory succeeded")
+	}
+}
+
+// CopyNew copies every byte to a new file and never overwrites one that exists.
+func TestCopyNewCopiesAndNeverOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	want := bytes.Repeat([]byte("sluice"), 100_000)
+	if err := os.WriteFile(src, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyNew(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("copy differs (%d bytes, %v)", len(got), err)
+	}
+	if err := CopyNew(src, dst); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("second copy onto an existing file: %v", err)
 	}
 }
