@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -361,39 +360,28 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 		}
 	}
 	log.Info().Str("load", id).Int("tables", len(tables)).Int("transfers", len(tasks)).Msg("loading into every replica")
-	sem := make(chan struct{}, maxParallelTransfers)
-	errs := make([]error, len(tasks))
-	var wg sync.WaitGroup
-	for i, tk := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var res CassandraLoadPeerResponse
-			var err error
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-				res, err = n.loadInto(ctx, c, tk.job, CassandraLoadPeerRequest{LoadID: id, Keyspace: tk.t.Keyspace, Table: tk.t.Table,
-					TableID: tk.t.ID, Ranges: tk.job.Ranges.String()})
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
-			o.update(func(st *OpStatus) {
-				ts := &st.Transfers[tk.idx]
-				ts.SSTables, ts.BytesReceived, ts.State = res.SSTables, res.BytesReceived, OpComplete
-				if err != nil {
-					ts.State, ts.Error = OpFailed, err.Error()
-				}
-				for _, p := range res.Imported {
-					st.Imported = append(st.Imported, ImportedSSTable{Source: tk.t.Keyspace + "." + tk.t.Table, SSTable: cmpOr(tk.job.Sidecar, tk.job.Replica) + ":" + p})
-				}
-			})
+	errs := eachTransfer(ctx, len(tasks), func(i int, err error) error {
+		tk := tasks[i]
+		var res CassandraLoadPeerResponse
+		if err == nil {
+			res, err = n.loadInto(ctx, c, tk.job, CassandraLoadPeerRequest{LoadID: id, Keyspace: tk.t.Keyspace, Table: tk.t.Table,
+				TableID: tk.t.ID, Ranges: tk.job.Ranges.String()})
+		}
+		o.update(func(st *OpStatus) {
+			ts := &st.Transfers[tk.idx]
+			ts.SSTables, ts.BytesReceived, ts.State = res.SSTables, res.BytesReceived, OpComplete
 			if err != nil {
-				errs[i] = fmt.Errorf("%s.%s to %s (%s) %s: %w", tk.t.Keyspace, tk.t.Table, cmpOr(tk.job.Sidecar, "-"), tk.job.Replica, tk.job.Ranges, err)
+				ts.State, ts.Error = OpFailed, err.Error()
 			}
-		}()
-	}
-	wg.Wait()
+			for _, p := range res.Imported {
+				st.Imported = append(st.Imported, ImportedSSTable{Source: tk.t.Keyspace + "." + tk.t.Table, SSTable: cmpOr(tk.job.Sidecar, tk.job.Replica) + ":" + p})
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("%s.%s to %s (%s) %s: %w", tk.t.Keyspace, tk.t.Table, cmpOr(tk.job.Sidecar, "-"), tk.job.Replica, tk.job.Ranges, err)
+		}
+		return nil
+	})
 	return errors.Join(errs...)
 }
 

@@ -120,28 +120,17 @@ func (n *Node) cassandraRebuild(ctx context.Context, o *op, s *sidecar, c *clust
 
 	im := s.importer(snap)
 	var locks sync.Map // keyspace.table → *sync.Mutex: one import of a table at a time
-	sem := make(chan struct{}, maxParallelTransfers)
-	terrs := make([]error, len(tasks))
-	var wg sync.WaitGroup
-	for i, t := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				terrs[i] = ctx.Err()
-				o.update(func(st *OpStatus) {
-					st.Transfers[t.transfr].State, st.Transfers[t.transfr].Error = OpFailed, ctx.Err().Error()
-				})
-				return
-			}
-			defer func() { <-sem }()
-			mu, _ := locks.LoadOrStore(t.table.Keyspace+"."+t.table.Name, &sync.Mutex{})
-			terrs[i] = n.rebuildTable(ctx, o, c, im, mu.(*sync.Mutex), t, filepath.Join(root, fmt.Sprint(i)))
-		}()
-	}
-	wg.Wait()
+	terrs := eachTransfer(ctx, len(tasks), func(i int, waited error) error {
+		t := tasks[i]
+		if waited != nil {
+			o.update(func(st *OpStatus) {
+				st.Transfers[t.transfr].State, st.Transfers[t.transfr].Error = OpFailed, waited.Error()
+			})
+			return waited
+		}
+		mu, _ := locks.LoadOrStore(t.table.Keyspace+"."+t.table.Name, &sync.Mutex{})
+		return n.rebuildTable(ctx, o, c, im, mu.(*sync.Mutex), t, filepath.Join(root, fmt.Sprint(i)))
+	})
 	for i, err := range terrs {
 		if err != nil {
 			t := tasks[i]

@@ -291,28 +291,40 @@ func (c *cluster) execute(ctx context.Context, o *op, plans []ksPlan) error {
 	if err != nil {
 		return fmt.Errorf("operation journal: %w", err)
 	}
+	errs := eachTransfer(ctx, len(jobs), func(i int, waited error) error {
+		if waited != nil {
+			return waited
+		}
+		return c.runPair(ctx, o, jobs[i], j)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return j.clear()
+}
+
+// eachTransfer runs fn(i) for i in [0, n), at most maxParallelTransfers at a time, and returns
+// their errors by index. fn is called for every i: with waited set to ctx's error when ctx
+// ended before a slot came free (it then runs without one, to record the failure).
+func eachTransfer(ctx context.Context, n int, fn func(i int, waited error) error) []error {
 	sem := make(chan struct{}, maxParallelTransfers)
-	errs := make([]error, len(jobs))
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, job := range jobs {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
+				defer func() { <-sem }()
+				errs[i] = fn(i, nil)
 			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
+				errs[i] = fn(i, ctx.Err())
 			}
-			defer func() { <-sem }()
-			errs[i] = c.runPair(ctx, o, job, j)
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return j.clear()
+	return errs
 }
 
 func (c *cluster) runPair(ctx context.Context, o *op, j pairJob, journal *opJournal) error {
