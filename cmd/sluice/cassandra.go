@@ -256,6 +256,16 @@ func summarizeCassandraRebuild(st adminapi.OpStatus) adminapi.CassandraRebuildRe
 	return out
 }
 
+// summarizeCassandraLoad adds to a load's summary the bytes its source sent and the sstables
+// each replica's node imported.
+func summarizeCassandraLoad(sum adminapi.CassandraRebuildResult) adminapi.CassandraLoadResult {
+	out := adminapi.CassandraLoadResult{CassandraRebuildResult: sum, BytesSent: sum.BytesReceived, ImportedPerNode: map[string]int{}}
+	for _, t := range sum.Imported {
+		out.ImportedPerNode[t.To] += t.SSTables
+	}
+	return out
+}
+
 func newCassandraLoadCmd() *cobra.Command {
 	var admin, keyspace, table string
 	var asJSON bool
@@ -314,7 +324,11 @@ func runCassandraOp(cmd *cobra.Command, admin, kind string, req any, asJSON bool
 	}
 	sum := summarizeCassandraRebuild(st)
 	if asJSON {
-		if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
+		var out any = sum
+		if kind == "load" {
+			out = summarizeCassandraLoad(sum)
+		}
+		if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 			return err
 		}
 	} else {

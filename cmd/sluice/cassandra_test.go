@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,35 @@ func TestSummarizeCassandraRebuild(t *testing.T) {
 	if s.Ranges != 3 || s.SSTables != 3 || s.BytesReceived != 157 || s.WallSeconds != 2.5 || len(s.Imported) != 2 ||
 		len(s.Failed) != 1 || s.Failed[0].Table != "b" || s.Failed[0].From != "s2" || s.Failed[0].Ranges != "(5,10]" || s.Failed[0].Error != "fetch: boom" {
 		t.Errorf("%+v", s)
+	}
+}
+
+// A load's --json carries the fields another program reads: sstables, bytes_sent,
+// wall_seconds, imported (with each replica's node), imported_per_node and failed.
+func TestCassandraLoadJSONFields(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := adminapi.OpStatus{Kind: adminapi.OpCassandraLoad, State: adminapi.OpComplete, Started: start, Finished: start.Add(time.Second),
+		Transfers: []adminapi.TransferStatus{
+			{From: "me", To: "s1", Keyspace: "ks", Table: "a", Ranges: "(1,5]", State: adminapi.OpComplete, SSTables: 2, BytesReceived: 100},
+			{From: "me", To: "s2", Keyspace: "ks", Table: "a", Ranges: "(5,9]", State: adminapi.OpComplete, SSTables: 1, BytesReceived: 40},
+			{From: "me", To: "s2", Keyspace: "ks", Table: "b", Ranges: "(5,9]", State: adminapi.OpComplete, SSTables: 3, BytesReceived: 60},
+		}}
+	b, err := json.Marshal(summarizeCassandraLoad(summarizeCassandraRebuild(st)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"sstables", "bytes_sent", "wall_seconds", "imported", "imported_per_node", "failed"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %q in %s", k, b)
+		}
+	}
+	per, _ := got["imported_per_node"].(map[string]any)
+	if got["bytes_sent"] != 200.0 || per["s1"] != 2.0 || per["s2"] != 4.0 {
+		t.Errorf("bytes_sent %v, imported_per_node %v", got["bytes_sent"], per)
 	}
 }
 

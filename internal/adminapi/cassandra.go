@@ -75,6 +75,16 @@ type CassandraRebuildResult struct {
 	Op            OpStatus                `json:"op"`
 }
 
+// CassandraLoadResult is what `sluice cassandra load --json` prints: a rebuild's summary (its
+// bytes_received are what the replicas received) with the bytes this sidecar's source sent
+// (bytes_sent, the same bytes seen from here) and the sstables each replica's node imported
+// (imported_per_node, by sidecar name).
+type CassandraLoadResult struct {
+	CassandraRebuildResult
+	BytesSent       int64          `json:"bytes_sent"`
+	ImportedPerNode map[string]int `json:"imported_per_node"`
+}
+
 // Sidecar states of a Cassandra node in CassandraNode.Sidecar.
 const (
 	SidecarUp      = "up"      // this node's, or a proven, alive gossip member's
