@@ -46,7 +46,7 @@ fuzz:
 
 ## test-reflink: the tests that need root and a loop-mounted XFS (also part of `make test` when root).
 test-reflink:
-	$(GO) test -v -run 'Reflink|Clone|XFS' ./internal/fsx/... ./sstable/...
+	$(GO) test -v -run 'Reflink|Clone|XFS' ./internal/lib/fsx/... ./sstable/...
 
 ## drills: every cluster drill as node processes at a larger size than CI's (root for disk-full;
 ## DRILL_NET=netns puts every node in its own network namespace, root too).

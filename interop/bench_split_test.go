@@ -15,7 +15,7 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/internal/lib/fsx/fsxtest"
 )
 
 // TestBenchSplitAgainstSSTableSplit is a benchmark, not a check (SLUICE_BENCH_SPLIT=1, `make

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/internal/testkit/loopfs"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/token"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/campaign.golden from this run")

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/version"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 )
 
 // Every Cassandra-written fixture verifies clean, with and without the row pass.

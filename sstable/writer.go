@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/bloom"
 	"github.com/sluicedb/sluice/sstable/bti"

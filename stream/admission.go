@@ -7,8 +7,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/sluicedb/sluice/internal/cqlname"
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/wire"
 )
 

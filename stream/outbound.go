@@ -9,7 +9,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/wire"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
 )

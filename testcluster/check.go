@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/internal/node"
-	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
 )

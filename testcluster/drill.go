@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
-	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/internal/testkit/loopfs"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedb/sluice/internal/bench"
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 )
 
 // benchStreamHelpers are the hidden child processes of `sluice bench stream`: a measuring

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 )
 
 // sluice runs one command line and returns its exit code, stdout and stderr.

@@ -27,9 +27,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	nodepkg "github.com/sluicedb/sluice/internal/node"
 	"github.com/sluicedb/sluice/internal/peerrpc"
-	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/gen"

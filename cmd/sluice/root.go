@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/sluicedb/sluice/internal/printable"
+	"github.com/sluicedb/sluice/internal/lib/printable"
 	"golang.org/x/term"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedb/sluice/internal/bench"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/lib/printable"
 	"github.com/sluicedb/sluice/internal/node"
-	"github.com/sluicedb/sluice/internal/printable"
 )
 
 // statusEntry is one node in `sluice status --json`.

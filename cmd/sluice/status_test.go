@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/internal/node"
-	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/version"

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
 )

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 )
 
 // The admin API is for the operator on the node's host. Every request must:

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/fsx"
-	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/testkit/loopfs"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"

@@ -24,8 +24,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/sluicedb/sluice/internal/fsx"
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 )
 
 // /proc/<pid>/stat: utime and stime are fields 14 and 15, counted after the command name,

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/catalog"
-	"github.com/sluicedb/sluice/internal/cqlname"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/cassandra"
-	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
 	"github.com/sluicedb/sluice/membership/gossip"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/internal/catalog"
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"

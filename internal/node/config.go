@@ -19,7 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicedb/sluice/internal/cassandra"
-	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 )
 
 // journalFile records, in the first data directory, which transfers of the current operation

@@ -16,9 +16,9 @@ import (
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/catalog"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
-	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/stream"

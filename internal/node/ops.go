@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/catalog"
-	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"

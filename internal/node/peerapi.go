@@ -10,10 +10,10 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
-	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/sstable/token"
 )

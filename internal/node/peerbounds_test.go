@@ -16,9 +16,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
-	"github.com/sluicedb/sluice/internal/tlsx"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
 )

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/sluicedb/sluice/internal/catalog"
-	"github.com/sluicedb/sluice/internal/cqlname"
+	"github.com/sluicedb/sluice/internal/lib/cqlname"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/gossip"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/catalog"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"

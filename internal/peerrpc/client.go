@@ -12,7 +12,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 )
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

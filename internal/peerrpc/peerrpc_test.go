@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 	"github.com/sluicedb/sluice/stream"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/rs/zerolog"
 
-	"github.com/sluicedb/sluice/internal/tlsx"
+	"github.com/sluicedb/sluice/internal/lib/tlsx"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

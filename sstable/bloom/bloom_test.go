@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/sstable/version"

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/cputime"
+	"github.com/sluicedb/sluice/internal/lib/cputime"
 )
 
 // javaIndex is BloomFilter's bit index as Java computes it: abs(base % max), with Java's

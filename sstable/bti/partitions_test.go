@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/token"
 )

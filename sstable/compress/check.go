@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 
-	"github.com/sluicedb/sluice/internal/crcx"
+	"github.com/sluicedb/sluice/internal/lib/crcx"
 )
 
 // This file holds the checksum side of moving parent bytes into a child: every path that

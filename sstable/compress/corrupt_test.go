@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 )
 
 func multiChunkFixture(t *testing.T) (fixtures.SSTable, *Info, []byte) {

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pierrec/lz4/v4"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/schema"
 	"github.com/sluicedb/sluice/sstable/version"

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/sstabletest"
+	"github.com/sluicedb/sluice/internal/testkit/sstabletest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/rows"
 	"github.com/sluicedb/sluice/sstable/schema"

@@ -7,8 +7,8 @@ import (
 	"math"
 	"os"
 
-	"github.com/sluicedb/sluice/internal/crcx"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/crcx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
 )

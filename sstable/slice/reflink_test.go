@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/internal/lib/fsx/fsxtest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fsx"
-	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx/fsxtest"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/stats"

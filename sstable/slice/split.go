@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"

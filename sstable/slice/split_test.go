@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
-	"github.com/sluicedb/sluice/internal/sstabletest"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/sstabletest"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"

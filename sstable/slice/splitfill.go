@@ -3,7 +3,7 @@ package slice
 import (
 	"errors"
 	"fmt"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"os"
 

@@ -8,7 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/generation"

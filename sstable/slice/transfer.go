@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/bti"

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/descriptor"

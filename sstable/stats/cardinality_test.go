@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/token"
 )

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
 	"github.com/sluicedb/sluice/sstable/encoding"
 	"github.com/sluicedb/sluice/sstable/schema"
 	"github.com/sluicedb/sluice/sstable/version"

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/loopfs"
+	"github.com/sluicedb/sluice/internal/testkit/loopfs"
 )
 
 // MountXFS creates a sparse image of size bytes ("300M", "1G", or a plain byte count; XFS

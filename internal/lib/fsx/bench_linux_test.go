@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/internal/lib/fsx/fsxtest"
 )
 
 const benchSize = 16 << 20

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/internal/lib/fsx/fsxtest"
 )
 
 // TestNoSpace fills a small file system through an Install: each mechanism's ENOSPC comes back

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/fsx"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 )
 
 // maxFileSize bounds what is read from a certificate or key file; real ones are under 2 KiB.

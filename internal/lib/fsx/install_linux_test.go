@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sluicedb/sluice/internal/fsx/fsxtest"
+	"github.com/sluicedb/sluice/internal/lib/fsx/fsxtest"
 )
 
 // XFS makes renames durable in the order they were made, so CommitAll there renames the
