@@ -14,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/sluicedb/sluice/internal/adminapi"
 
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/stream"
@@ -210,19 +209,30 @@ func ListLive(dir string) ([]LiveSSTable, error) {
 	return out, nil
 }
 
+// TableSummary is one table of the data directories: where it lives, how many live sstables
+// it has and their bytes.
+type TableSummary struct {
+	Keyspace string
+	Table    string
+	ID       string
+	Dirs     []string
+	SSTables int
+	Bytes    int64
+}
+
 // Tables summarises every table found, ordered by keyspace, table and id. A table whose id
 // appears in several data directories is one entry listing each directory.
-func (c *Catalog) Tables() ([]adminapi.TableStatus, error) {
+func (c *Catalog) Tables() ([]TableSummary, error) {
 	dirs, err := c.TableDirs()
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[string]*adminapi.TableStatus{}
+	byKey := map[string]*TableSummary{}
 	for _, td := range dirs {
 		key := td.Keyspace + "\x00" + td.Table + "\x00" + td.ID
 		ts := byKey[key]
 		if ts == nil {
-			ts = &adminapi.TableStatus{Keyspace: td.Keyspace, Table: td.Table, ID: td.ID}
+			ts = &TableSummary{Keyspace: td.Keyspace, Table: td.Table, ID: td.ID}
 			byKey[key] = ts
 		}
 		ts.Dirs = append(ts.Dirs, td.Path)
@@ -239,7 +249,7 @@ func (c *Catalog) Tables() ([]adminapi.TableStatus, error) {
 			}
 		}
 	}
-	out := make([]adminapi.TableStatus, 0, len(byKey))
+	out := make([]TableSummary, 0, len(byKey))
 	for _, ts := range byKey {
 		out = append(out, *ts)
 	}

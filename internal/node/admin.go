@@ -128,3 +128,13 @@ func isConflict(err error) bool {
 type badRequest struct{ err error }
 
 func (b badRequest) Error() string { return b.err.Error() }
+
+// tables is the catalog's table summaries in the admin API's (and the peer API's) form.
+func (n *Node) tables() ([]TableStatus, error) {
+	sums, err := n.catalog.Tables()
+	out := make([]TableStatus, len(sums))
+	for i, s := range sums {
+		out[i] = TableStatus(s)
+	}
+	return out, err
+}

@@ -206,7 +206,7 @@ func longsOf(ts []token.Token) []int64 {
 // checkEmpty refuses to bootstrap a new node that already holds sstables: they would stay
 // outside the ranges it is given, or duplicate what it fetches.
 func (n *Node) checkEmpty() error {
-	tables, err := n.catalog.Tables()
+	tables, err := n.tables()
 	if err != nil {
 		return err
 	}

@@ -397,7 +397,7 @@ func (n *Node) prepareDirs() error {
 
 // Status reports the node and the tables in its data directories.
 func (n *Node) Status() (Status, error) {
-	tables, err := n.catalog.Tables()
+	tables, err := n.tables()
 	if err != nil {
 		return Status{}, err
 	}
@@ -507,7 +507,7 @@ const loadTimeout = 2 * time.Second
 
 // Load is the bytes of this node's live sstables.
 func (n *Node) Load() (int64, error) {
-	tables, err := n.catalog.Tables()
+	tables, err := n.tables()
 	if err != nil {
 		return 0, err
 	}

@@ -84,7 +84,7 @@ func (n *Node) peerCall(ctx context.Context, caller tlsx.PeerIdentity, method st
 		if err := cqlname.Check("keyspace", req.Keyspace); err != nil {
 			return nil, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
 		}
-		tables, err := n.catalog.Tables()
+		tables, err := n.tables()
 		if err != nil {
 			return nil, err
 		}

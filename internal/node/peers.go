@@ -21,7 +21,7 @@ type netPeers struct{ c *cluster }
 func (p netPeers) tables(ctx context.Context, name, keyspace string) ([]TableStatus, error) {
 	c := p.c
 	if name == c.n.cfg.Name {
-		all, err := c.n.catalog.Tables()
+		all, err := c.n.tables()
 		var out []TableStatus
 		for _, t := range all {
 			if t.Keyspace == keyspace {
