@@ -5,7 +5,7 @@ PKGS     := ./...
 # Race detector on everything: the suite is sized so this stays within CI's budget.
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra bench-cassandra interop clean
+.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra bench-cassandra interop jmx-class clean
 
 all: build
 
@@ -71,6 +71,12 @@ bench-cassandra:
 ## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.
 interop:
 	./interop/run.sh
+
+## jmx-class: recompile the sidecar's JMX client (internal/cassandra/java, embedded in the binary)
+## for Java 11+ and record its source's SHA-256, which TestJMXClassIsFresh checks; needs a JDK.
+jmx-class:
+	javac --release 11 -Xlint:all -Werror -d internal/cassandra/java internal/cassandra/java/SluiceJMX.java
+	cd internal/cassandra/java && sha256sum SluiceJMX.java > SluiceJMX.java.sha256
 
 clean:
 	rm -rf bin

@@ -19,8 +19,19 @@ import (
 //   - data_file_directories: the node's data_file_directories, as in cassandra.yaml, at least
 //     one. The sidecar serves their sstables (read-only, through hard-link holds) and checks
 //     that imports land in them.
-//   - nodetool: the argv prefix that runs nodetool against that node, required, e.g.
-//     [nodetool, -h, 127.0.0.1, -p, "7199"]; the import arguments are appended.
+//   - nodetool: the argv prefix that runs nodetool against that node, e.g.
+//     [nodetool, -h, 127.0.0.1, -p, "7199"]; the import arguments are appended. Required
+//     unless jmx_address is set (then imports go through the JMX client and nodetool is not
+//     run).
+//   - jmx_address: host:port of the node's JMX port (e.g. 127.0.0.1:7199). When set, imports
+//     go through sluice's persistent JMX client (JMX, jmx.go): one small JVM, started once by
+//     the sidecar and restarted if it dies, calls importNewSSTables for each import instead of
+//     a nodetool JVM per import. Unset: nodetool import.
+//   - jmx_username, jmx_password_file: JMX authentication (the file holds the password;
+//     surrounding white space is ignored). Both or neither; only with jmx_address.
+//   - java: the argv prefix that runs a Java 11+ runtime (a JRE suffices) for the JMX client,
+//     default [java, -XX:+UseSerialGC, -Xmx64m, -XX:TieredStopAtLevel=1]; the client's
+//     class path, class and service URL are appended. Only with jmx_address.
 //   - staging_dir: where received sstables wait for nodetool import; it must be on the same
 //     file system as the data directories (nodetool import then moves them by rename) and
 //     writable by the Cassandra process, which moves the files out of it. Default: the
@@ -38,6 +49,10 @@ type Config struct {
 	NativeAddress       string        `yaml:"native_address"`
 	DataFileDirectories []string      `yaml:"data_file_directories"`
 	Nodetool            []string      `yaml:"nodetool"`
+	JMXAddress          string        `yaml:"jmx_address"`
+	JMXUsername         string        `yaml:"jmx_username"`
+	JMXPasswordFile     string        `yaml:"jmx_password_file"`
+	Java                []string      `yaml:"java"`
 	StagingDir          string        `yaml:"staging_dir"`
 	Username            string        `yaml:"username"`
 	PasswordFile        string        `yaml:"password_file"`
@@ -65,6 +80,10 @@ const (
 	DefaultStagingName = "sluice-staging"
 )
 
+// DefaultJava is the java argv prefix of the JMX client: a small heap and the serial
+// collector and C1 only, as befits a client that makes one remote call per import.
+var DefaultJava = []string{"java", "-XX:+UseSerialGC", "-Xmx64m", "-XX:TieredStopAtLevel=1"}
+
 // FieldError names the field of the cassandra section that failed validation, by its YAML
 // path below the section ("native_address", "tls.cert").
 type FieldError struct {
@@ -83,6 +102,10 @@ func fieldErrorf(field, format string, args ...any) error {
 func (c Config) WithDefaults() Config {
 	c.DataFileDirectories = append([]string(nil), c.DataFileDirectories...)
 	c.Nodetool = append([]string(nil), c.Nodetool...)
+	c.Java = append([]string(nil), c.Java...)
+	if len(c.Java) == 0 && c.JMXAddress != "" {
+		c.Java = append([]string(nil), DefaultJava...)
+	}
 	if c.StagingDir == "" && len(c.DataFileDirectories) > 0 && c.DataFileDirectories[0] != "" {
 		c.StagingDir = filepath.Join(filepath.Dir(filepath.Clean(c.DataFileDirectories[0])), DefaultStagingName)
 	}
@@ -101,7 +124,7 @@ func (c *Config) Resolve(base string) {
 	for i, d := range c.DataFileDirectories {
 		c.DataFileDirectories[i] = resolve(base, d)
 	}
-	for _, p := range []*string{&c.StagingDir, &c.PasswordFile, &c.TLS.CA, &c.TLS.Cert, &c.TLS.Key} {
+	for _, p := range []*string{&c.StagingDir, &c.PasswordFile, &c.JMXPasswordFile, &c.TLS.CA, &c.TLS.Cert, &c.TLS.Key} {
 		*p = resolve(base, *p)
 	}
 }
@@ -143,8 +166,26 @@ func (c Config) Validate() error {
 			seen[clean] = true
 		}
 	}
-	if len(c.Nodetool) == 0 || strings.TrimSpace(c.Nodetool[0]) == "" {
-		return fieldErrorf("nodetool", "required: the argv prefix that runs nodetool against the node, e.g. [nodetool, -h, 127.0.0.1, -p, \"7199\"]")
+	if c.JMXAddress != "" {
+		h, p, err := net.SplitHostPort(c.JMXAddress)
+		if err != nil || h == "" {
+			return fieldErrorf("jmx_address", "%q: want host:port", c.JMXAddress)
+		}
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return fieldErrorf("jmx_address", "%q: bad port %q", c.JMXAddress, p)
+		}
+		if len(c.Java) == 0 || strings.TrimSpace(c.Java[0]) == "" {
+			return fieldErrorf("java", "required with jmx_address: the argv prefix that runs java, e.g. [java]")
+		}
+	}
+	if (c.JMXUsername == "") != (c.JMXPasswordFile == "") {
+		return fieldErrorf("jmx_password_file", "jmx_username and jmx_password_file go together")
+	}
+	if c.JMXUsername != "" && c.JMXAddress == "" {
+		return fieldErrorf("jmx_username", "only with jmx_address (nodetool takes its credentials on its argv)")
+	}
+	if c.JMXAddress == "" && (len(c.Nodetool) == 0 || strings.TrimSpace(c.Nodetool[0]) == "") {
+		return fieldErrorf("nodetool", "required without jmx_address: the argv prefix that runs nodetool against the node, e.g. [nodetool, -h, 127.0.0.1, -p, \"7199\"]")
 	}
 	for _, a := range c.Nodetool {
 		if a == "--no-verify-tokens" || a == "--no-tokens" || a == "-t" || a == "--quick" || a == "-q" || a == "--no-verify" || a == "-v" {

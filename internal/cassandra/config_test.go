@@ -37,6 +37,11 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		{"tls.ca", func(c *Config) { c.TLS = TLS{Cert: "/c", Key: "/k"} }},
 		{"refresh_interval", func(c *Config) { c.RefreshInterval = time.Millisecond }},
 		{"timeout", func(c *Config) { c.Timeout = -time.Second }},
+		{"jmx_address", func(c *Config) { c.JMXAddress = "127.0.0.1" }},
+		{"jmx_address", func(c *Config) { c.JMXAddress = "127.0.0.1:0" }},
+		{"jmx_password_file", func(c *Config) { c.JMXAddress, c.Java, c.JMXUsername = "127.0.0.1:7199", DefaultJava, "u" }},
+		{"jmx_username", func(c *Config) { c.JMXUsername, c.JMXPasswordFile = "u", "/pw" }},
+		{"java", func(c *Config) { c.JMXAddress, c.Java = "127.0.0.1:7199", []string{""} }},
 	} {
 		c := base.WithDefaults()
 		tc.edit(&c)
@@ -48,11 +53,32 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	}
 }
 
+// With jmx_address, imports go through the JMX client: nodetool may be left out, and java
+// defaults to a small client JVM.
+func TestConfigJMX(t *testing.T) {
+	c := Config{NativeAddress: "127.0.0.1:9042", DataFileDirectories: []string{"/var/lib/cassandra/data"}, JMXAddress: "127.0.0.1:7199"}.WithDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Java) == 0 || c.Java[0] != "java" {
+		t.Errorf("java %q", c.Java)
+	}
+	if d := (Config{NativeAddress: "127.0.0.1:9042"}).WithDefaults(); d.Java != nil {
+		t.Errorf("java %q without jmx_address", d.Java)
+	}
+	if j := NewJMX(c); j == nil || j.Address != "127.0.0.1:7199" || j.Java[0] != "java" {
+		t.Fatalf("%+v", j)
+	}
+	if j := NewJMX(Config{}); j != nil {
+		t.Errorf("no jmx_address: %+v", j)
+	}
+}
+
 func TestConfigResolve(t *testing.T) {
-	c := Config{DataFileDirectories: []string{"data", "/abs"}, PasswordFile: "pw", TLS: TLS{CA: "ca.crt"}, Nodetool: []string{"bin/nodetool"}}
+	c := Config{DataFileDirectories: []string{"data", "/abs"}, PasswordFile: "pw", JMXPasswordFile: "jmx.pw", TLS: TLS{CA: "ca.crt"}, Nodetool: []string{"bin/nodetool"}}
 	c.Resolve("/etc/sluice")
 	if c.DataFileDirectories[0] != filepath.Join("/etc/sluice", "data") || c.DataFileDirectories[1] != "/abs" ||
-		c.PasswordFile != "/etc/sluice/pw" || c.TLS.CA != "/etc/sluice/ca.crt" || c.Nodetool[0] != "bin/nodetool" {
+		c.PasswordFile != "/etc/sluice/pw" || c.JMXPasswordFile != "/etc/sluice/jmx.pw" || c.TLS.CA != "/etc/sluice/ca.crt" || c.Nodetool[0] != "bin/nodetool" {
 		t.Errorf("%+v", c)
 	}
 }

@@ -29,8 +29,12 @@ import (
 //     staging directory <staging_dir>/import-<random>/<keyspace>/<table>-<id>/, named as
 //     Cassandra names table directories: some versions (4.1.4, CASSANDRA-19401) silently
 //     import nothing from a directory named otherwise (5.0.7 imports from any name);
-//  3. runs <nodetool argv> import <keyspace> <table> <that directory> (ImportArgs: Cassandra
-//     verifies the sstables and checks that the node owns their tokens, then moves them in);
+//  3. hands that directory to the node: through the persistent JMX client when JMX is set
+//     (importNewSSTables with SidecarImportFlags: Cassandra checks that the node owns every
+//     token and opens each sstable, but does not read Data.db again for the digest step 1
+//     checked), else by running <nodetool argv> import <keyspace> <table> <that directory>
+//     (ImportArgs: Cassandra verifies the sstables and checks that the node owns their
+//     tokens); either way Cassandra moves them in;
 //  4. confirms on disk, never from the exit code alone, that every sstable left the staging
 //     directory and is now in one of the table's live directories (the same inode: a move is a
 //     rename), and removes the staging directory.
@@ -50,6 +54,9 @@ type Importer struct {
 	DataDirs []string
 	// Run runs nodetool; nil is ExecRunner.
 	Run Runner
+	// JMX, when set, is the node's persistent JMX client (cassandra.jmx_address): imports call
+	// importNewSSTables through it and nodetool is not run.
+	JMX *JMX
 	// Verify checks one sstable (its Data.db path) before anything moves; nil is VerifyStrict.
 	Verify func(dataPath string) error
 }
@@ -154,23 +161,15 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 		return fail(errors.Join(e, unstage(tables)))
 	}
 
-	run := im.Run
-	if run == nil {
-		run = ExecRunner
-	}
-	argv := append(append([]string(nil), im.Nodetool...), ImportArgs(req.Keyspace, req.Table, dir)...)
-	out, code, e := run(ctx, argv)
+	out, verdict, e := im.handOver(ctx, req, dir)
 	res.Output, ie.Output = strings.TrimSpace(out), out
-	parsed := ParseImportOutput(out)
-	switch {
-	case e != nil && ctx.Err() != nil:
-		// Cassandra may still be importing (nodetool's JMX call outlives nodetool): the
-		// staged sstables stay where they are.
-		return fail(fmt.Errorf("%w: %s: %v; the outcome is unknown: what Cassandra did not take is still in %s", ErrNodetool, strings.Join(argv, " "), e, dir))
-	case e != nil:
-		return fail(errors.Join(fmt.Errorf("%w: %s: %v", ErrNodetool, strings.Join(argv, " "), e), unstage(tables)))
-	case code != 0 || parsed.Failed():
-		return fail(errors.Join(fmt.Errorf("%w: exit code %d", ErrNodetool, code), unstage(tables)))
+	switch verdict {
+	case handOverUnknown:
+		// Cassandra may still be importing (nodetool's JMX call outlives nodetool, and so does
+		// the JMX client's): the staged sstables stay where they are.
+		return fail(fmt.Errorf("%w; the outcome is unknown: what Cassandra did not take is still in %s", e, dir))
+	case handOverFailed:
+		return fail(errors.Join(e, unstage(tables)))
 	}
 
 	// Confirm on disk: each sstable left staging and its Data.db inode is in a live directory.
@@ -196,13 +195,55 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 	res.Elapsed = time.Since(start)
 	switch {
 	case len(left) > 0:
-		return fail(errors.Join(fmt.Errorf("%w: nodetool exited 0 but %d of %d sstables are still in the staging directory (%s): Cassandra did not take them (its log says why, e.g. \"No new SSTables were found\"); they are back in %s",
+		return fail(errors.Join(fmt.Errorf("%w: the import reported success but %d of %d sstables are still in the staging directory (%s): Cassandra did not take them (its log says why, e.g. \"No new SSTables were found\"); they are back in %s",
 			ErrNotConfirmed, len(left), len(tables), strings.Join(left, ", "), req.Dir), unstage(back)))
 	case len(lost) > 0:
 		return fail(fmt.Errorf("%w: %d of %d sstables left the staging directory but are in no live directory of %s.%s (%s): compacted away already, or moved elsewhere",
 			ErrNotConfirmed, len(lost), len(tables), req.Keyspace, req.Table, strings.Join(lost, ", ")))
 	}
 	return res, nil
+}
+
+// handOver verdicts.
+const (
+	handOverDone    = iota // the call returned success: confirm on disk
+	handOverFailed         // the call failed: Cassandra took nothing, or moved it back
+	handOverUnknown        // no answer: Cassandra may still be importing
+)
+
+// handOver asks the node to import dir: through the JMX client when there is one, else with
+// nodetool. It returns what to show of the call's output and its verdict (with the error
+// unless done).
+func (im *Importer) handOver(ctx context.Context, req ImportRequest, dir string) (string, int, error) {
+	if im.JMX != nil {
+		r, err := im.JMX.Import(ctx, req.Keyspace, req.Table, dir, SidecarImportFlags)
+		switch {
+		case errors.Is(err, ErrOutcomeUnknown):
+			return "", handOverUnknown, err
+		case err != nil:
+			return "", handOverFailed, err
+		case len(r.Failed) > 0:
+			out := "importNewSSTables failed directories: " + strings.Join(r.Failed, ", ")
+			return out, handOverFailed, fmt.Errorf("%w: Cassandra failed to import %s (its log says why)", ErrJMX, strings.Join(r.Failed, ", "))
+		}
+		return "", handOverDone, nil
+	}
+	run := im.Run
+	if run == nil {
+		run = ExecRunner
+	}
+	argv := append(append([]string(nil), im.Nodetool...), ImportArgs(req.Keyspace, req.Table, dir)...)
+	out, code, e := run(ctx, argv)
+	parsed := ParseImportOutput(out)
+	switch {
+	case e != nil && ctx.Err() != nil:
+		return out, handOverUnknown, fmt.Errorf("%w: %s: %v", ErrNodetool, strings.Join(argv, " "), e)
+	case e != nil:
+		return out, handOverFailed, fmt.Errorf("%w: %s: %v", ErrNodetool, strings.Join(argv, " "), e)
+	case code != 0 || parsed.Failed():
+		return out, handOverFailed, fmt.Errorf("%w: exit code %d", ErrNodetool, code)
+	}
+	return out, handOverDone, nil
 }
 
 // sessionDir creates a fresh import-<random> directory under the staging directory.

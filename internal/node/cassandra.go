@@ -51,6 +51,9 @@ type sidecar struct {
 	dial func(ctx context.Context) (ringReader, error)
 	// runNodetool runs nodetool (nil: cassandra.ExecRunner).
 	runNodetool cassandra.Runner
+	// jmx is the persistent JMX client imports go through (cassandra.jmx_address); nil:
+	// nodetool import.
+	jmx *cassandra.JMX
 
 	// dialled is closed once run's first dial returned, so that a request right after start
 	// waits for it rather than finding no reader.
@@ -76,7 +79,7 @@ func newSidecar(cfg Config, log zerolog.Logger) *sidecar {
 	}
 	cc := *cfg.Cassandra
 	s := &sidecar{cfg: cc, dirs: cc.DataFileDirectories, log: log.With().Str("component", "cassandra").Logger(),
-		dialled: make(chan struct{})}
+		dialled: make(chan struct{}), jmx: cassandra.NewJMX(cc)}
 	s.dial = func(ctx context.Context) (ringReader, error) {
 		r, err := cassandra.Dial(ctx, cc, driverLog{s.log})
 		if err != nil {
@@ -108,6 +111,14 @@ func (s *sidecar) run(ctx context.Context) {
 	retry := time.Second
 	firstDial := func() { s.onceDial.Do(func() { close(s.dialled) }) }
 	defer firstDial()
+	if s.jmx != nil {
+		defer s.jmx.Close()
+		go func() {
+			if err := s.jmx.Start(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("starting the JMX client (imports will try again)")
+			}
+		}()
+	}
 	defer func() {
 		s.mu.Lock()
 		if s.reader != nil {
@@ -431,7 +442,7 @@ func (s *sidecar) importer(snap cassandra.Snapshot) *cassandra.Importer {
 	if l, ok := snap.LocalNode(); ok {
 		name = l.HostID
 	}
-	return &cassandra.Importer{Node: name, Nodetool: s.cfg.Nodetool, StagingDir: s.cfg.StagingDir, DataDirs: s.dirs, Run: s.runNodetool}
+	return &cassandra.Importer{Node: name, Nodetool: s.cfg.Nodetool, StagingDir: s.cfg.StagingDir, DataDirs: s.dirs, Run: s.runNodetool, JMX: s.jmx}
 }
 
 // importTimeout bounds one import (verification, nodetool, confirmation).
