@@ -259,18 +259,27 @@ func summarizeCassandraRebuild(st adminapi.OpStatus) adminapi.CassandraRebuildRe
 // summarizeCassandraLoad adds to a load's summary the bytes its source sent and the sstables
 // each replica's node imported.
 func summarizeCassandraLoad(sum adminapi.CassandraRebuildResult) adminapi.CassandraLoadResult {
-	out := adminapi.CassandraLoadResult{CassandraRebuildResult: sum, BytesSent: sum.BytesReceived, ImportedPerNode: map[string]int{}}
+	out := adminapi.CassandraLoadResult{CassandraRebuildResult: sum, BytesSent: sum.BytesReceived, ImportedPerNode: map[string]int{},
+		Refused: []adminapi.CassandraLoadRefusal{}}
 	for _, t := range sum.Imported {
 		out.ImportedPerNode[t.To] += t.SSTables
+	}
+	for _, t := range sum.Op.Transfers {
+		switch {
+		case t.To == adminapi.LoadRefused:
+			out.Refused = append(out.Refused, adminapi.CassandraLoadRefusal{Keyspace: t.Keyspace, Table: t.Table, SSTable: t.From, Error: t.Error})
+		case t.State == adminapi.OpComplete && t.Skipped > 0:
+			out.Resumed++
+		}
 	}
 	return out
 }
 
 func newCassandraLoadCmd() *cobra.Command {
 	var admin, keyspace, table string
-	var asJSON bool
+	var asJSON, resume bool
 	cmd := &cobra.Command{
-		Use:   "load DIR... [--keyspace KS --table T] [--admin HOST:PORT] [--json]",
+		Use:   "load DIR... [--keyspace KS --table T] [--admin HOST:PORT] [--json] | load --resume",
 		Short: "Send sstables to every replica of their ranges through the sidecars (sstableloader)",
 		Long: `Load sstables into the live Cassandra cluster, like sstableloader, zero-copy: every sstable
 under each DIR (a <keyspace>/<table>[-<id>] directory, a tree of them, or with --keyspace and
@@ -279,11 +288,19 @@ to every replica's sidecar (this one included), which imports its part with node
 (strict verification first; Cassandra checks the node owns the tokens). The sidecar stages the
 sstables by hard links (copies when DIR is on another file system) and serves them only to
 the load's own requests; DIR is left as it was. The DIRs are read by the sidecar, so they must
-be paths on its machine. A replica whose sidecar is down, or a table that fails, is listed by
-name and the command fails; the parts imported elsewhere stay.`,
+be paths on its machine. Every source sstable is verified strictly first: a damaged one is
+refused by its path and what was wrong, nothing of it is sent, the others are loaded. A
+replica whose sidecar is down or whose Cassandra node is DOWN, or a table that fails, is
+listed by name and the command fails; the parts imported elsewhere stay.
+
+A load that did not complete (a replica down, the sidecar restarted, a failure) keeps a
+journal in the sidecar's staging directory of every transfer whose import a replica
+confirmed. Running the same command again resumes it: only the transfers not confirmed are
+sent (a transfer is confirmed only once the replica's node is seen to hold its sstables).
+--resume without DIR resumes the journaled load; the journal goes when a load completes.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("%s: want at least one DIR", cmd.CommandPath())
+			if len(args) == 0 && !resume {
+				return usagef("%s: want at least one DIR (or --resume)", cmd.CommandPath())
 			}
 			return nil
 		},
@@ -296,7 +313,7 @@ name and the command fails; the parts imported elsewhere stay.`,
 					return err
 				}
 			}
-			req := adminapi.CassandraLoadRequest{Keyspace: keyspace, Table: table}
+			req := adminapi.CassandraLoadRequest{Keyspace: keyspace, Table: table, Resume: resume}
 			for _, a := range args {
 				d, err := filepath.Abs(a)
 				if err != nil {
@@ -309,6 +326,7 @@ name and the command fails; the parts imported elsewhere stay.`,
 	}
 	cmd.Flags().StringVar(&keyspace, "keyspace", "", "keyspace of a flat directory of sstables (with --table)")
 	cmd.Flags().StringVar(&table, "table", "", "table of a flat directory of sstables (with --keyspace)")
+	cmd.Flags().BoolVar(&resume, "resume", false, "resume the load journaled by an earlier run that did not complete (without DIR: whatever it loaded)")
 	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
 	return cmd
@@ -335,6 +353,15 @@ func runCassandraOp(cmd *cobra.Command, admin, kind string, req any, asJSON bool
 		printOp(cmd.OutOrStdout(), st)
 		fmt.Fprintf(cmd.OutOrStdout(), "%d range(s), %d sstable(s), %s received and %s in %.1fs; %d %s imported, %d failed\n",
 			sum.Ranges, sum.SSTables, formatBytes(sum.BytesReceived), imported, sum.WallSeconds, len(sum.Imported), units, len(sum.Failed))
+		if kind == "load" {
+			ls := summarizeCassandraLoad(sum)
+			for _, r := range ls.Refused {
+				fmt.Fprintf(cmd.OutOrStdout(), "refused: %s\n", r.Error)
+			}
+			if ls.Resumed > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "resumed: %d transfer(s) confirmed by an earlier run, not sent again\n", ls.Resumed)
+			}
+		}
 	}
 	if st.State != adminapi.OpComplete {
 		return fmt.Errorf("cassandra %s failed: %s", kind, st.Error)

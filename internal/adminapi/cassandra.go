@@ -31,11 +31,20 @@ const OpCassandraLoad = "cassandra-load"
 // (absolute paths on the sidecar's host; each a <keyspace>/<table>[-<id>] directory, a tree
 // of them, or, with Keyspace and Table, a directory of that table's sstables) sent to the
 // replicas of their ranges. The directories are left as they were.
+//
+// A load that did not complete leaves a journal of the transfers its replicas confirmed; the
+// same request again resumes it (the same load id, only the transfers not confirmed are
+// sent). Resume without Dirs resumes the journaled load; with Dirs, it must be the same.
 type CassandraLoadRequest struct {
 	Dirs     []string `json:"dirs"`
 	Keyspace string   `json:"keyspace,omitempty"`
 	Table    string   `json:"table,omitempty"`
+	Resume   bool     `json:"resume,omitempty"`
 }
+
+// LoadRefused is the To of a load's transfer entry for a source sstable refused before
+// anything was sent (its From is the sstable's Data.db path, its Error what was wrong).
+const LoadRefused = "(refused)"
 
 // OpCassandraRebuild is the kind of a sidecar's rebuild in OpStatus.Kind.
 const OpCassandraRebuild = "cassandra-rebuild"
@@ -79,10 +88,23 @@ type CassandraRebuildResult struct {
 // bytes_received are what the replicas received) with the bytes this sidecar's source sent
 // (bytes_sent, the same bytes seen from here) and the sstables each replica's node imported
 // (imported_per_node, by sidecar name).
+//
+// Resumed counts the transfers an earlier run of the same load had confirmed (not sent
+// again); Refused lists the source sstables refused by name before anything was sent.
 type CassandraLoadResult struct {
 	CassandraRebuildResult
-	BytesSent       int64          `json:"bytes_sent"`
-	ImportedPerNode map[string]int `json:"imported_per_node"`
+	BytesSent       int64                  `json:"bytes_sent"`
+	ImportedPerNode map[string]int         `json:"imported_per_node"`
+	Resumed         int                    `json:"resumed"`
+	Refused         []CassandraLoadRefusal `json:"refused"`
+}
+
+// CassandraLoadRefusal is one source sstable a load refused.
+type CassandraLoadRefusal struct {
+	Keyspace string `json:"keyspace"`
+	Table    string `json:"table"`
+	SSTable  string `json:"sstable"` // its Data.db path
+	Error    string `json:"error"`
 }
 
 // Sidecar states of a Cassandra node in CassandraNode.Sidecar.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -70,12 +71,14 @@ type CassandraLoadPeerResponse struct {
 type loadTable struct {
 	Keyspace, Table, ID string
 	Dirs                []string
+	Skip                map[string]bool // Data.db paths refused by verifyLoadSources: not staged
 }
 
 // cassLoadJob is every range one replica takes of one keyspace.
 type cassLoadJob struct {
 	Keyspace string
 	Replica  string // host id
+	Address  string // its address in the ring read
 	Sidecar  string // its sidecar; "" when it has none up (Why)
 	Why      string
 	Ranges   token.RangeSet
@@ -90,6 +93,10 @@ func planCassandraLoad(snap cassandra.Snapshot, sidecars, unavailable map[string
 		return nil, err
 	}
 	local, _ := snap.LocalNode()
+	addrs := map[string]string{}
+	for _, cn := range snap.Nodes {
+		addrs[cn.HostID] = cn.Address
+	}
 	var out []cassLoadJob
 	for _, ks := range keyspaces {
 		s, err := snap.Strategy(ks)
@@ -109,7 +116,7 @@ func planCassandraLoad(snap cassandra.Snapshot, sidecars, unavailable map[string
 				}
 			}
 		}) {
-			j := cassLoadJob{Keyspace: ks, Replica: host, Ranges: ring.Normalize(byReplica[host])}
+			j := cassLoadJob{Keyspace: ks, Replica: host, Address: addrs[host], Ranges: ring.Normalize(byReplica[host])}
 			switch name, ok := sidecars[host]; {
 			case host == local.HostID:
 				j.Sidecar = self
@@ -227,6 +234,9 @@ func stageLoad(root string, tables []loadTable) (map[[2]string]string, error) {
 				return nil, err
 			}
 			for _, s := range live {
+				if t.Skip[s.Desc.Path(descriptor.Data)] {
+					continue
+				}
 				nd := descriptor.Descriptor{Dir: dst, Version: s.Desc.Version, ID: strconv.Itoa(next)}
 				next++
 				for _, c := range s.Comps {
@@ -287,26 +297,69 @@ func (n *Node) StartCassandraLoad(req adminapi.CassandraLoadRequest) (OpStatus, 
 	if stale != "" {
 		return OpStatus{}, fmt.Errorf("%w: %s", ErrNoRing, stale)
 	}
+	journal, err := readLoadJournal(s.cfg.StagingDir)
+	if err != nil {
+		return OpStatus{}, err
+	}
+	resume := req.Resume
+	if resume && len(req.Dirs) == 0 {
+		if journal == nil {
+			return OpStatus{}, badRequest{fmt.Errorf("load --resume: no interrupted load is journaled in %s", s.cfg.StagingDir)}
+		}
+		req = journal.Request
+	}
 	tables, err := collectLoad(snap, req)
 	if err != nil {
 		return OpStatus{}, err
+	}
+	sources, err := sourceFingerprint(tables)
+	if err != nil {
+		return OpStatus{}, badRequest{fmt.Errorf("load: %w", err)}
+	}
+	req.Resume = false
+	switch {
+	case journal.sameLoad(req, sources):
+	case resume:
+		return OpStatus{}, badRequest{fmt.Errorf("load --resume: the load journaled in %s is of %s (or its sstables changed since)",
+			s.cfg.StagingDir, strings.Join(journal.Request.Dirs, " "))}
+	default:
+		if journal != nil {
+			s.log.Warn().Str("load", journal.ID).Strs("dirs", journal.Request.Dirs).Int("confirmed", len(journal.Done)).
+				Msg("a new load replaces the journal of an unfinished one: what it did not send stays unsent")
+		}
+		id, err := randomID()
+		if err != nil {
+			return OpStatus{}, err
+		}
+		journal = newLoadJournal(s.cfg.StagingDir, id, req, sources)
 	}
 	var names []string
 	for _, t := range tables {
 		names = append(names, t.Keyspace+"."+t.Table)
 	}
-	return n.startOp(OpCassandraLoad, strings.Join(names, ","), func(ctx context.Context, o *op) error {
-		return n.cassandraLoad(ctx, o, s, c, tables)
+	detail := strings.Join(names, ",") + " (load " + journal.ID
+	if k := len(journal.Done); k > 0 {
+		detail += fmt.Sprintf(", resumed: %d transfer(s) confirmed earlier", k)
+	}
+	return n.startOp(OpCassandraLoad, detail+")", func(ctx context.Context, o *op) error {
+		return n.cassandraLoad(ctx, o, s, c, tables, journal)
 	})
 }
 
-func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster, tables []loadTable) error {
-	log := s.log.With().Str("op", OpCassandraLoad).Logger()
-	id, err := randomID()
-	if err != nil {
+func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster, tables []loadTable, journal *loadJournal) error {
+	log := s.log.With().Str("op", OpCassandraLoad).Str("load", journal.ID).Logger()
+	id := journal.ID
+	if err := journal.save(); err != nil {
+		return fmt.Errorf("writing the load journal: %w", err)
+	}
+	// Every source sstable is verified here, before anything is staged or sent, so that a
+	// damaged one is refused by its own path (a replica's verification would only name the
+	// cut it received, and refuse the good sstables' cuts with it).
+	tables, refused := verifyLoadSources(ctx, tables, n.cfg.Name, o)
+	root := filepath.Join(s.cfg.StagingDir, LoadStagingPrefix+id)
+	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
-	root := filepath.Join(s.cfg.StagingDir, LoadStagingPrefix+id)
 	defer func() {
 		if err := os.RemoveAll(root); err != nil {
 			log.Warn().Err(err).Str("dir", root).Msg("removing the load's staged links")
@@ -342,30 +395,50 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 	type task struct {
 		job cassLoadJob
 		t   loadTable
+		key string
 		idx int
 	}
 	var tasks []task
+	resumed := 0
 	for _, j := range jobs {
 		for _, t := range tables {
 			if t.Keyspace != j.Keyspace {
 				continue
 			}
-			tk := task{job: j, t: t}
+			tk := task{job: j, t: t, key: loadTransferKey(t.Keyspace, t.Table, j.Replica, j.Ranges.String())}
+			d, done := journal.done(tk.key)
 			o.update(func(st *OpStatus) {
 				tk.idx = len(st.Transfers)
-				st.Transfers = append(st.Transfers, TransferStatus{From: n.cfg.Name, To: cmpOr(j.Sidecar, j.Replica), Keyspace: t.Keyspace,
-					Table: t.Table, Ranges: j.Ranges.String(), State: OpRunning})
+				ts := TransferStatus{From: n.cfg.Name, To: j.name(), Keyspace: t.Keyspace, Table: t.Table, Ranges: j.Ranges.String(), State: OpRunning}
+				if done {
+					// Confirmed by an earlier run of this load: not sent again.
+					ts.State, ts.Skipped = OpComplete, d.SSTables
+				}
+				st.Transfers = append(st.Transfers, ts)
 			})
+			if done {
+				resumed++
+				continue
+			}
 			tasks = append(tasks, tk)
 		}
 	}
-	log.Info().Str("load", id).Int("tables", len(tables)).Int("transfers", len(tasks)).Msg("loading into every replica")
+	log.Info().Int("tables", len(tables)).Int("transfers", len(tasks)).Int("confirmed_earlier", resumed).Msg("loading into every replica")
 	errs := eachTransfer(ctx, len(tasks), func(i int, err error) error {
 		tk := tasks[i]
 		var res CassandraLoadPeerResponse
 		if err == nil {
 			res, err = n.loadInto(ctx, c, tk.job, CassandraLoadPeerRequest{LoadID: id, Keyspace: tk.t.Keyspace, Table: tk.t.Table,
 				TableID: tk.t.ID, Ranges: tk.job.Ranges.String()})
+		}
+		if err == nil {
+			// The replica's answer lists what its node took, confirmed on disk: only now is
+			// the transfer recorded as done. A journal that cannot be written costs a second
+			// import of this cut on resume (identical cells: no row changes), not a loss.
+			if jerr := journal.markDone(tk.key, loadDone{Replica: tk.job.name(), SSTables: len(res.Imported), Imported: res.Imported,
+				At: time.Now().UTC()}); jerr != nil {
+				log.Warn().Err(jerr).Str("transfer", tk.key).Msg("cannot record a confirmed transfer in the load journal")
+			}
 		}
 		o.update(func(st *OpStatus) {
 			ts := &st.Transfers[tk.idx]
@@ -374,22 +447,38 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 				ts.State, ts.Error = OpFailed, err.Error()
 			}
 			for _, p := range res.Imported {
-				st.Imported = append(st.Imported, ImportedSSTable{Source: tk.t.Keyspace + "." + tk.t.Table, SSTable: cmpOr(tk.job.Sidecar, tk.job.Replica) + ":" + p})
+				st.Imported = append(st.Imported, ImportedSSTable{Source: tk.t.Keyspace + "." + tk.t.Table, SSTable: tk.job.name() + ":" + p})
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("%s.%s to %s (%s) %s: %w", tk.t.Keyspace, tk.t.Table, cmpOr(tk.job.Sidecar, "-"), tk.job.Replica, tk.job.Ranges, err)
+			return fmt.Errorf("%s.%s to %s %s: %w", tk.t.Keyspace, tk.t.Table, tk.job.describe(), tk.job.Ranges, err)
 		}
 		return nil
 	})
-	return errors.Join(errs...)
+	errs = append(errs, refused...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w; what was confirmed is journaled: run the same load again (or sluice cassandra load --resume) to send only the rest", err)
+	}
+	if err := journal.remove(); err != nil {
+		log.Warn().Err(err).Msg("the load completed but its journal cannot be removed")
+	}
+	return nil
+}
+
+// name is the job's replica as the load's status names it: its sidecar, else its address,
+// else its host id.
+func (j cassLoadJob) name() string { return cmpOr(j.Sidecar, cmpOr(j.Address, j.Replica)) }
+
+// describe names the job's replica in an error: its sidecar, address and host id.
+func (j cassLoadJob) describe() string {
+	return fmt.Sprintf("%s (Cassandra node %s, host id %s)", cmpOr(j.Sidecar, "no sidecar"), cmpOr(j.Address, "?"), j.Replica)
 }
 
 // loadInto has the job's replica fetch and import req: this sidecar itself, or another over
 // the peer call.
 func (n *Node) loadInto(ctx context.Context, c *cluster, j cassLoadJob, req CassandraLoadPeerRequest) (CassandraLoadPeerResponse, error) {
 	if j.Sidecar == "" {
-		return CassandraLoadPeerResponse{}, fmt.Errorf("the replica's sidecar is not available: %s", j.Why)
+		return CassandraLoadPeerResponse{}, fmt.Errorf("not sent: %s", j.Why)
 	}
 	if j.Sidecar == n.cfg.Name {
 		if n.stream == nil {
@@ -459,12 +548,31 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 	if !ok || tb.ID != req.TableID {
 		return CassandraLoadPeerResponse{}, badRequest{fmt.Errorf("table %s.%s id %s: this node's schema has %q", req.Keyspace, req.Table, req.TableID, tb.ID)}
 	}
+	// A transfer this sidecar already imported (the loader asks again on resume) is answered
+	// from the record; one importing now is waited for, then answered from the record.
+	received := loadReceivedOf(s.cfg.StagingDir)
+	key := receiptKey(req)
+	rec, found, end, err := received.begin(key, ctx.Done())
+	if err != nil {
+		return CassandraLoadPeerResponse{}, err
+	}
+	if found {
+		s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("load", req.LoadID).Int("sstables", len(rec.Imported)).
+			Msg("load transfer imported earlier (recorded): not fetched again")
+		return CassandraLoadPeerResponse{SSTables: rec.SSTables, BytesReceived: rec.BytesReceived, Imported: rec.Imported}, nil
+	}
+	defer end()
 	id, err := randomID()
 	if err != nil {
 		return CassandraLoadPeerResponse{}, err
 	}
 	base := filepath.Join(s.cfg.StagingDir, LoadReceivedPrefix+id)
-	defer os.RemoveAll(base)
+	keep := false // an import of unknown outcome: start-up removes it, not this call
+	defer func() {
+		if !keep {
+			os.RemoveAll(base)
+		}
+	}()
 	dir := filepath.Join(base, tb.Keyspace, tb.Name+"-"+tb.ID)
 	fres, err := n.fetchFrom(ctx, src, req.LoadID, tb.Keyspace, tb.Name, rs, dir)
 	var out CassandraLoadPeerResponse
@@ -475,19 +583,33 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 		return out, fmt.Errorf("fetch: %w", err)
 	}
 	out.Imported = []string{}
-	if len(fres.SSTables) == 0 {
-		return out, nil
+	if len(fres.SSTables) > 0 {
+		// Once fetched, the cut is imported to its end even if the loader goes away: an
+		// import cut short leaves an outcome nobody can tell (nodetool's JMX call outlives
+		// nodetool). Only the node stopping ends it. The Importer stages inside this
+		// transfer's own directory, which start-up removes if the sidecar dies meanwhile.
+		life := n.runCtx
+		if life == nil {
+			life = context.Background()
+		}
+		ictx, cancel := context.WithTimeout(life, importTimeout)
+		defer cancel()
+		im := s.importer(snap)
+		im.StagingDir = base
+		ir, err := im.Import(ictx, cassandra.ImportRequest{Keyspace: tb.Keyspace, Table: tb.Name, TableID: tb.ID, Dir: dir})
+		if err != nil {
+			keep = ictx.Err() != nil
+			return out, fmt.Errorf("import: %w", err)
+		}
+		for _, t := range ir.SSTables {
+			out.Imported = append(out.Imported, t.Live)
+		}
 	}
-	ictx, cancel := context.WithTimeout(ctx, importTimeout)
-	defer cancel()
-	ir, err := s.importer(snap).Import(ictx, cassandra.ImportRequest{Keyspace: tb.Keyspace, Table: tb.Name, TableID: tb.ID, Dir: dir})
-	if err != nil {
-		return out, fmt.Errorf("import: %w", err)
+	if err := received.record(key, loadReceipt{SSTables: out.SSTables, BytesReceived: out.BytesReceived, Imported: out.Imported,
+		At: time.Now().UTC()}); err != nil {
+		s.log.Warn().Err(err).Str("load", req.LoadID).Msg("cannot record an imported load transfer: a resume would import it again")
 	}
-	for _, t := range ir.SSTables {
-		out.Imported = append(out.Imported, t.Live)
-	}
-	s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("from", src.Name).Int("sstables", len(ir.SSTables)).
+	s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("from", src.Name).Int("sstables", len(out.Imported)).
 		Int64("bytes", out.BytesReceived).Msg("loaded: fetched and imported")
 	return out, nil
 }
