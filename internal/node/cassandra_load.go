@@ -65,6 +65,8 @@ type CassandraLoadPeerResponse struct {
 	SSTables      int      `json:"sstables"`
 	BytesReceived int64    `json:"bytes_received"`
 	Imported      []string `json:"imported"` // Data.db paths in the live table directory
+	// Recorded: imported by an earlier ask of the same load (the replica's record), not now.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // loadTable is one table of a load: the directories of its sstables, and its schema id.
@@ -440,20 +442,25 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 				log.Warn().Err(jerr).Str("transfer", tk.key).Msg("cannot record a confirmed transfer in the load journal")
 			}
 		}
+		if err != nil {
+			err = fmt.Errorf("%s.%s to %s %s: %w", tk.t.Keyspace, tk.t.Table, tk.job.describe(), tk.job.Ranges, err)
+		}
 		o.update(func(st *OpStatus) {
 			ts := &st.Transfers[tk.idx]
 			ts.SSTables, ts.BytesReceived, ts.State = res.SSTables, res.BytesReceived, OpComplete
 			if err != nil {
 				ts.State, ts.Error = OpFailed, err.Error()
 			}
+			if res.Recorded {
+				// The replica had imported it for an earlier run of this load: nothing moved now.
+				ts.SSTables, ts.BytesReceived, ts.Skipped = 0, 0, len(res.Imported)
+				return
+			}
 			for _, p := range res.Imported {
 				st.Imported = append(st.Imported, ImportedSSTable{Source: tk.t.Keyspace + "." + tk.t.Table, SSTable: tk.job.name() + ":" + p})
 			}
 		})
-		if err != nil {
-			return fmt.Errorf("%s.%s to %s %s: %w", tk.t.Keyspace, tk.t.Table, tk.job.describe(), tk.job.Ranges, err)
-		}
-		return nil
+		return err
 	})
 	errs = append(errs, refused...)
 	if err := errors.Join(errs...); err != nil {
@@ -559,7 +566,7 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 	if found {
 		s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("load", req.LoadID).Int("sstables", len(rec.Imported)).
 			Msg("load transfer imported earlier (recorded): not fetched again")
-		return CassandraLoadPeerResponse{SSTables: rec.SSTables, BytesReceived: rec.BytesReceived, Imported: rec.Imported}, nil
+		return CassandraLoadPeerResponse{SSTables: rec.SSTables, BytesReceived: rec.BytesReceived, Imported: rec.Imported, Recorded: true}, nil
 	}
 	defer end()
 	id, err := randomID()

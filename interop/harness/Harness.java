@@ -9,6 +9,7 @@
 //                                         ByteOrdered tokens as the key's hex; left >= right wraps, left == right
 //                                         is the whole ring
 //   write --out DIR [--compat 4|none]      write the CQLSSTableWriter fixtures (see Fixtures.java)
+//   bulk --out DIR ...                     a bulk-load source of overlapping sstables by CQLSSTableWriter (see Bulk.java)
 //   live --port P --jmx J TABLE...          against a running node: see Live.java
 //   merge --out DIR PATH...                Cassandra's merge of the sstables (UnfilteredPartitionIterators.merge, no
 //                                         purging), written by Cassandra as one sstable of the first one's format
@@ -129,6 +130,9 @@ public final class Harness
                 break;
             case "write":
                 code = Fixtures.main(rest);
+                break;
+            case "bulk":
+                code = Bulk.main(rest);
                 break;
             default:
                 usage();
