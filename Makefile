@@ -5,7 +5,7 @@ PKGS     := ./...
 # Race detector on everything: the suite is sized so this stays within CI's budget.
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra bench-cassandra interop jmx-class clean
+.PHONY: all build run test vet fmt-check bench fuzz test-reflink drills drills-cassandra bench-cassandra bench-sidecar interop jmx-class clean
 
 all: build
 
@@ -57,9 +57,22 @@ drills: build
 
 ## drills-cassandra: sluice as the sidecar of live Cassandra 5.0 nodes (the ring over CQL,
 ## sluice cassandra ring, imports through nodetool import, serving the live data; sluice cassandra
-## rebuild and load between the nodes' sidecars, beside nodetool rebuild and sstableloader); Java 17, Maven.
+## rebuild and load between the nodes' sidecars, beside nodetool rebuild and sstableloader; the load
+## drill on three dc1 nodes at RF 2 with its faults, at DRILL_LOAD_PARTITIONS x 5 rows of 1,000
+## characters, ~200 MB written; `make interop` runs it at 3,000); Java 17, Maven.
+DRILL_LOAD_PARTITIONS ?= 20000
 drills-cassandra:
-	SLUICE_INTEROP=1 $(GO) test -count=1 -v -timeout 15m -run 'TestCassandraSidecar$$|TestCassandraSidecarRebuild' ./interop/
+	SLUICE_INTEROP=1 SLUICE_SIDECAR_LOAD_PARTITIONS=$(DRILL_LOAD_PARTITIONS) $(GO) test -count=1 -v -timeout 40m \
+	  -run 'TestCassandraSidecar$$|TestCassandraSidecarRebuild|TestCassandraSidecarLoad' ./interop/
+
+## bench-sidecar: sluice cassandra load against sstableloader (~391 MiB into three dc1 nodes at RF 2)
+## and sluice cassandra rebuild dc1 against nodetool rebuild -- dc1 (~241 MiB), in one run on live
+## Cassandra 5.0.7 nodes, wall and CPU per side; prints the table docs/BENCHMARKS.md keeps.
+## SIDECAR_JMX=1 (default) imports through the sidecars' JMX client, 0 through nodetool import.
+SIDECAR_JMX ?= 1
+bench-sidecar:
+	SLUICE_INTEROP=1 SLUICE_BENCH_SIDECAR=1 SLUICE_SIDECAR_JMX=$(SIDECAR_JMX) $(GO) test -count=1 -v -timeout 60m \
+	  -run 'TestBenchSidecarLoadRebuild' ./interop/
 
 ## bench-cassandra: sluice side by side with Cassandra 5.0.7's own tools on the same files: sstablesplit
 ## against sluice sstable split (ext4, and XFS with reflink as root), cold, whole processes

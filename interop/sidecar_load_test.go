@@ -36,7 +36,7 @@ type loadCluster struct {
 	admins, tokens  []string
 	tlsDir, keyFile string
 	seed            string
-	gossip          []string
+	jmx             bool // imports through the persistent JMX client
 }
 
 // proc is a process the test started and may stop (its process group: a JVM and whatever a
@@ -92,56 +92,21 @@ func (p *proc) stop(sig syscall.Signal, grace time.Duration) {
 	}
 }
 
-// startLoadCluster starts the three nodes and their sidecars (SLUICE_INTEROP_LIVE=0 skips).
+// startLoadCluster starts the three dc1 nodes and their sidecars (SLUICE_INTEROP_LIVE=0
+// skips). With SLUICE_SIDECAR_JMX=1 the sidecars import through sluice's persistent JMX
+// client (cassandra.jmx_address) instead of a nodetool JVM per import.
 func startLoadCluster(t *testing.T, name string) *loadCluster {
 	t.Helper()
 	if os.Getenv("SLUICE_INTEROP_LIVE") == "0" {
 		t.Skip("not-run: SLUICE_INTEROP_LIVE=0")
 	}
 	begin := time.Now()
-	c := &loadCluster{t: t, root: filepath.Join(work, name), storage: freePort(t, "tcp"), native: freePort(t, "tcp")}
+	c := &loadCluster{t: t, root: filepath.Join(work, name), storage: freePort(t, "tcp"), native: freePort(t, "tcp"),
+		jmx: os.Getenv("SLUICE_SIDECAR_JMX") == "1"}
 	for i := range 3 {
-		n := liveNode{host: fmt.Sprintf("127.0.0.%d", i+1), dc: "dc1", dir: filepath.Join(c.root, fmt.Sprintf("node%d", i+1)), jmx: freePort(t, "tcp")}
-		if err := os.MkdirAll(n.dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		props := filepath.Join(n.dir, "cassandra-rackdc.properties")
-		if err := os.WriteFile(props, []byte("dc=dc1\nrack=rack1\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		yaml := strings.NewReplacer("listen_address: 127.0.0.1", "listen_address: "+n.host, "rpc_address: 127.0.0.1", "rpc_address: "+n.host,
-			"cluster_name: sluice-sidecar", "cluster_name: sluice-load").Replace(sidecarYAML(n.dir, c.storage, c.native))
-		if err := os.WriteFile(filepath.Join(n.dir, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{name: "cassandra " + n.host, env: os.Environ(), argv: []string{filepath.Join(repo, "interop", "cassandra.sh"), "java",
-			"-Dcassandra.config=file://" + filepath.Join(n.dir, "cassandra.yaml"), "-Dcassandra-foreground=yes",
-			fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.jmx), "-Dcassandra.storagedir=" + n.dir,
-			"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000",
-			"-Dcassandra-rackdc.properties=file://" + props, "org.apache.cassandra.service.CassandraDaemon"}}
-		c.nodes, c.cass = append(c.nodes, n), append(c.cass, p)
-		t.Cleanup(func() {
-			p.stop(syscall.SIGTERM, 30*time.Second)
-			if t.Failed() && p.logs != nil {
-				t.Logf("%s log:\n%s", p.name, tail(p.logs.String(), 4000))
-			}
-		})
-		c.startNode(i) // one at a time: a node joins the ring before the next starts
+		c.addNode(fmt.Sprintf("127.0.0.%d", i+1), "dc1", true) // one at a time: a node joins before the next starts
 	}
-	c1 := c.nodes[0].session(t, c.native)
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		var peers int
-		if err := c1.Query(`SELECT COUNT(*) FROM system.peers_v2`).Scan(&peers); err != nil {
-			t.Fatal(err)
-		}
-		if peers == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 1 lists %d peers, want 2", peers)
-		}
-		time.Sleep(time.Second)
-	}
+	c.waitPeers(0, 2)
 	t.Logf("3 Cassandra nodes up in %.1fs", time.Since(begin).Seconds())
 
 	c.tlsDir = filepath.Join(c.root, "tls")
@@ -153,19 +118,86 @@ func startLoadCluster(t *testing.T, name string) *loadCluster {
 		t.Fatal(err)
 	}
 	c.seed = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	for i, n := range c.nodes {
-		sname := fmt.Sprintf("side%d", i+1)
-		if _, err := sluice(t, "cert", "node", "--dir", c.tlsDir, "--name", sname); err != nil {
+	for i := range c.nodes {
+		c.addSidecar(i)
+	}
+	for i := range c.nodes {
+		c.waitRing(i, func(r adminapi.CassandraRing) bool { return c.upCount(r) == len(c.nodes) }, "every node UP with its sidecar up")
+	}
+	return c
+}
+
+// waitPeers waits until node i lists want peers.
+func (c *loadCluster) waitPeers(i, want int) {
+	t := c.t
+	t.Helper()
+	s := c.nodes[i].session(t, c.native)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		var peers int
+		if err := s.Query(`SELECT COUNT(*) FROM system.peers_v2`).Scan(&peers); err != nil {
 			t.Fatal(err)
 		}
-		g := c.seed
-		if i > 0 {
-			g = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+		if peers == want {
+			return
 		}
-		admin := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-		token := filepath.Join(n.dir, "admin.token")
-		nodetool, _ := json.Marshal(n.nodetool())
-		conf := fmt.Sprintf(`name: %s
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d lists %d peers, want %d", i+1, peers, want)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// addNode configures and starts a Cassandra node on host in dc (16 vnodes; bootstrap: whether
+// it streams its ranges when it joins).
+func (c *loadCluster) addNode(host, dc string, bootstrap bool) {
+	t := c.t
+	t.Helper()
+	n := liveNode{host: host, dc: dc, dir: filepath.Join(c.root, "node"+host[strings.LastIndexByte(host, '.')+1:]), jmx: freePort(t, "tcp")}
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	props := filepath.Join(n.dir, "cassandra-rackdc.properties")
+	if err := os.WriteFile(props, []byte("dc="+dc+"\nrack=rack1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.NewReplacer("listen_address: 127.0.0.1", "listen_address: "+n.host, "rpc_address: 127.0.0.1", "rpc_address: "+n.host,
+		"cluster_name: sluice-sidecar", "cluster_name: sluice-load").Replace(sidecarYAML(n.dir, c.storage, c.native))
+	yaml += fmt.Sprintf("auto_bootstrap: %v\n", bootstrap)
+	if err := os.WriteFile(filepath.Join(n.dir, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: "cassandra " + n.host, env: os.Environ(), argv: []string{filepath.Join(repo, "interop", "cassandra.sh"), "java",
+		"-Dcassandra.config=file://" + filepath.Join(n.dir, "cassandra.yaml"), "-Dcassandra-foreground=yes",
+		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.jmx), "-Dcassandra.storagedir=" + n.dir,
+		"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000",
+		"-Dcassandra-rackdc.properties=file://" + props, "org.apache.cassandra.service.CassandraDaemon"}}
+	c.nodes, c.cass = append(c.nodes, n), append(c.cass, p)
+	t.Cleanup(func() {
+		p.stop(syscall.SIGTERM, 30*time.Second)
+		if t.Failed() && p.logs != nil {
+			t.Logf("%s log:\n%s", p.name, tail(p.logs.String(), 4000))
+		}
+	})
+	c.startNode(len(c.nodes) - 1)
+}
+
+// addSidecar configures and starts node i's sidecar, side<i+1>, gossiping with side1.
+func (c *loadCluster) addSidecar(i int) {
+	t := c.t
+	t.Helper()
+	n := c.nodes[i]
+	sname := fmt.Sprintf("side%d", i+1)
+	if _, err := sluice(t, "cert", "node", "--dir", c.tlsDir, "--name", sname); err != nil {
+		t.Fatal(err)
+	}
+	g := c.seed
+	if i > 0 {
+		g = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	}
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	token := filepath.Join(n.dir, "admin.token")
+	nodetool, _ := json.Marshal(n.nodetool())
+	conf := fmt.Sprintf(`name: %s
 tls_dir: %s
 stream_addr: 127.0.0.1:%d
 admin_addr: %s
@@ -180,24 +212,22 @@ cassandra:
   staging_dir: %s
   refresh_interval: 2s
 `, sname, c.tlsDir, freePort(t, "udp"), admin, token, g, c.seed, c.keyFile, n.host, c.native, n.data(), nodetool, c.staging(i))
-		path := filepath.Join(n.dir, "sluice.yaml")
-		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
+	if c.jmx {
+		conf += fmt.Sprintf("  jmx_address: 127.0.0.1:%d\n", n.jmx)
+	}
+	path := filepath.Join(n.dir, "sluice.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: "sidecar " + sname, env: os.Environ(), argv: []string{bin, "run", "--config", path, "--log-format", "json"}}
+	c.side, c.admins, c.tokens = append(c.side, p), append(c.admins, admin), append(c.tokens, token)
+	t.Cleanup(func() {
+		p.stop(syscall.SIGINT, 15*time.Second)
+		if t.Failed() && p.logs != nil {
+			t.Logf("%s log:\n%s", p.name, tail(p.logs.String(), 6000))
 		}
-		p := &proc{name: "sidecar " + sname, env: os.Environ(), argv: []string{bin, "run", "--config", path, "--log-format", "json"}}
-		c.side, c.admins, c.tokens = append(c.side, p), append(c.admins, admin), append(c.tokens, token)
-		t.Cleanup(func() {
-			p.stop(syscall.SIGINT, 15*time.Second)
-			if t.Failed() && p.logs != nil {
-				t.Logf("%s log:\n%s", p.name, tail(p.logs.String(), 6000))
-			}
-		})
-		p.start(t)
-	}
-	for i := range c.nodes {
-		c.waitRing(i, func(r adminapi.CassandraRing) bool { return c.upCount(r) == 3 }, "every node UP with its sidecar up")
-	}
-	return c
+	})
+	p.start(t)
 }
 
 func (c *loadCluster) staging(i int) string { return filepath.Join(c.nodes[i].dir, "staging") }
@@ -437,8 +467,11 @@ func keyLines(t *testing.T, data string) (keys []string, toks []int64, fillers i
 }
 
 // liveData lists the Data.db files of loaded.<table> in node i's data directory.
-func (c *loadCluster) liveData(i int, table string) []string {
-	m, _ := filepath.Glob(filepath.Join(c.nodes[i].data(), "loaded", table+"-*", "*-Data.db"))
+func (c *loadCluster) liveData(i int, table string) []string { return c.liveDataOf(i, "loaded", table) }
+
+// liveDataOf lists the Data.db files of keyspace.table in node i's data directory.
+func (c *loadCluster) liveDataOf(i int, keyspace, table string) []string {
+	m, _ := filepath.Glob(filepath.Join(c.nodes[i].data(), keyspace, table+"-*", "*-Data.db"))
 	return m
 }
 
