@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -357,7 +358,9 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 	// Every source sstable is verified here, before anything is staged or sent, so that a
 	// damaged one is refused by its own path (a replica's verification would only name the
 	// cut it received, and refuse the good sstables' cuts with it).
+	phase := time.Now()
 	tables, refused := verifyLoadSources(ctx, tables, n.cfg.Name, o)
+	log.Info().Float64("seconds", time.Since(phase).Seconds()).Int("refused", len(refused)).Msg("load: source sstables verified")
 	root := filepath.Join(s.cfg.StagingDir, LoadStagingPrefix+id)
 	if err := os.RemoveAll(root); err != nil {
 		return err
@@ -367,10 +370,12 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 			log.Warn().Err(err).Str("dir", root).Msg("removing the load's staged links")
 		}
 	}()
+	phase = time.Now()
 	staged, err := stageLoad(root, tables)
 	if err != nil {
 		return fmt.Errorf("staging the load: %w", err)
 	}
+	log.Info().Float64("seconds", time.Since(phase).Seconds()).Msg("load: source sstables staged")
 	if err := n.catalog.AddSource(id, staged); err != nil {
 		return err
 	}
@@ -581,7 +586,10 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 		}
 	}()
 	dir := filepath.Join(base, tb.Keyspace, tb.Name+"-"+tb.ID)
+	phase := time.Now()
 	fres, err := n.fetchFrom(ctx, src, req.LoadID, tb.Keyspace, tb.Name, rs, dir)
+	fetchTime := time.Since(phase)
+	var verifyTime, importTime time.Duration
 	var out CassandraLoadPeerResponse
 	if fres != nil {
 		out.SSTables, out.BytesReceived = len(fres.SSTables), fres.BytesReceived
@@ -603,7 +611,20 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 		defer cancel()
 		im := s.importer(snap)
 		im.StagingDir = base
+		// The strict verification's share of the import, for the log (the rest: staging,
+		// Cassandra's importer, the confirmation).
+		var mu sync.Mutex
+		im.Verify = func(data string) error {
+			t0 := time.Now()
+			err := cassandra.VerifyStrict(data)
+			mu.Lock()
+			verifyTime += time.Since(t0)
+			mu.Unlock()
+			return err
+		}
+		phase = time.Now()
 		ir, err := im.Import(ictx, cassandra.ImportRequest{Keyspace: tb.Keyspace, Table: tb.Name, TableID: tb.ID, Dir: dir})
+		importTime = time.Since(phase) - verifyTime
 		if err != nil {
 			keep = ictx.Err() != nil
 			return out, fmt.Errorf("import: %w", err)
@@ -617,7 +638,8 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 		s.log.Warn().Err(err).Str("load", req.LoadID).Msg("cannot record an imported load transfer: a resume would import it again")
 	}
 	s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("from", src.Name).Int("sstables", len(out.Imported)).
-		Int64("bytes", out.BytesReceived).Msg("loaded: fetched and imported")
+		Int64("bytes", out.BytesReceived).Float64("fetch_seconds", fetchTime.Seconds()).Float64("verify_seconds", verifyTime.Seconds()).
+		Float64("import_seconds", importTime.Seconds()).Msg("loaded: fetched and imported")
 	return out, nil
 }
 
