@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -589,7 +588,7 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 	phase := time.Now()
 	fres, err := n.fetchFrom(ctx, src, req.LoadID, tb.Keyspace, tb.Name, rs, dir)
 	fetchTime := time.Since(phase)
-	var verifyTime, importTime time.Duration
+	var verifyTime, importTime, confirmTime time.Duration // the import's phases: strict verification, Cassandra's importer, the rest
 	var out CassandraLoadPeerResponse
 	if fres != nil {
 		out.SSTables, out.BytesReceived = len(fres.SSTables), fres.BytesReceived
@@ -611,20 +610,9 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 		defer cancel()
 		im := s.importer(snap)
 		im.StagingDir = base
-		// The strict verification's share of the import, for the log (the rest: staging,
-		// Cassandra's importer, the confirmation).
-		var mu sync.Mutex
-		im.Verify = func(data string) error {
-			t0 := time.Now()
-			err := cassandra.VerifyStrict(data)
-			mu.Lock()
-			verifyTime += time.Since(t0)
-			mu.Unlock()
-			return err
-		}
-		phase = time.Now()
 		ir, err := im.Import(ictx, cassandra.ImportRequest{Keyspace: tb.Keyspace, Table: tb.Name, TableID: tb.ID, Dir: dir})
-		importTime = time.Since(phase) - verifyTime
+		verifyTime, importTime = ir.Verified, ir.HandedOver
+		confirmTime = ir.Elapsed - ir.Verified - ir.HandedOver
 		if err != nil {
 			keep = ictx.Err() != nil
 			return out, fmt.Errorf("import: %w", err)
@@ -639,7 +627,7 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 	}
 	s.log.Info().Str("keyspace", tb.Keyspace).Str("table", tb.Name).Str("from", src.Name).Int("sstables", len(out.Imported)).
 		Int64("bytes", out.BytesReceived).Float64("fetch_seconds", fetchTime.Seconds()).Float64("verify_seconds", verifyTime.Seconds()).
-		Float64("import_seconds", importTime.Seconds()).Msg("loaded: fetched and imported")
+		Float64("import_seconds", importTime.Seconds()).Float64("stage_confirm_seconds", confirmTime.Seconds()).Msg("loaded: fetched and imported")
 	return out, nil
 }
 
