@@ -4,8 +4,11 @@
 // system_schema.keyspaces and system_schema.tables; Snapshot), the conversion of that ring and
 // of the keyspaces' replication to membership/ring's Ring and Strategy so that the planning
 // code sluice already has can use them, and the Importer that hands verified sstables to the
-// node with `nodetool import` from a staging directory on the data directories' file system,
-// then confirms on disk that the node took every one of them.
+// node from a staging directory on the data directories' file system, then confirms on disk
+// that the node took every one of them. The hand-over is Cassandra's importNewSSTables, called
+// by the persistent JMX client (JMX, jmx.go, java/SluiceJMX.java: one small JVM per sidecar,
+// flags SidecarImportFlags, which skip only the digest re-read sluice's strict verification
+// made and keep the token check) or, without cassandra.jmx_address, by `nodetool import`.
 //
 // The sidecar never writes into a live table directory: sstables reach the node only through
 // nodetool import, which moves them in itself. Reading the node's sstables (holds, hard-link
@@ -13,8 +16,9 @@
 //
 // The pure parts (replication maps, ring conversion, token parsing, nodetool's output) do no
 // I/O. Reader is the only code that talks to Cassandra's native protocol (through
-// github.com/gocql/gocql); Importer runs the configured nodetool argv and touches only the
-// staging directory, the source directory it is given and (reading) the data directories.
+// github.com/gocql/gocql); Importer runs the configured nodetool argv or the JMX client and
+// touches only the staging directory, the source directory it is given and (reading) the data
+// directories.
 //
 // cassandra must not import internal/node or cmd/sluice: the daemon composes it, not the
 // other way round.

@@ -84,6 +84,9 @@ type ImportResult struct {
 	SSTables        []ImportedSSTable
 	Output          string // what nodetool printed (usually nothing)
 	Elapsed         time.Duration
+	// The phases of Elapsed: sluice's strict verification, and the hand-over to Cassandra
+	// (the JMX call or the nodetool process, Cassandra's own checks and move included).
+	Verified, HandedOver time.Duration
 }
 
 // staged is one component file in the staging directory.
@@ -137,6 +140,7 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 			return fail(fmt.Errorf("%w: %s: %v", ErrVerify, s.Desc.Prefix(), e))
 		}
 	}
+	res.Verified = time.Since(start)
 	session, e := im.sessionDir()
 	if e != nil {
 		return fail(e)
@@ -161,7 +165,9 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 		return fail(errors.Join(e, unstage(tables)))
 	}
 
+	call := time.Now()
 	out, verdict, e := im.handOver(ctx, req, dir)
+	res.HandedOver = time.Since(call)
 	res.Output, ie.Output = strings.TrimSpace(out), out
 	switch verdict {
 	case handOverUnknown:

@@ -495,7 +495,8 @@ func (n *Node) CassandraImport(ctx context.Context, req adminapi.CassandraImport
 	for _, t := range res.SSTables {
 		out.SSTables = append(out.SSTables, adminapi.CassandraImportedSSTable{Source: t.Source, Live: t.Live, Bytes: t.Bytes, Copied: t.Copied})
 	}
-	log.Info().Int("sstables", len(out.SSTables)).Float64("seconds", out.ElapsedSeconds).Msg("imported and confirmed")
+	log.Info().Int("sstables", len(out.SSTables)).Float64("seconds", out.ElapsedSeconds).Float64("verify_seconds", res.Verified.Seconds()).
+		Float64("cassandra_seconds", res.HandedOver.Seconds()).Msg("imported and confirmed")
 	return out, nil
 }
 
