@@ -2,6 +2,7 @@ package interop
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,7 +145,7 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	}
-	src, rows := bulkSource(t, filepath.Join(c.root, "source"), "bsrc", parts, 10, 1000, 3)
+	src, rows := bulkSource(t, filepath.Join(c.root, "source"), "loaded", "bsrc", parts, 10, 1000, 3)
 	c.t.Logf("import path: %s", map[bool]string{true: "the persistent JMX client (jmx_address)", false: "nodetool import, one JVM per import"}[c.jmx])
 	var srcBytes int64
 	for _, f := range dirEntries(t, src) {
@@ -160,11 +161,17 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 
 	// load: sluice, then sstableloader.
 	r := sideBySide{what: fmt.Sprintf("load, %.0f MiB (%d sstables) into 3 nodes at RF 2", float64(srcBytes)/(1<<20), len(dataFiles(t, src))), load: loadavg()}
+	marks := c.logMarks()
 	cass0, side0 := cpuOf(t, c.cass...), cpuOf(t, c.side...)
 	wall, cli, out := timedCmd(t, env, bin, "cassandra", "load", src, "--admin", c.admins[0], "--json")
 	r.sluiceCassCPU = cpuOf(t, c.cass...) - cass0
 	r.sluiceWall, r.sluiceCPU = wall, cli+cpuOf(t, c.side...)-side0+r.sluiceCassCPU
-	t.Logf("sluice cassandra load: %s", tail(strings.ReplaceAll(out, "\n", " "), 600))
+	var lr adminapi.CassandraLoadResult
+	if err := json.Unmarshal([]byte(out), &lr); err != nil || lr.State != adminapi.OpComplete {
+		t.Fatalf("sluice cassandra load: %v %s", err, tail(out, 2000))
+	}
+	t.Logf("sluice cassandra load: %.1fs wall (op %.1fs), %d sstables imported %v, %d bytes sent; %s", wall.Seconds(), lr.WallSeconds, lr.SSTables,
+		lr.ImportedPerNode, lr.BytesSent, c.loadPhases(marks))
 	cass0 = cpuOf(t, c.cass...)
 	wall, tool, _ := timedCmd(t, os.Environ(), filepath.Join(repo, "interop", "cassandra.sh"), "tool", "org.apache.cassandra.tools.BulkLoader",
 		"-d", "127.0.0.1", "-p", strconv.Itoa(c.native), "-sp", strconv.Itoa(c.storage), "--no-progress", refDir)
@@ -172,6 +179,7 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 	r.cassWall, r.cassCPU = wall, tool+r.toolCassCPU
 	r.load += " → " + loadavg()
 	results = append(results, r)
+	r.log(t)
 	sameCells(t, "load: loaded.bsrc (sluice) vs loaded.bref (sstableloader) at ALL", cells(t, all, "bref"), cells(t, all, "bsrc"))
 
 	// rebuild: the data in dc1 (loaded by sluice, autocompaction off), then two new DCs.
@@ -180,7 +188,7 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	}
-	rbSrc, _ := bulkSource(t, filepath.Join(c.root, "rbsource"), "t", rbParts, 10, 1000, 3)
+	rbSrc, _ := bulkSource(t, filepath.Join(c.root, "rbsource"), "rb", "t", rbParts, 10, 1000, 3)
 	if res, _, err := c.load(rbSrc); err != nil || res.State != adminapi.OpComplete {
 		t.Fatalf("loading rb.t: %v %+v", err, res)
 	}
@@ -188,20 +196,76 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 
 	t.Logf("| operation, data | sluice wall | sluice CPU (of it Cassandra) | Cassandra's tool wall | its CPU (of it Cassandra) | wall ratio | CPU ratio | load average |")
 	for _, r := range results {
-		t.Logf("| %s | %.1f s | %.1f s (%.1f s) | %.1f s | %.1f s (%.1f s) | %.1fx | %.1fx | %s |", r.what, r.sluiceWall.Seconds(), r.sluiceCPU.Seconds(),
-			r.sluiceCassCPU.Seconds(), r.cassWall.Seconds(), r.cassCPU.Seconds(), r.toolCassCPU.Seconds(),
-			r.cassWall.Seconds()/r.sluiceWall.Seconds(), r.cassCPU.Seconds()/r.sluiceCPU.Seconds(), r.load)
+		t.Log(r.row())
 	}
+}
+
+func (r sideBySide) row() string {
+	return fmt.Sprintf("| %s | %.1f s | %.1f s (%.1f s) | %.1f s | %.1f s (%.1f s) | %.1fx | %.1fx | %s |", r.what, r.sluiceWall.Seconds(), r.sluiceCPU.Seconds(),
+		r.sluiceCassCPU.Seconds(), r.cassWall.Seconds(), r.cassCPU.Seconds(), r.toolCassCPU.Seconds(),
+		r.cassWall.Seconds()/r.sluiceWall.Seconds(), r.cassCPU.Seconds()/r.sluiceCPU.Seconds(), r.load)
+}
+
+func (r sideBySide) log(t *testing.T) { t.Log(r.row()) }
+
+// logMarks is where each sidecar's log is now.
+func (c *loadCluster) logMarks() []int {
+	m := make([]int, len(c.side))
+	for i, p := range c.side {
+		m[i] = p.logs.Len()
+	}
+	return m
+}
+
+// loadPhases sums, over the sidecars' log lines since marks, the load's phases: the loader's
+// verification and staging of the source, and per transfer the fetch (the sender's cut and the
+// transfer), the strict verification, Cassandra's importer, the staging and confirmation.
+// Transfers run four at a time, so the sums overlap in wall time.
+func (c *loadCluster) loadPhases(marks []int) string {
+	var verifySrc, stage, fetch, verify, imp, confirm float64
+	n := 0
+	for i, p := range c.side {
+		logs := p.logs.String()
+		if marks[i] > len(logs) {
+			continue
+		}
+		for _, line := range strings.Split(logs[marks[i]:], "\n") {
+			var l struct {
+				Msg                 string  `json:"message"`
+				Seconds             float64 `json:"seconds"`
+				FetchSeconds        float64 `json:"fetch_seconds"`
+				VerifySeconds       float64 `json:"verify_seconds"`
+				ImportSeconds       float64 `json:"import_seconds"`
+				StageConfirmSeconds float64 `json:"stage_confirm_seconds"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil {
+				continue
+			}
+			switch l.Msg {
+			case "load: source sstables verified":
+				verifySrc += l.Seconds
+			case "load: source sstables staged":
+				stage += l.Seconds
+			case "loaded: fetched and imported":
+				n++
+				fetch, verify, imp, confirm = fetch+l.FetchSeconds, verify+l.VerifySeconds, imp+l.ImportSeconds, confirm+l.StageConfirmSeconds
+			}
+		}
+	}
+	return fmt.Sprintf("phases: sources verified %.1fs, staged %.1fs; over %d transfers (overlapping) fetch %.1fs, strict verify %.1fs, Cassandra's importer %.1fs, staging+confirmation %.1fs",
+		verifySrc, stage, n, fetch, verify, imp, confirm)
 }
 
 // benchRebuild adds 127.0.0.4 (dc2) and 127.0.0.5 (dc3) without bootstrap, with sidecars,
 // replicates rb to both and rebuilds dc2's node with sluice and dc3's with nodetool.
 func benchRebuild(t *testing.T, c *loadCluster) sideBySide {
 	var rbBytes int64
+	files := 0
 	for i := range c.nodes {
 		for _, f := range c.liveDataOf(i, "rb", "t") {
 			if fi, err := os.Stat(f); err == nil {
 				rbBytes += fi.Size()
+				files++
 			}
 		}
 	}
@@ -213,8 +277,7 @@ func benchRebuild(t *testing.T, c *loadCluster) sideBySide {
 	for i := range c.nodes {
 		c.waitRing(i, func(r adminapi.CassandraRing) bool { return c.upCount(r) == len(c.nodes) }, "five nodes UP with their sidecars")
 	}
-	all := c.session(0, gocql.One)
-	if err := all.Query(`ALTER KEYSPACE rb WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1, 'dc3': 1}`).Exec(); err != nil {
+	if err := c.session(0, gocql.One).Query(`ALTER KEYSPACE rb WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1, 'dc3': 1}`).Exec(); err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range []int{3, 4} {
@@ -223,20 +286,24 @@ func benchRebuild(t *testing.T, c *loadCluster) sideBySide {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	}
-	r := sideBySide{what: fmt.Sprintf("rebuild dc1, %.0f MiB (%d sstables on dc1)", float64(rbBytes)/(1<<20), len(c.liveDataOf(0, "rb", "t"))+
-		len(c.liveDataOf(1, "rb", "t"))+len(c.liveDataOf(2, "rb", "t"))), load: loadavg()}
+	r := sideBySide{what: fmt.Sprintf("rebuild dc1, %.0f MiB (%d sstables in dc1)", float64(rbBytes)/(1<<20), files), load: loadavg()}
 	env := append(os.Environ(), adminapi.TokenEnv+"="+c.tokens[3])
 	cass0, side0 := cpuOf(t, c.cass...), cpuOf(t, c.side...)
 	wall, cli, out := timedCmd(t, env, bin, "cassandra", "rebuild", "dc1", "--keyspace", "rb", "--admin", c.admins[3], "--json")
 	r.sluiceCassCPU = cpuOf(t, c.cass...) - cass0
 	r.sluiceWall, r.sluiceCPU = wall, cli+cpuOf(t, c.side...)-side0+r.sluiceCassCPU
-	t.Logf("sluice cassandra rebuild: %s", tail(strings.ReplaceAll(out, "\n", " "), 400))
+	var rr adminapi.CassandraRebuildResult
+	if err := json.Unmarshal([]byte(out), &rr); err != nil || rr.State != adminapi.OpComplete {
+		t.Fatalf("sluice cassandra rebuild: %v %s", err, tail(out, 2000))
+	}
+	t.Logf("sluice cassandra rebuild dc1: %.1fs wall (op %.1fs), %d ranges, %d sstables, %d bytes", wall.Seconds(), rr.WallSeconds, rr.Ranges, rr.SSTables, rr.BytesReceived)
 	n5 := c.nodes[4]
 	cass0 = cpuOf(t, c.cass...)
 	wall, tool, _ := timedCmd(t, os.Environ(), append(n5.nodetool(), "rebuild", "--keyspace", "rb", "--", "dc1")...)
 	r.toolCassCPU = cpuOf(t, c.cass...) - cass0
 	r.cassWall, r.cassCPU = wall, tool+r.toolCassCPU
 	r.load += " → " + loadavg()
+	r.log(t)
 	want := rbRows(t, c.nodes[0].session(t, c.native))
 	sameCells(t, "rebuild: dc2 (sluice) at LOCAL_ONE", want, rbRows(t, c.nodes[3].session(t, c.native)))
 	sameCells(t, "rebuild: dc3 (nodetool rebuild) at LOCAL_ONE", want, rbRows(t, n5.session(t, c.native)))

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,14 +46,38 @@ type proc struct {
 	name   string
 	argv   []string
 	env    []string
-	logs   *bytes.Buffer
+	logs   *lockedBuffer
 	cmd    *exec.Cmd
 	exited chan error
 }
 
+// lockedBuffer is a process's output, safe to read while the process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	p.logs = &bytes.Buffer{}
+	p.logs = &lockedBuffer{}
 	p.cmd = exec.Command(p.argv[0], p.argv[1:]...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	p.cmd.Env = p.env
@@ -476,10 +501,10 @@ func (c *loadCluster) liveDataOf(i int, keyspace, table string) []string {
 }
 
 // bulkSource writes the CQLSSTableWriter source (interop/harness Bulk.java) into dir as
-// loaded/<table>-<id>/ and returns that directory and the distinct rows.
-func bulkSource(t *testing.T, dir, table string, partitions, rows, size, writers int) (string, int) {
+// <keyspace>/<table>-<id>/ and returns that directory and the distinct rows.
+func bulkSource(t *testing.T, dir, keyspace, table string, partitions, rows, size, writers int) (string, int) {
 	t.Helper()
-	out, err := harness(t, "bulk", "--out", dir, "--keyspace", "loaded", "--table", table, "--partitions", strconv.Itoa(partitions),
+	out, err := harness(t, "bulk", "--out", dir, "--keyspace", keyspace, "--table", table, "--partitions", strconv.Itoa(partitions),
 		"--rows", strconv.Itoa(rows), "--value-size", strconv.Itoa(size), "--writers", strconv.Itoa(writers), "--seed", "23")
 	if err != nil {
 		t.Fatal(err)
@@ -543,7 +568,8 @@ func (c *loadCluster) stagingLeft(i int) []string {
 // in two writers' sstables, the later writer's cells winning) is loaded twice:
 // Cassandra's sstableloader into loaded.ref and `sluice cassandra load` into loaded.src, two
 // tables of one schema in one keyspace (same replication, same ring, so each node's share is
-// the same; loading into one table after a truncate would leave nothing to compare with).
+// the same; loading into one table after a truncate would leave nothing to compare with). The
+// sluice load is of a tree holding the source twice, as loaded.src and loaded.src2.
 //
 //   - The sidecar is killed (SIGKILL, with what it runs) once its journal records a confirmed
 //     transfer; the command fails. Restarted, the same command resumes: it sends only what
@@ -574,6 +600,7 @@ func TestCassandraSidecarLoad(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE KEYSPACE loaded WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 2}`,
 		`CREATE TABLE loaded.src (pk text, ck int, v text, PRIMARY KEY (pk, ck))`,
+		`CREATE TABLE loaded.src2 (pk text, ck int, v text, PRIMARY KEY (pk, ck))`,
 		`CREATE TABLE loaded.ref (pk text, ck int, v text, PRIMARY KEY (pk, ck))`,
 		`CREATE TABLE loaded.down (pk text, ck int, v text, PRIMARY KEY (pk, ck))`,
 		`CREATE TABLE loaded.gen (pk text, ck text, value blob, PRIMARY KEY (pk, ck))`,
@@ -583,7 +610,7 @@ func TestCassandraSidecarLoad(t *testing.T) {
 		}
 	}
 	gstart := time.Now()
-	src, rowsWritten := bulkSource(t, filepath.Join(c.root, "source"), "src", parts, 5, 1000, 3)
+	src, rowsWritten := bulkSource(t, filepath.Join(c.root, "source"), "loaded", "src", parts, 5, 1000, 3)
 	srcFiles := dataFiles(t, src)
 	var srcBytes int64
 	for _, f := range dirEntries(t, src) {
@@ -597,6 +624,10 @@ func TestCassandraSidecarLoad(t *testing.T) {
 	// The reference: sstableloader of the same sstables into loaded.ref.
 	refDir := filepath.Join(c.root, "bulk", "loaded", "ref")
 	linkTree(t, src, refDir)
+	// The load is of a tree of two tables of the same source (loaded.src and loaded.src2): six
+	// transfers, four at a time, so that when the first is confirmed others have not started.
+	tree := filepath.Dir(filepath.Dir(src))
+	linkTree(t, src, filepath.Join(tree, "loaded", "src2-"+strings.TrimPrefix(filepath.Base(src), "src-")))
 	bwall, _ := c.sstableloader(refDir)
 	want := cells(t, all, "ref")
 	if len(want) != rowsWritten {
@@ -612,7 +643,7 @@ func TestCassandraSidecarLoad(t *testing.T) {
 	}
 	first := make(chan outcome, 1)
 	go func() {
-		out, err := c.cli(0, "cassandra", "load", src, "--json")
+		out, err := c.cli(0, "cassandra", "load", tree, "--json")
 		var res adminapi.CassandraLoadResult
 		_ = json.Unmarshal([]byte(out), &res)
 		first <- outcome{res, err}
@@ -641,12 +672,15 @@ func TestCassandraSidecarLoad(t *testing.T) {
 	t.Logf("side1 killed (SIGKILL) with %d transfer(s) journaled; the command: %v", confirmed, o.err)
 	c.side[0].start(t)
 	c.waitRing(0, func(r adminapi.CassandraRing) bool { return c.upCount(r) == 3 }, "side1 back")
-	res, wall, err := c.load(src)
+	res, wall, err := c.load(tree)
 	if err != nil || res.State != adminapi.OpComplete || len(res.Failed) != 0 {
 		t.Fatalf("the resumed load: %v %+v", err, res)
 	}
 	if res.Resumed == 0 || res.Resumed < confirmed {
 		t.Errorf("the resumed load skipped %d transfer(s), the journal had %d confirmed", res.Resumed, confirmed)
+	}
+	if res.SSTables == 0 || res.Resumed >= 6 {
+		t.Errorf("the resumed load sent nothing (%d of 6 transfers done before): the sidecar was not killed mid-load", res.Resumed)
 	}
 	t.Logf("resumed load: %.1fs, %d transfer(s) confirmed earlier not sent, %d sstable(s) imported now (per node %v), %d bytes sent",
 		wall.Seconds(), res.Resumed, res.SSTables, res.ImportedPerNode, res.BytesSent)
@@ -683,6 +717,7 @@ func TestCassandraSidecarLoad(t *testing.T) {
 
 	// Rows: at ALL, then at ONE through each node alone.
 	sameCells(t, "sluice cassandra load vs sstableloader, at ALL", want, cells(t, all, "src"))
+	sameCells(t, "loaded.src2 (the same source, in the same load) vs sstableloader, at ALL", want, cells(t, all, "src2"))
 	for i := range c.nodes {
 		sameCells(t, fmt.Sprintf("at ONE through %s alone", c.nodes[i].host), want, cells(t, c.session(i, gocql.One), "src"))
 	}
