@@ -584,7 +584,8 @@ func (c *loadCluster) stagingLeft(i int) []string {
 //     equal loaded.ref's at ALL.
 //   - A source sstable with a flipped byte in a Data.db chunk: the load fails, refusing that
 //     file by path (what was wrong in the message), and loaded.gen holds exactly the other
-//     sstable's partitions.
+//     sstable's partitions. With the damaged sstable removed, the same command resumes and
+//     completes, sending nothing again.
 //
 // SLUICE_SIDECAR_LOAD_PARTITIONS sizes the source (default 3,000 partitions of 5 rows of
 // 1,000 characters, ~30 MB written; make drills-cassandra uses more).
@@ -887,4 +888,18 @@ func testLoadCorruptSource(t *testing.T, c *loadCluster, all *gocql.Session) {
 	}
 	t.Logf("corrupt source: refused %s (%s); the other sstable loaded: %d rows, %d imported per node %v", filepath.Base(bad),
 		tail(res.Refused[0].Error, 200), count, res.SSTables, res.ImportedPerNode)
+
+	// The operator removes the damaged sstable and runs the load again: it resumes, nothing
+	// is sent twice, and it completes.
+	for _, f := range dirEntries(t, filepath.Dir(bad)) {
+		if strings.HasPrefix(f, strings.TrimSuffix(filepath.Base(bad), "Data.db")) {
+			if err := os.Remove(filepath.Join(filepath.Dir(bad), f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	again, _, err := c.load(filepath.Dir(good))
+	if err != nil || again.State != adminapi.OpComplete || again.SSTables != 0 || again.Resumed != 3 {
+		t.Errorf("the load again without the damaged sstable: %v; %d sstables sent, %d transfers resumed (want 0 and 3)", err, again.SSTables, again.Resumed)
+	}
 }

@@ -314,52 +314,71 @@ func (n *Node) StartCassandraLoad(req adminapi.CassandraLoadRequest) (OpStatus, 
 	if err != nil {
 		return OpStatus{}, err
 	}
-	sources, err := sourceFingerprint(tables)
-	if err != nil {
-		return OpStatus{}, badRequest{fmt.Errorf("load: %w", err)}
-	}
-	req.Resume = false
-	switch {
-	case journal.sameLoad(req, sources):
-	case resume:
-		return OpStatus{}, badRequest{fmt.Errorf("load --resume: the load journaled in %s is of %s (or its sstables changed since)",
-			s.cfg.StagingDir, strings.Join(journal.Request.Dirs, " "))}
-	default:
-		if journal != nil {
-			s.log.Warn().Str("load", journal.ID).Strs("dirs", journal.Request.Dirs).Int("confirmed", len(journal.Done)).
-				Msg("a new load replaces the journal of an unfinished one: what it did not send stays unsent")
-		}
-		id, err := randomID()
-		if err != nil {
-			return OpStatus{}, err
-		}
-		journal = newLoadJournal(s.cfg.StagingDir, id, req, sources)
-	}
+	req.Resume = false // the journal records the request itself
 	var names []string
 	for _, t := range tables {
 		names = append(names, t.Keyspace+"."+t.Table)
 	}
-	detail := strings.Join(names, ",") + " (load " + journal.ID
-	if k := len(journal.Done); k > 0 {
-		detail += fmt.Sprintf(", resumed: %d transfer(s) confirmed earlier", k)
-	}
-	return n.startOp(OpCassandraLoad, detail+")", func(ctx context.Context, o *op) error {
-		return n.cassandraLoad(ctx, o, s, c, tables, journal)
+	return n.startOp(OpCassandraLoad, strings.Join(names, ","), func(ctx context.Context, o *op) error {
+		return n.cassandraLoad(ctx, o, s, c, req, resume, tables)
 	})
 }
 
-func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster, tables []loadTable, journal *loadJournal) error {
-	log := s.log.With().Str("op", OpCassandraLoad).Str("load", journal.ID).Logger()
-	id := journal.ID
-	if err := journal.save(); err != nil {
-		return fmt.Errorf("writing the load journal: %w", err)
+// loadJournalFor is the journal a load of req over tables (the sstables that passed
+// verification) continues: the journaled one when it is of the same request over the same
+// sstables, else a new one (with resume, none: an error).
+func loadJournalFor(s *sidecar, req adminapi.CassandraLoadRequest, resume bool, tables []loadTable) (*loadJournal, error) {
+	journal, err := readLoadJournal(s.cfg.StagingDir)
+	if err != nil {
+		return nil, err
 	}
+	sources, err := sourceFingerprint(tables)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case journal.sameLoad(req, sources):
+		return journal, nil
+	case resume:
+		return nil, fmt.Errorf("load --resume: the load journaled in %s is of %s, or its sstables changed since", s.cfg.StagingDir,
+			strings.Join(journal.Request.Dirs, " "))
+	case journal != nil:
+		s.log.Warn().Str("load", journal.ID).Strs("dirs", journal.Request.Dirs).Int("confirmed", len(journal.Done)).
+			Msg("a new load replaces the journal of an unfinished one: what it did not send stays unsent")
+	}
+	id, err := randomID()
+	if err != nil {
+		return nil, err
+	}
+	return newLoadJournal(s.cfg.StagingDir, id, req, sources), nil
+}
+
+func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster, req adminapi.CassandraLoadRequest, resume bool, tables []loadTable) error {
+	log := s.log.With().Str("op", OpCassandraLoad).Logger()
 	// Every source sstable is verified here, before anything is staged or sent, so that a
 	// damaged one is refused by its own path (a replica's verification would only name the
 	// cut it received, and refuse the good sstables' cuts with it).
 	phase := time.Now()
 	tables, refused := verifyLoadSources(ctx, tables, n.cfg.Name, o)
 	log.Info().Float64("seconds", time.Since(phase).Seconds()).Int("refused", len(refused)).Msg("load: source sstables verified")
+	// The journal is matched on the sstables that passed: a load run again once a damaged
+	// sstable is removed resumes; one with the sstable replaced is a new load.
+	journal, err := loadJournalFor(s, req, resume, tables)
+	if err != nil {
+		return errors.Join(append(refused, err)...)
+	}
+	id := journal.ID
+	log = log.With().Str("load", id).Logger()
+	o.update(func(st *OpStatus) {
+		st.Detail += " (load " + id
+		if k := len(journal.Done); k > 0 {
+			st.Detail += fmt.Sprintf(", resumed: %d transfer(s) confirmed earlier", k)
+		}
+		st.Detail += ")"
+	})
+	if err := journal.save(); err != nil {
+		return fmt.Errorf("writing the load journal: %w", err)
+	}
 	root := filepath.Join(s.cfg.StagingDir, LoadStagingPrefix+id)
 	if err := os.RemoveAll(root); err != nil {
 		return err

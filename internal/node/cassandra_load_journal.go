@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 )
 
 // A load's durable state, in the staging directory (the data directories' file system, never
@@ -149,8 +150,8 @@ func (j *loadJournal) remove() error {
 	return err
 }
 
-// sourceFingerprint fingerprints a load's source sstables: every component's path, size and
-// modification time. A journal of other sources is not resumed.
+// sourceFingerprint fingerprints a load's source sstables (those not in Skip): every
+// component's path, size and modification time. A journal of other sources is not resumed.
 func sourceFingerprint(tables []loadTable) (string, error) {
 	h := sha256.New()
 	for _, t := range tables {
@@ -161,6 +162,9 @@ func sourceFingerprint(tables []loadTable) (string, error) {
 				return "", err
 			}
 			for _, s := range live {
+				if t.Skip[s.Desc.Path(descriptor.Data)] {
+					continue
+				}
 				for _, c := range s.Comps {
 					p := s.Desc.Path(c)
 					fi, err := os.Stat(p)

@@ -201,4 +201,21 @@ func TestCassandraLoadRefusesDamagedSource(t *testing.T) {
 	if fi, err := os.Stat(ls[0].Desc.Path(descriptor.Data)); err != nil || !os.SameFile(fi, good) {
 		t.Errorf("the staged sstable is not the good source: %v", err)
 	}
+
+	// The journal is matched on what passed: the operator removing the damaged sstable and
+	// running the load again resumes it.
+	withBad, err := sourceFingerprint(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range live[1].Comps {
+		if err := os.Remove(live[1].Desc.Path(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tables, _ = collectLoad(snap, adminapi.CassandraLoadRequest{Dirs: []string{src}})
+	without, err := sourceFingerprint(tables)
+	if err != nil || without != withBad {
+		t.Errorf("the load without the damaged sstable is another load: %s, was %s (%v)", without, withBad, err)
+	}
 }
