@@ -68,17 +68,24 @@ drills-cassandra:
 ## bench-sidecar: sluice cassandra load against sstableloader (~391 MiB into three dc1 nodes at RF 2)
 ## and sluice cassandra rebuild dc1 against nodetool rebuild -- dc1 (~241 MiB), in one run on live
 ## Cassandra 5.0.7 nodes, wall and CPU per side; prints the table docs/BENCHMARKS.md keeps.
-## SIDECAR_JMX=1 (default) imports through the sidecars' JMX client, 0 through nodetool import.
+## SIDECAR_JMX=1 (default) imports through the sidecars' JMX client, 0 through nodetool import;
+## SIDECAR_TRANSPORT is the sidecars' stream data plane (default tls, the recommended one).
 SIDECAR_JMX ?= 1
+SIDECAR_TRANSPORT ?= tls
 bench-sidecar:
-	SLUICE_INTEROP=1 SLUICE_BENCH_SIDECAR=1 SLUICE_SIDECAR_JMX=$(SIDECAR_JMX) $(GO) test -count=1 -v -timeout 60m \
+	SLUICE_INTEROP=1 SLUICE_BENCH_SIDECAR=1 SLUICE_SIDECAR_JMX=$(SIDECAR_JMX) SLUICE_SIDECAR_TRANSPORT=$(SIDECAR_TRANSPORT) \
+	  $(GO) test -count=1 -v -timeout 60m \
 	  -run 'TestBenchSidecarLoadRebuild' ./interop/
 
 ## bench-cassandra: sluice side by side with Cassandra 5.0.7's own tools on the same files: sstablesplit
 ## against sluice sstable split (ext4, and XFS with reflink as root), cold, whole processes
-## (SLUICE_BENCH_SIZE, default 1GiB); prints the table docs/BENCHMARKS.md keeps. Java 17, Maven.
+## (SLUICE_BENCH_SIZE, default 1GiB); then a second node's bootstrap by Cassandra's streaming
+## against sluice's fetch + import of the same ranges on the tls plane (live nodes on
+## 127.0.2.1-2, four CQLSSTableWriter sstables of SLUICE_BENCH_SIZE each, default 400MiB; root
+## for the cold runs). Prints the tables docs/BENCHMARKS.md keeps. Java 17, Maven.
 bench-cassandra:
-	SLUICE_INTEROP=1 SLUICE_BENCH_SPLIT=1 $(GO) test -count=1 -v -timeout 30m -run 'TestBenchSplitAgainstSSTableSplit' ./interop/
+	SLUICE_INTEROP=1 SLUICE_BENCH_SPLIT=1 SLUICE_BENCH_BOOTSTRAP=1 $(GO) test -count=1 -v -timeout 90m \
+		-run 'TestBenchSplitAgainstSSTableSplit|TestBenchBootstrapAgainstCassandra' ./interop/
 
 ## interop: Apache Cassandra 5.0 (cassandra-all from Maven Central, cached in ~/.m2) reads, verifies and
 ## merges what sluice writes; needs Java 17 and Maven. Ends with `N passed, M failed, K skipped`.

@@ -146,7 +146,8 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 		}
 	}
 	src, rows := bulkSource(t, filepath.Join(c.root, "source"), "loaded", "bsrc", parts, 10, 1000, 3)
-	c.t.Logf("import path: %s", map[bool]string{true: "the persistent JMX client (jmx_address)", false: "nodetool import, one JVM per import"}[c.jmx])
+	c.t.Logf("import path: %s; data plane: %s", map[bool]string{true: "the persistent JMX client (jmx_address)", false: "nodetool import, one JVM per import"}[c.jmx],
+		cmpOr(c.transport, "quic"))
 	var srcBytes int64
 	for _, f := range dirEntries(t, src) {
 		if fi, err := os.Stat(filepath.Join(src, f)); err == nil {
@@ -219,8 +220,9 @@ func (c *loadCluster) logMarks() []int {
 
 // loadPhases sums, over the sidecars' log lines since marks, the load's phases: the loader's
 // verification and staging of the source, and per transfer the fetch (the sender's cut and the
-// transfer), the strict verification, Cassandra's importer, the staging and confirmation.
-// Transfers run four at a time, so the sums overlap in wall time.
+// transfer), the strict verification, Cassandra's importer, the staging and confirmation (for
+// a rebuild: per source and table, the fetch and the whole import). Transfers run four at a
+// time, so the sums overlap in wall time.
 func (c *loadCluster) loadPhases(marks []int) string {
 	var verifySrc, stage, fetch, verify, imp, confirm float64
 	n := 0
@@ -249,6 +251,9 @@ func (c *loadCluster) loadPhases(marks []int) string {
 			case "loaded: fetched and imported":
 				n++
 				fetch, verify, imp, confirm = fetch+l.FetchSeconds, verify+l.VerifySeconds, imp+l.ImportSeconds, confirm+l.StageConfirmSeconds
+			case "rebuilt: fetched and imported": // the rebuild's: its import_seconds is the whole import
+				n++
+				fetch, imp = fetch+l.FetchSeconds, imp+l.ImportSeconds
 			}
 		}
 	}
@@ -288,6 +293,7 @@ func benchRebuild(t *testing.T, c *loadCluster) sideBySide {
 	}
 	r := sideBySide{what: fmt.Sprintf("rebuild dc1, %.0f MiB (%d sstables in dc1)", float64(rbBytes)/(1<<20), files), load: loadavg()}
 	env := append(os.Environ(), adminapi.TokenEnv+"="+c.tokens[3])
+	marks := c.logMarks()
 	cass0, side0 := cpuOf(t, c.cass...), cpuOf(t, c.side...)
 	wall, cli, out := timedCmd(t, env, bin, "cassandra", "rebuild", "dc1", "--keyspace", "rb", "--admin", c.admins[3], "--json")
 	r.sluiceCassCPU = cpuOf(t, c.cass...) - cass0
@@ -296,7 +302,8 @@ func benchRebuild(t *testing.T, c *loadCluster) sideBySide {
 	if err := json.Unmarshal([]byte(out), &rr); err != nil || rr.State != adminapi.OpComplete {
 		t.Fatalf("sluice cassandra rebuild: %v %s", err, tail(out, 2000))
 	}
-	t.Logf("sluice cassandra rebuild dc1: %.1fs wall (op %.1fs), %d ranges, %d sstables, %d bytes", wall.Seconds(), rr.WallSeconds, rr.Ranges, rr.SSTables, rr.BytesReceived)
+	t.Logf("sluice cassandra rebuild dc1: %.1fs wall (op %.1fs), %d ranges, %d sstables, %d bytes; %s", wall.Seconds(), rr.WallSeconds, rr.Ranges,
+		rr.SSTables, rr.BytesReceived, c.loadPhases(marks))
 	n5 := c.nodes[4]
 	cass0 = cpuOf(t, c.cass...)
 	wall, tool, _ := timedCmd(t, os.Environ(), append(n5.nodetool(), "rebuild", "--keyspace", "rb", "--", "dc1")...)

@@ -37,7 +37,8 @@ type loadCluster struct {
 	admins, tokens  []string
 	tlsDir, keyFile string
 	seed            string
-	jmx             bool // imports through the persistent JMX client
+	jmx             bool   // imports through the persistent JMX client
+	transport       string // the sidecars' stream data plane; "" is the default (quic)
 }
 
 // proc is a process the test started and may stop (its process group: a JVM and whatever a
@@ -119,7 +120,8 @@ func (p *proc) stop(sig syscall.Signal, grace time.Duration) {
 
 // startLoadCluster starts the three dc1 nodes and their sidecars (SLUICE_INTEROP_LIVE=0
 // skips). With SLUICE_SIDECAR_JMX=1 the sidecars import through sluice's persistent JMX
-// client (cassandra.jmx_address) instead of a nodetool JVM per import.
+// client (cassandra.jmx_address) instead of a nodetool JVM per import;
+// SLUICE_SIDECAR_TRANSPORT sets their stream data plane (quic, tls, tcp).
 func startLoadCluster(t *testing.T, name string) *loadCluster {
 	t.Helper()
 	if os.Getenv("SLUICE_INTEROP_LIVE") == "0" {
@@ -127,7 +129,7 @@ func startLoadCluster(t *testing.T, name string) *loadCluster {
 	}
 	begin := time.Now()
 	c := &loadCluster{t: t, root: filepath.Join(work, name), storage: freePort(t, "tcp"), native: freePort(t, "tcp"),
-		jmx: os.Getenv("SLUICE_SIDECAR_JMX") == "1"}
+		jmx: os.Getenv("SLUICE_SIDECAR_JMX") == "1", transport: os.Getenv("SLUICE_SIDECAR_TRANSPORT")}
 	for i := range 3 {
 		c.addNode(fmt.Sprintf("127.0.0.%d", i+1), "dc1", true) // one at a time: a node joins before the next starts
 	}
@@ -239,6 +241,9 @@ cassandra:
 `, sname, c.tlsDir, freePort(t, "udp"), admin, token, g, c.seed, c.keyFile, n.host, c.native, n.data(), nodetool, c.staging(i))
 	if c.jmx {
 		conf += fmt.Sprintf("  jmx_address: 127.0.0.1:%d\n", n.jmx)
+	}
+	if c.transport != "" {
+		conf += "transport: " + c.transport + "\n"
 	}
 	path := filepath.Join(n.dir, "sluice.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
