@@ -73,8 +73,8 @@ type Config struct {
 	// to arrive. Default 64; 1 commits each sstable alone (still while the next streams).
 	CommitBatch int
 
-	// recordsOnly makes a receiver's Hello leave out wire.FeatureIndexBig, as a receiver that
-	// rebuilds only from records would (tests).
+	// recordsOnly makes a receiver's Hello leave out wire.FeatureIndexBig and
+	// wire.FeatureIndexPositions, as a receiver that rebuilds only from records would (tests).
 	recordsOnly bool
 }
 
@@ -197,7 +197,7 @@ func (c Config) validate() error {
 func (c Config) hello() wire.Hello {
 	h := wire.Hello{MinVersion: wire.MinVersion, MaxVersion: wire.MaxVersion, Node: c.Node}
 	if !c.recordsOnly {
-		h.Features = append(h.Features, wire.FeatureIndexBig)
+		h.Features = append(h.Features, wire.FeatureIndexBig, wire.FeatureIndexPositions)
 	}
 	if f := c.dataFeature(); f != "" {
 		h.Features = append(h.Features, f)

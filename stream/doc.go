@@ -54,7 +54,11 @@
 //     (StreamIndex; made while it is sent, slice.IndexReader: for BIG, when the receiver's
 //     Hello offers wire.FeatureIndexBig, the runs' Index.db spans verbatim
 //     (Manifest.IndexFormat = IndexBig), else records from the runs' own Index.db entries;
-//     for BTI records from a pass over the parent's index; on a goroutine of its own from the
+//     for BTI records from a pass over the parent's index, or, compressed and when the Hello
+//     offers wire.FeatureIndexPositions, the partitions' positions without their keys
+//     (IndexPositions: no chunk decoded on the sender; the receiver reads each key from the
+//     Data.db it received once the chunks holding it are in, and the sender interleaves
+//     the slice no faster than the runs); on a goroutine of its own from the
 //     Manifest on, so that it is read while the runs are sent, at most 4 MiB ahead:
 //     readAhead); the child's rebased CompressionInfo rides in the Manifest.
 //     Entire: every component file but TOC.txt,

@@ -437,6 +437,9 @@ func (t *transfer) pump() *stop {
 			// every byte accepted before this frame was written, so its prefix may be kept.
 			return stopped(err, t.plane.broken())
 		}
+		if d.Stream == wire.StreamRuns {
+			t.job.dataArrived()
+		}
 		if st := t.account(n); st != nil {
 			return st
 		}

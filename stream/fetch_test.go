@@ -378,28 +378,36 @@ func TestFetchOneRangePartialsAreScannable(t *testing.T) {
 
 // A BIG table fetched by a receiver that takes Index.db spans (its Hello offers them: the sender
 // plans from Summary.db and sends the spans verbatim) and by one that takes only records
-// installs the same partitions, each exactly the ranges' (checkFetched).
+// installs the same partitions, each exactly the ranges' (checkFetched); so does a BTI table,
+// whose slice is positions for the first (the keys read from the Data.db received) and records
+// for the second.
 func TestFetchBigIndexSlicesEitherWay(t *testing.T) {
 	ca := newTestCA(t)
 	root := t.TempDir()
-	parents := genTable(t, root, "many", genSpec{version: "oa", compression: "lz4", seeds: []uint64{9}, partitions: 5000})
 	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
 	ranges, err := token.ParseRanges(token.Murmur3, "(-7000000000000000000,-2000000000000000000],(1000000000000000000,4000000000000000000]")
 	if err != nil {
 		t.Fatal(err)
 	}
+	parents := map[string][]string{}
+	for _, v := range []string{"oa", "da"} {
+		parents[v] = genTable(t, root, "many_"+v, genSpec{version: v, compression: "lz4", seeds: []uint64{9}, partitions: 5000})
+	}
 	for _, recordsOnly := range []bool{false, true} {
-		t.Run(fmt.Sprintf("recordsOnly=%v", recordsOnly), func(t *testing.T) {
-			res, err := Fetch(context.Background(), Config{recordsOnly: recordsOnly}, ca.client(t, ca),
-				FetchRequest{Peer: addr, Keyspace: "ks", Table: "many", Ranges: ranges, Dir: t.TempDir()}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.SSTables) != 1 || res.SSTables[0].Kind != "partial" {
-				t.Fatalf("fetched %+v, want one partial", res.SSTables)
-			}
-			checkFetched(t, parents, ranges, res)
-		})
+		for _, v := range []string{"oa", "da"} {
+			table := "many_" + v
+			t.Run(fmt.Sprintf("%s/recordsOnly=%v", v, recordsOnly), func(t *testing.T) {
+				res, err := Fetch(context.Background(), Config{recordsOnly: recordsOnly}, ca.client(t, ca),
+					FetchRequest{Peer: addr, Keyspace: "ks", Table: table, Ranges: ranges, Dir: t.TempDir()}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.SSTables) != 1 || res.SSTables[0].Kind != "partial" {
+					t.Fatalf("fetched %+v, want one partial", res.SSTables)
+				}
+				checkFetched(t, parents[v], ranges, res)
+			})
+		}
 	}
 }
 

@@ -292,14 +292,23 @@ func (j *installJob) startRebuild() error {
 		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 	}
 	j.feed = newRebuildFeed(j.rebuild)
+	j.feed.arrived(int64(j.in.got[0])) // a positions slice's keys are read from Data.db as it comes
 	return nil
+}
+
+// dataArrived tells the rebuild, if one runs, how much of Data.db is in place and checked.
+func (j *installJob) dataArrived() {
+	if j.feed != nil {
+		j.feed.arrived(int64(j.in.got[0]))
+	}
 }
 
 // rebuildOptions says what the index slice is and what it must hold: the announced count, its
 // format and the ranges the session asked for.
 func (j *installJob) rebuildOptions() slice.RebuildOptions {
 	m := j.in.Manifest
-	return slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: j.in.Ranges}
+	return slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: j.in.Ranges,
+		Data: j.data, Compression: j.in.Info}
 }
 
 // file is the file a Data frame's payload goes to at its offset, or nil for the index
@@ -388,7 +397,7 @@ func (j *installJob) seal() (int64, error) {
 	}
 	if j.rebuild != nil {
 		partitions = j.rebuild.Records()
-	} else if partitions, err = slice.CountIndexRecords(j.index); err != nil {
+	} else if partitions, err = slice.CountIndexSlice(j.index, slice.IndexFormat(m.IndexFormat)); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
 	}
 	if uint64(partitions) != m.Partitions {

@@ -95,7 +95,8 @@ func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sour
 	for i := range sources {
 		for done[i] < total(i) {
 			err := frame(i)
-			if err == nil && along > i && done[along] < total(along) && sources[along].seq.(*readAhead).ready(min(size, total(along)-done[along])) {
+			if err == nil && along > i && done[along] < total(along) && sources[along].seq.(*readAhead).ready(min(size, total(along)-done[along])) &&
+				inStep(sources, along, done, total, size) {
 				err = frame(along)
 			}
 			if errors.Is(err, errStopped) {
@@ -107,6 +108,21 @@ func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sour
 		}
 	}
 	return nil
+}
+
+// inStep says whether the next frame of sources[along], a read-ahead source interleaved with
+// the sources before it, may go now: always, unless it is paced; then only while the share of
+// it sent, that frame included, stays within the share of the sources before it sent.
+func inStep(sources []source, along int, done []int64, total func(int) int64, size int64) bool {
+	if !sources[along].paced {
+		return true
+	}
+	var sent, all int64
+	for j := range along {
+		sent, all = sent+done[j], all+total(j)
+	}
+	next := min(done[along]+size, total(along))
+	return all == 0 || float64(next)/float64(total(along)) <= float64(sent)/float64(all)
 }
 
 // errStopped ends pump early without an error: the receiver gave the sstable an outcome.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicedb/sluice/sstable/slice"
 )
@@ -22,6 +23,10 @@ type rebuildFeed struct {
 	free   chan []byte // their buffers, back for reuse
 	done   chan struct{}
 	once   sync.Once
+	// got is how much of Data.db is in place (slice.PartialRebuild.Arrived: the records of an
+	// IndexPositions slice wait for their keys); wake tells run that it grew.
+	got  atomic.Int64
+	wake chan struct{}
 
 	mu  sync.Mutex
 	err error // the rebuild's first error
@@ -36,7 +41,7 @@ const (
 
 func newRebuildFeed(r *slice.PartialRebuild) *rebuildFeed {
 	f := &rebuildFeed{r: r, frames: make(chan []byte, rebuildFeedPieces), free: make(chan []byte, rebuildFeedPieces),
-		done: make(chan struct{})}
+		done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	for range rebuildFeedPieces {
 		f.free <- nil
 	}
@@ -46,15 +51,44 @@ func newRebuildFeed(r *slice.PartialRebuild) *rebuildFeed {
 
 func (f *rebuildFeed) run() {
 	defer close(f.done)
-	for b := range f.frames {
-		if f.failed() == nil {
-			if err := f.r.Write(b); err != nil {
-				f.mu.Lock()
-				f.err = err
-				f.mu.Unlock()
+	for {
+		select {
+		case b, ok := <-f.frames:
+			if !ok {
+				return
 			}
+			f.do(func() error {
+				if err := f.r.Arrived(f.got.Load()); err != nil {
+					return err
+				}
+				return f.r.Write(b)
+			})
+			f.free <- b
+		case <-f.wake:
+			f.do(func() error { return f.r.Arrived(f.got.Load()) })
 		}
-		f.free <- b
+	}
+}
+
+// do runs a step of the rebuild unless one failed, and keeps its error.
+func (f *rebuildFeed) do(step func() error) {
+	if f.failed() != nil {
+		return
+	}
+	if err := step(); err != nil {
+		f.mu.Lock()
+		f.err = err
+		f.mu.Unlock()
+	}
+}
+
+// arrived tells the rebuild that the first n bytes of Data.db are in place and checked,
+// without waiting for it.
+func (f *rebuildFeed) arrived(n int64) {
+	f.got.Store(n)
+	select {
+	case f.wake <- struct{}{}:
+	default: // a wake is pending; it will read n
 	}
 }
 

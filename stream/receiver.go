@@ -582,6 +582,8 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 	case m.IndexFormat == wire.IndexRecords:
 	case m.IndexFormat == wire.IndexBig && in.Version.Format == version.Big:
 		// Offered in every Hello (Config.hello).
+	case m.IndexFormat == wire.IndexPositions && in.Version.Format == version.BTI && in.Info != nil:
+		// Offered in every Hello too; the keys are read from the compressed Data.db received.
 	default:
 		return bad("index slice format %d for a %s sstable", m.IndexFormat, in.Version.Format)
 	}

@@ -548,6 +548,11 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 			// verbatim, no entry decoded here.
 			opts.Format = slice.IndexBig
 		}
+		if t.Version().Format == version.BTI && t.Compression != nil && ss.sm.PeerOffers(wire.FeatureIndexPositions) {
+			// The receiver reads the keys from the Data.db it receives: planned from the trie,
+			// the slice made from it, no chunk decoded here but at the ranges' edges.
+			opts.Format = slice.IndexPositions
+		}
 		partials, fallback, err := slice.Partials(t, ranges, opts)
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
@@ -596,6 +601,10 @@ type source struct {
 	mem       []byte
 	// seq, when set, produces the n bytes in order (an index slice made as it is sent).
 	seq io.ReadCloser
+	// paced interleaves a read-ahead source with the ones before it no faster than they go:
+	// an IndexPositions slice, whose records wait at the receiver until the runs holding
+	// their keys are in.
+	paced bool
 }
 
 // resumeSources moves the Data.db source of o past the chunks the receiver already holds
@@ -718,7 +727,7 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 			// Made ahead, while the runs are sent: the pass over the parent's index costs per
 			// partition, and small partitions would otherwise leave the data plane idle.
 			srcs = append(srcs, source{stream: wire.StreamIndex, seq: newReadAhead(r, int(min(indexAheadPiece, p.IndexLength)), indexAheadDepth),
-				n: p.IndexLength})
+				n: p.IndexLength, paced: p.IndexFormat == slice.IndexPositions})
 		}
 		return m, srcs, nil
 	}

@@ -35,6 +35,7 @@ func testFetchOverDataPlane(t *testing.T, cfg Config) {
 	tables := map[string]genSpec{
 		"big_lz4":  {version: "oa", compression: "lz4", seeds: []uint64{1, 2}},
 		"bti_none": {version: "da", compression: "none", seeds: []uint64{5}},
+		"bti_lz4":  {version: "da", compression: "lz4", seeds: []uint64{7}},
 		"big_none": {version: "nb", compression: "none", seeds: []uint64{6}},
 	}
 	n := startNode(t, cfg, dirCatalog{root}, ca.server(t), "127.0.0.1:0")

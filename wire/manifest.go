@@ -42,9 +42,9 @@ type Manifest struct {
 	// DeadBytes is what the sender's layout left dead in a partial child's data: bytes of the
 	// parent's chunks no partition of the child occupies (informational: shown to operators).
 	DeadBytes uint64
-	// IndexFormat is how the index slice encodes its partitions (IndexRecords, or IndexBig: the
+	// IndexFormat is how the index slice encodes its partitions (IndexRecords; IndexBig, the
 	// parent's Index.db entries verbatim, sent only to a receiver whose Hello offers
-	// FeatureIndexBig).
+	// FeatureIndexBig; IndexPositions, only to one offering FeatureIndexPositions).
 	IndexFormat IndexFormat
 }
 
@@ -53,14 +53,22 @@ type IndexFormat uint8
 
 const (
 	// IndexRecords: one record per partition (key, parent position, rows-slice position,
-	// promoted index), the only form a BTI slice takes.
+	// promoted index).
 	IndexRecords IndexFormat = 0
 	// IndexBig: a BIG parent's Index.db entries as they are on disk, run after run.
 	IndexBig IndexFormat = 1
+	// IndexPositions: a compressed BTI parent's partitions without their keys, one record per
+	// partition (the parent position's increase over the record before, the rows-slice
+	// position); the receiver reads each key from the Data.db it received.
+	IndexPositions IndexFormat = 2
 )
 
 // FeatureIndexBig, in a receiver's Hello.Features, says it rebuilds from IndexBig slices.
 const FeatureIndexBig = "index-slice-big"
+
+// FeatureIndexPositions, in a receiver's Hello.Features, says it rebuilds a BTI partial from
+// IndexPositions slices.
+const FeatureIndexPositions = "index-slice-positions"
 
 const (
 	manifestSSTableID        = 1

@@ -50,7 +50,9 @@ func btiPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plans []
 // for the one child Merge makes of the plans: its index slice's length (and its records, with
 // m.keep) and its rows slice. The keys of the children's partitions are then read as the walk
 // meets them, through one sequential cursor (sstable.IndexEntry.Key), each checked to lie in
-// its piece: the pass decodes the children's chunks once and no other.
+// its piece: the pass decodes the children's chunks once and no other. With m.positions
+// (IndexPositions) no member's key is read: the receiver reads them from the data it gets and
+// checks them against its ranges.
 func btiPlanMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, m *trieMeasure) (plans []ChildPlan, last []int64, partitions int64, ok bool, err error) {
 	if parent.Version().Format != version.BTI {
 		return nil, nil, 0, false, nil
@@ -119,6 +121,11 @@ type trieMeasure struct {
 	keep    func(rec []byte) error
 	rec     []byte
 	tok     sstable.Partition
+	// positions makes IndexPositions records: no key is read (the receiver reads them from
+	// the data it receives and checks them against the ranges); prevPos is the last one's
+	// position.
+	positions bool
+	prevPos   int64
 }
 
 // member takes e, a partition of piece k; run says it begins a run of the merged child.
@@ -134,13 +141,18 @@ func (m *trieMeasure) member(e *sstable.IndexEntry, ps *Pieces, k int, run bool)
 		}
 		m.lastEnd, indexPos = re.End, childPos
 	}
-	if err := e.Partition(&m.tok); err != nil {
-		return err
+	if m.positions {
+		m.rec = AppendPositionRecord(m.rec[:0], e.Position-m.prevPos, indexPos)
+		m.prevPos = e.Position
+	} else {
+		if err := e.Partition(&m.tok); err != nil {
+			return err
+		}
+		if !ps.holds(k, m.tok.Token) {
+			return errUntrusted
+		}
+		m.rec = AppendIndexRecord(m.rec[:0], m.tok.Key, e.Position, indexPos, nil)
 	}
-	if !ps.holds(k, m.tok.Token) {
-		return errUntrusted
-	}
-	m.rec = AppendIndexRecord(m.rec[:0], m.tok.Key, e.Position, indexPos, nil)
 	m.length += int64(len(m.rec))
 	if m.keep != nil {
 		return m.keep(m.rec)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bigindex"
 	"github.com/sluicedb/sluice/sstable/descriptor"
@@ -203,4 +204,139 @@ func TestPartialRebuildRefusesPartitionsOutsideTheRanges(t *testing.T) {
 			t.Errorf("%s: a partition at the range's open end: %v", tc.format, err)
 		}
 	}
+}
+
+// positionsChild is a compressed BTI parent of small partitions and the one child a sender
+// makes of it for ranges with an IndexPositions slice, the slice as IndexReader sends it.
+type positionsChild struct {
+	parent *sstable.Table
+	ranges token.RangeSet
+	pt     Partial
+	slice  []byte
+	stats  []byte
+}
+
+func newPositionsChild(tb testing.TB) *positionsChild {
+	v, _ := version.ParseWritable("da")
+	res, err := gen.Generate(context.Background(), tb.TempDir(), gen.Options{Version: v, Partitions: 300,
+		PartitionSize: 512, RowSize: 128, Compression: "lz4", ChunkLength: 4 << 10, Seed: 5})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &positionsChild{parent: openTable(tb, res.Desc.Prefix())}
+	c.ranges, _ = token.ParseRanges(token.Murmur3, "(-6000000000000000000,3000000000000000000]")
+	partials, _, err := Partials(c.parent, c.ranges, PartialOptions{OnePerParent: true, Format: IndexPositions})
+	if err != nil || len(partials) != 1 {
+		tb.Fatalf("%d partials: %v", len(partials), err)
+	}
+	c.pt = partials[0]
+	rd, err := IndexReader(c.parent, c.pt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if c.slice, err = io.ReadAll(rd); err != nil {
+		tb.Fatal(err)
+	}
+	if c.stats, err = os.ReadFile(c.parent.Path(descriptor.Statistics)); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// rebuild receives the child's runs into dir and rebuilds it from slice, handed over in
+// pieces of the given sizes (the whole slice at once when none), Data.db arriving whole.
+func (c *positionsChild) rebuild(tb testing.TB, dir string, slice []byte, pieces ...int) error {
+	spec, err := SpecFromStatistics(c.parent.Version(), c.stats, c.pt.Rows)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d := descriptor.Descriptor{Dir: dir, Version: c.parent.Version(), ID: "1"}
+	inst, err := fsx.NewInstall(dir, d.Filename(descriptor.TOC))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer inst.Abort()
+	f, err := inst.Create(d.Filename(descriptor.Data))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	shipped := make([]Segment, len(c.pt.Layout.Segments))
+	for i, s := range c.pt.Layout.Segments {
+		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
+		if _, err := io.Copy(io.NewOffsetWriter(f, s.DstOff), io.NewSectionReader(c.parent.DataFile(), s.SrcOff, s.Length())); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	lay, err := ReceivedLayout(true, c.pt.Layout.ChunkLength, c.pt.Layout.DataLength, shipped)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := NewPartialRebuild(spec, inst, d, lay, RebuildOptions{Format: IndexPositions, Ranges: c.ranges, Data: f, Compression: c.pt.Info})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; len(slice) > 0; i++ {
+		k := len(slice)
+		if len(pieces) > 0 {
+			k = min(k, max(1, pieces[i%len(pieces)]))
+		}
+		if err := r.Write(slice[:k]); err != nil {
+			return err
+		}
+		slice = slice[k:]
+	}
+	_, err = r.Finish(DataResult{Compression: c.pt.Info, DataLength: lay.DataLength, FileLength: lay.FileLength})
+	return err
+}
+
+// A positions slice comes from a peer too: a record that repeats the one before, one past the
+// runs, one cut short, or one whose key the received Data.db does not hold where it says (a
+// position inside a partition) fails the rebuild, naming the record, and is never indexed.
+func TestPartialRebuildHostilePositions(t *testing.T) {
+	c := newPositionsChild(t)
+	first := AppendPositionRecord(nil, c.pt.Plan.Lo, -1)
+	rest := c.slice[len(first):]
+	for _, tc := range []struct {
+		name, want string
+		slice      []byte
+	}{
+		{"as sent", "", c.slice},
+		{"a record repeated", "record 1: position increase 0", append(append(append([]byte{}, first...), AppendPositionRecord(nil, 0, -1)...), rest...)},
+		{"past the runs", "record 0", AppendPositionRecord(nil, c.parent.DataLength()+1<<20, -1)},
+		{"cut short", "record 1", append(append([]byte{}, first...), 0x80)},
+		{"inside a partition", "record 0", append(AppendPositionRecord(nil, c.pt.Plan.Lo+7, -1), rest...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.rebuild(t, t.TempDir(), tc.slice)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("the slice as sent: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzPartialRebuildPositions hands a positions rebuild arbitrary slices, cut into arbitrary
+// pieces: it fails or rebuilds, never panics, and what it rebuilds holds only partitions of the
+// ranges, in order (the rebuild's own checks), read from the data received.
+func FuzzPartialRebuildPositions(f *testing.F) {
+	c := newPositionsChild(f)
+	base := f.TempDir()
+	f.Add(c.slice, uint16(0))
+	f.Add(c.slice, uint16(7))
+	f.Add(AppendPositionRecord(nil, c.pt.Plan.Lo+7, -1), uint16(1))
+	f.Fuzz(func(t *testing.T, slice []byte, piece uint16) {
+		var pieces []int
+		if piece > 0 {
+			pieces = []int{int(piece)}
+		}
+		dir, err := os.MkdirTemp(base, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		_ = c.rebuild(t, dir, slice, pieces...)
+	})
 }

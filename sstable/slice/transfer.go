@@ -1,6 +1,7 @@
 package slice
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -52,7 +53,9 @@ type PartialOptions struct {
 	IndexLater bool
 	// Format IndexBig (a BIG parent only) makes each slice the runs' Index.db spans, read
 	// verbatim when sent (it implies IndexLater), and plans from Summary.db when that serves
-	// (summaryPlan): the sender then reads the index only at the ranges' edges.
+	// (summaryPlan): the sender then reads the index only at the ranges' edges. Format
+	// IndexPositions (a compressed BTI parent only) makes each slice the partitions' positions
+	// without their keys: the plan and the slices then read Data.db only at the ranges' edges.
 	Format IndexFormat
 }
 
@@ -79,6 +82,9 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	spans := opts.Format == IndexBig
 	if spans && !isBig {
 		return nil, "", fmt.Errorf("slice: %s: Index.db spans for a %s sstable", parent.Desc, parent.Version().Format)
+	}
+	if opts.Format == IndexPositions && (isBig || parent.Compression == nil) {
+		return nil, "", fmt.Errorf("slice: %s: a positions index slice is for a compressed BTI sstable", parent.Desc)
 	}
 	measured := isBig && (opts.IndexLater || spans)
 	var plans []ChildPlan
@@ -124,6 +130,8 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 			}
 		case measured:
 			out[i].IndexLength = p.IndexBytes
+		default:
+			out[i].IndexFormat = opts.Format
 		}
 		if measured {
 			out[i].ParentPartitions = partitions
@@ -147,7 +155,7 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 // is nil).
 func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, plans []ChildPlan, done bool, err error) {
 	var index []byte
-	m := &trieMeasure{rows: rowsSlice{parent: spec.ParentRows}}
+	m := &trieMeasure{rows: rowsSlice{parent: spec.ParentRows}, positions: opts.Format == IndexPositions}
 	if !opts.IndexLater {
 		m.keep = func(rec []byte) error { index = append(index, rec...); return nil }
 	}
@@ -163,7 +171,7 @@ func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.Ran
 		return nil, "", plans, false, nil
 	}
 	p := Partial{Plan: one[0], Layout: NewLayout(geometry(parent, spec.CRCChunkLength), one[0].Runs, 1),
-		Index: index, IndexLength: m.length, Rows: m.rows.bytes(), ParentPartitions: partitions}
+		Index: index, IndexLength: m.length, IndexFormat: opts.Format, Rows: m.rows.bytes(), ParentPartitions: partitions}
 	if parent.Compression != nil {
 		p.Info = p.Layout.Info(parent.Compression)
 	}
@@ -341,7 +349,7 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 		return nil, err
 	}
 	r := &indexReader{want: p.IndexLength}
-	one := []Partial{{Plan: p.Plan, Layout: p.Layout}}
+	one := []Partial{{Plan: p.Plan, Layout: p.Layout, IndexFormat: p.IndexFormat}}
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		var buf []byte
 		stopped := errors.New("stopped")
@@ -453,7 +461,8 @@ const indexBuffer = 256 << 10
 // gatherIndex measures the index (and fills the BTI rows) slices of out in one index pass,
 // handing each child's records to keep (k is the child), when keep is set. A BTI parent's keys
 // are read for the children's partitions only (scanLazy), each checked to lie in ranges when
-// ranges are given.
+// ranges are given; a child whose IndexFormat is IndexPositions needs none (the receiver reads
+// them from the Data.db it receives and checks them against the ranges it asked for).
 func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, ranges token.RangeSet, keep func(k int, rec []byte) error) error {
 	var (
 		k, run  int
@@ -465,6 +474,7 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, ranges token.
 		n       int64
 		rec     []byte
 		within  *token.Within
+		prevPos int64 // the child's last record's position (IndexPositions)
 	)
 	if isBTI && len(ranges) > 0 {
 		within = ranges.Within()
@@ -483,7 +493,7 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, ranges token.
 			finish()
 		}
 		if !inChild && k < len(out) && pt.Ordinal == out[k].Plan.FirstOrdinal {
-			inChild, run, begun = true, 0, 0
+			inChild, run, begun, prevPos = true, 0, 0, 0
 			rows = rowsSlice{parent: spec.ParentRows}
 			rows.begin(lastEnd)
 		}
@@ -509,6 +519,15 @@ func gatherIndex(parent *sstable.Table, spec *Spec, out []Partial, ranges token.
 				}
 				lastEnd = end
 			}
+		}
+		if member && out[k].IndexFormat == IndexPositions {
+			rec = AppendPositionRecord(rec[:0], pt.Position-prevPos, indexPos)
+			prevPos = pt.Position
+			out[k].IndexLength += int64(len(rec))
+			if keep != nil {
+				return keep(k, rec)
+			}
+			return nil
 		}
 		if member {
 			if err := lp.load(within != nil); err != nil {
@@ -608,11 +627,40 @@ func indexRecordLength(key []byte, position, indexPos int64, promoted []byte) in
 		encoding.VintSize(indexPos) + encoding.UVintSize(uint64(len(promoted))) + len(promoted)
 }
 
+// AppendPositionRecord appends one record of an IndexPositions slice: how far the partition's
+// parent Data.db position lies past the record before's (past 0 for a slice's first record),
+// and its Rows.db entry position within the shipped rows slice (-1 when none).
+//
+//	uvint positionIncrease, vint indexPos
+func AppendPositionRecord(dst []byte, increase, indexPos int64) []byte {
+	dst = encoding.AppendUVint(dst, uint64(increase))
+	return encoding.AppendVint(dst, indexPos)
+}
+
 // ForEachIndexRecord decodes an index slice, calling fn with each partition (token computed
 // with p). The Partition is reused between calls. A malformed slice is an error with its
 // offset: it comes from a peer.
 func ForEachIndexRecord(slice []byte, p token.Partitioner, fn func(*sstable.Partition) error) error {
 	return decodeIndexRecords(slice, p, fn)
+}
+
+// CountIndexSlice is CountIndexRecords for a slice of format f (IndexRecords or
+// IndexPositions).
+func CountIndexSlice(slice []byte, f IndexFormat) (int64, error) {
+	if f != IndexPositions {
+		return CountIndexRecords(slice)
+	}
+	var n int64
+	r := encoding.NewReader(slice)
+	for r.Len() > 0 {
+		r.UVint()
+		r.Vint()
+		if err := r.Err(); err != nil {
+			return n, fmt.Errorf("index slice record %d: %w", n, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // CountIndexRecords checks an index slice's framing as ForEachIndexRecord does and counts its
@@ -680,6 +728,13 @@ const (
 	// no entry: for small partitions its index work stops growing with their number. Every
 	// check a records slice gets, it gets on the receiver.
 	IndexBig
+	// IndexPositions is a compressed BTI parent's partitions without their keys
+	// (AppendPositionRecord): a BTI key lives in Data.db alone (or in Rows.db, for a partition
+	// with a row index), so a sender of records decodes the child's chunks to find them; with
+	// positions it walks Partitions.db only, and the receiver reads each key from the Data.db
+	// it received, whose chunks it has checked (RebuildOptions.Data). Every check a records
+	// slice gets, it gets on the receiver, on the keys the data holds.
+	IndexPositions
 )
 
 func (f IndexFormat) String() string {
@@ -688,6 +743,8 @@ func (f IndexFormat) String() string {
 		return "records"
 	case IndexBig:
 		return "big"
+	case IndexPositions:
+		return "positions"
 	}
 	return fmt.Sprintf("IndexFormat(%d)", uint8(f))
 }
@@ -704,6 +761,11 @@ type RebuildOptions struct {
 	// with the order check this vouches for every key of a slice the sender did not read (a
 	// plan from Summary.db and Index.db spans sent verbatim).
 	Ranges token.RangeSet
+	// Data and Compression, for an IndexPositions slice, are the child's Data.db as received
+	// (its chunks checked as they arrived; complete by Finish, see PartialRebuild.Arrived) and
+	// its CompressionInfo: the keys are read from it.
+	Data        io.ReaderAt
+	Compression *compress.Info
 }
 
 // RebuildPartial writes every component of a received child but Data.db, which must already
@@ -726,9 +788,17 @@ func RebuildPartial(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, l
 // the builder once its last byte is in, so a receiver holds at most one record of the slice
 // (and the filter, sized from the announced partition count), not the whole slice.
 type PartialRebuild struct {
-	b       *Builder
-	p       token.Partitioner
-	format  IndexFormat
+	b      *Builder
+	p      token.Partitioner
+	format IndexFormat
+	// IndexPositions: the keys, read from the received Data.db; the rows slice, whose
+	// entries' keys are checked against them; the last record's parent position and layout
+	// segment; the slice's bytes not taken yet, whose keys have not arrived.
+	keys    *receivedKeys
+	rows    []byte
+	lastPos int64
+	seg     int
+	pend    []byte
 	within  *token.Within // nil: no range check
 	carry   []byte        // the start of a record whose end has not arrived
 	taken   int64         // slice bytes before carry
@@ -746,10 +816,25 @@ func (r *PartialRebuild) First() ([]byte, int64) { return r.firstKey, r.firstPos
 
 // NewPartialRebuild starts the rebuild RebuildPartial does.
 func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *Layout, opts RebuildOptions) (*PartialRebuild, error) {
-	if opts.Format != IndexRecords && (opts.Format != IndexBig || spec.Version.Format != version.Big) {
+	switch {
+	case opts.Format == IndexRecords:
+	case opts.Format == IndexBig && spec.Version.Format == version.Big:
+	case opts.Format == IndexPositions && spec.Version.Format == version.BTI:
+	default:
 		return nil, fmt.Errorf("slice: a %s index slice for a %s sstable", opts.Format, spec.Version.Format)
 	}
 	r := &PartialRebuild{p: spec.Partitioner, format: opts.Format, prevPos: -1}
+	if opts.Format == IndexPositions {
+		if opts.Data == nil || opts.Compression == nil || lay == nil {
+			return nil, errors.New("slice: a positions index slice needs the child's compressed Data.db")
+		}
+		data, err := compress.NewReader(opts.Data, lay.FileLength, opts.Compression)
+		if err != nil {
+			return nil, fmt.Errorf("the received Data.db: %w", err)
+		}
+		r.keys, r.rows = newReceivedKeys(data, opts.Compression, lay.FileLength), spec.ParentRows
+		r.keys.arrived = lay.FileLength
+	}
 	if len(opts.Ranges) > 0 {
 		r.within = opts.Ranges.Within()
 	}
@@ -768,6 +853,10 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 // Write is completed from as few of b's first bytes as it needs (doubling what it takes), and
 // the rest of b is read where it is: a frame is not copied to finish one record.
 func (r *PartialRebuild) Write(b []byte) error {
+	if r.keys != nil {
+		r.pend = append(r.pend, b...)
+		return r.takePositions(false)
+	}
 	for len(r.carry) > 0 && len(b) > 0 {
 		k := min(len(b), max(256, len(r.carry)))
 		r.carry = append(r.carry, b[:k]...)
@@ -788,11 +877,37 @@ func (r *PartialRebuild) Write(b []byte) error {
 	return nil
 }
 
+// Arrived says that the first n bytes of the child's Data.db are in place (and checked): an
+// IndexPositions rebuild started while Data.db arrives is told so before its first Write, and
+// again as more arrives; its records wait (in memory: a few bytes per partition) until the
+// chunks holding their keys are in. Finish takes Data.db as complete. Other formats ignore it.
+func (r *PartialRebuild) Arrived(n int64) error {
+	if r.keys == nil {
+		return nil
+	}
+	r.keys.arrived = n
+	return r.takePositions(false)
+}
+
+// takePositions adds the records at the start of r.pend whose keys have arrived.
+func (r *PartialRebuild) takePositions(last bool) error {
+	n, err := r.positions(r.pend, last)
+	r.taken += int64(n)
+	r.pend = r.pend[:copy(r.pend, r.pend[n:])]
+	return err
+}
+
 // Records is the number of complete records taken so far.
 func (r *PartialRebuild) Records() int64 { return r.ordinal }
 
 // Finish checks that the slice ended on a record's end and writes the components.
 func (r *PartialRebuild) Finish(data DataResult) ([]descriptor.Component, error) {
+	if r.keys != nil {
+		r.keys.arrived = r.b.lay.FileLength
+		if err := r.takePositions(true); err != nil {
+			return nil, err
+		}
+	}
 	if len(r.carry) > 0 {
 		if _, err := r.records(r.carry, true); err != nil {
 			return nil, err
@@ -805,8 +920,11 @@ func (r *PartialRebuild) Finish(data DataResult) ([]descriptor.Component, error)
 // records adds the complete records at the start of buf and returns the bytes they took. A
 // record cut short ends the scan without an error unless last (no more bytes will come).
 func (r *PartialRebuild) records(buf []byte, last bool) (int, error) {
-	if r.format == IndexBig {
+	switch r.format {
+	case IndexBig:
 		return r.entries(buf, last)
+	case IndexPositions:
+		return r.positions(buf, last)
 	}
 	var pt sstable.Partition
 	off := 0
@@ -856,6 +974,60 @@ func (r *PartialRebuild) entries(buf []byte, last bool) (int, error) {
 			return off, err
 		}
 		off += n
+		r.ordinal++
+	}
+	return off, nil
+}
+
+// positions is records for an IndexPositions slice: each key is read from the received Data.db
+// at the partition's position there (and must be its Rows.db entry's, when it has one). A
+// record whose key has not arrived ends the scan, as one cut short does.
+func (r *PartialRebuild) positions(buf []byte, last bool) (int, error) {
+	var pt sstable.Partition
+	off := 0
+	for off < len(buf) {
+		rd := encoding.NewReader(buf[off:])
+		increase := rd.UVint()
+		pt.IndexPos = rd.Vint()
+		if err := rd.Err(); err != nil {
+			if last {
+				return off, fmt.Errorf("index slice record %d: %w", r.ordinal, err)
+			}
+			return off, nil // its end is still to come
+		}
+		if increase > 1<<62 || (r.ordinal > 0 && increase == 0) {
+			return off, fmt.Errorf("index slice record %d: position increase %d", r.ordinal, increase)
+		}
+		pt.Position, pt.Ordinal, pt.Promoted = r.lastPos+int64(increase), r.ordinal, nil
+		child, seg, err := r.b.lay.mapFrom(r.seg, pt.Position)
+		if err != nil {
+			return off, fmt.Errorf("index slice record %d: %w", r.ordinal, err)
+		}
+		key, in, err := r.keys.at(child)
+		if err != nil {
+			return off, fmt.Errorf("index slice record %d: key at child Data.db position %d (parent %d): %w", r.ordinal, child, pt.Position, err)
+		}
+		if !in {
+			if last {
+				return off, fmt.Errorf("internal: index slice record %d's key not in the whole Data.db", r.ordinal)
+			}
+			return off, nil // its key is still to come
+		}
+		pt.Key, r.seg = key, seg
+		if pt.IndexPos >= 0 {
+			e, err := bti.ReadRowIndexEntry(r.rows, pt.IndexPos)
+			if err != nil {
+				return off, fmt.Errorf("index slice record %d: rows slice entry at %d: %w", r.ordinal, pt.IndexPos, err)
+			}
+			if !bytes.Equal(e.Key, pt.Key) {
+				return off, fmt.Errorf("index slice record %d: rows slice entry at %d is for key %x, Data.db holds %x", r.ordinal, pt.IndexPos, e.Key, pt.Key)
+			}
+		}
+		if err := r.add(&pt); err != nil {
+			return off, err
+		}
+		r.lastPos = pt.Position
+		off = len(buf) - rd.Len()
 		r.ordinal++
 	}
 	return off, nil
