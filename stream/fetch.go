@@ -172,10 +172,11 @@ type recvSession struct {
 	ctrl       *quic.Stream
 	sm         *Receiver
 	wbuf       []byte
-	dataFR     *frameReader // QUIC: reads each sstable's stream, reused
-	tcp        *tcpIn       // the TCP data plane, when the sender offered it
-	tls        *tls.Config  // the QUIC connection's, for a TLS data plane
-	closeData  func()       // closes the TCP data connection
+	dataIn     *tcpReader  // QUIC: reads each sstable's stream, reused
+	dataPiece  []byte      // QUIC: the buffer payloads pass through
+	tcp        *tcpIn      // the TCP data plane, when the sender offered it
+	tls        *tls.Config // the QUIC connection's, for a TLS data plane
+	closeData  func()      // closes the TCP data connection
 	// releaseSpace ends the session's hold on its directory's free space (space.go).
 	releaseSpace func()
 	failedIDs    map[string]bool
@@ -435,7 +436,8 @@ func (t *transfer) pump() *stop {
 		if err := t.plane.take(t.ctx, t.in, t.job, s, &d, n); err != nil {
 			// A TCP payload cut short leaves the connection mid-frame (the plane is broken):
 			// every byte accepted before this frame was written, so its prefix may be kept.
-			return stopped(err, t.plane.broken())
+			var cut payloadCut
+			return stopped(err, t.plane.broken() || errors.As(err, &cut))
 		}
 		if d.Stream == wire.StreamRuns {
 			t.job.dataArrived()

@@ -29,30 +29,52 @@ type inbound interface {
 	broken() bool
 }
 
-// quicIn is one sstable's unidirectional QUIC stream.
+// quicIn is one sstable's unidirectional QUIC stream. A frame's header is read on its own, its
+// payload in pieces of at most quicPiece bytes through the session's one buffer, each checked
+// and written before the next is read: quic-go's received frames go back to its pool as they
+// are read, not a megabyte at a time, and a receiver holds a piece, not a frame.
 type quicIn struct {
-	us  *quic.ReceiveStream
-	fr  *frameReader
-	lim wire.Limits
+	us    *quic.ReceiveStream
+	rd    *tcpReader
+	piece []byte
 }
 
+// payloadCut is a payload whose stream failed part way: every piece before was checked and
+// written, so what was accepted stands (the prefix a resume keeps), as when a frame's header
+// cannot be read.
+type payloadCut struct{ error }
+
+func (e payloadCut) Unwrap() error { return e.error }
+
+// quicPiece is how much of a payload quicIn takes at a time.
+const quicPiece = 128 << 10
+
 func (q *quicIn) next(d *wire.Data) (int64, bool, error) {
-	b, err := q.fr.next()
+	n, err := q.rd.header(d)
 	if errors.Is(err, io.EOF) {
 		return 0, true, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	if _, err := wire.ParseData(b, q.lim, d); err != nil {
-		return 0, false, fmt.Errorf("%w: %w", ErrProtocol, err)
-	}
-	return int64(len(d.Payload)), false, nil
+	return n, false, nil
 }
 
-// take checks the payload, which arrived in memory with its header, and writes it.
+// take reads the payload piece by piece, checking and writing each (takeInMemory).
 func (q *quicIn) take(_ context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
-	return takeInMemory(in, job, s, d)
+	off := d.Offset
+	for first := true; first || n > 0; first = false {
+		k := min(n, int64(len(q.piece)))
+		if err := q.rd.read(q.piece[:k]); err != nil {
+			return payloadCut{fmt.Errorf("%v data of sstable %s at %d: %w", d.Stream, d.SSTableID, off, err)}
+		}
+		d.Payload, d.Offset = q.piece[:k], off
+		if err := takeInMemory(in, job, s, d); err != nil {
+			return err
+		}
+		off, n = off+uint64(k), n-k
+	}
+	return nil
 }
 
 // takeInMemory counts d's payload, in memory, in slot s of in, puts Data.db bytes through
@@ -130,10 +152,10 @@ func (rs *recvSession) openInbound(ctx context.Context, id string) (inbound, err
 	if err != nil {
 		return nil, err
 	}
-	if rs.dataFR == nil {
-		rs.dataFR = newFrameReader(us, rs.cfg.Limits)
-	} else {
-		rs.dataFR.r, rs.dataFR.n, rs.dataFR.off = us, 0, 0
+	if rs.dataIn == nil {
+		rs.dataIn = &tcpReader{endsData: true, lim: rs.cfg.Limits, buf: make([]byte, wire.MaxDataHeader), scratch: make([]byte, wire.DataHeaderScratch)}
+		rs.dataPiece = make([]byte, quicPiece)
 	}
-	return &quicIn{us: us, fr: rs.dataFR, lim: rs.cfg.Limits}, nil
+	rs.dataIn.r, rs.dataIn.n, rs.dataIn.off, rs.dataIn.left = us, 0, 0, 0
+	return &quicIn{us: us, rd: rs.dataIn, piece: rs.dataPiece}, nil
 }

@@ -107,7 +107,9 @@ func (f *rebuildFeed) Write(p []byte) error {
 		k := min(len(p), rebuildFeedPiece)
 		b := <-f.free
 		if b == nil {
-			b = make([]byte, 0, rebuildFeedPiece)
+			// As large as the first piece it holds: a QUIC payload arrives in pieces
+			// smaller than rebuildFeedPiece (quicPiece), a short slice in one.
+			b = make([]byte, 0, k)
 		}
 		f.frames <- append(b[:0], p[:k]...)
 		p = p[k:]

@@ -282,20 +282,24 @@ func parseDataHeader(b, scratch []byte, lim wire.Limits, d *wire.Data) (hn int, 
 
 // tcpReader reads Data frames from the TCP data connection: each header through a small
 // buffer, and its payload from what the buffer already holds, then straight from the
-// connection (into a file with splice when it is plain TCP, or into memory).
+// connection (into a file with splice when it is plain TCP, or into memory). It reads an
+// sstable's QUIC stream the same way (quicIn), r its stream and c nil; the stream's end
+// between two frames then ends its data (endsData).
 type tcpReader struct {
-	c       net.Conn
-	lim     wire.Limits
-	buf     []byte
-	scratch []byte
-	off     int
-	n       int
-	left    int64 // payload bytes of the current frame not yet consumed
+	c        net.Conn
+	r        io.Reader // c, or a QUIC stream
+	endsData bool      // an end of r between two frames is the end of the data, not an error
+	lim      wire.Limits
+	buf      []byte
+	scratch  []byte
+	off      int
+	n        int
+	left     int64 // payload bytes of the current frame not yet consumed
 }
 
 func newTCPReader(c net.Conn, lim wire.Limits) *tcpReader {
 	// Small, so that little of each payload passes through user space on its way to a file.
-	return &tcpReader{c: c, lim: lim, buf: make([]byte, wire.MaxDataHeader), scratch: make([]byte, wire.DataHeaderScratch)}
+	return &tcpReader{c: c, r: c, lim: lim, buf: make([]byte, wire.MaxDataHeader), scratch: make([]byte, wire.DataHeaderScratch)}
 }
 
 // header reads the next frame's header into d and returns its payload length. It must be
@@ -321,11 +325,14 @@ func (r *tcpReader) header(d *wire.Data) (int64, error) {
 		if r.n == len(r.buf) {
 			return 0, fmt.Errorf("%w: Data header longer than %d bytes", ErrProtocol, len(r.buf))
 		}
-		k, err := r.c.Read(r.buf[r.n:])
+		k, err := r.r.Read(r.buf[r.n:])
 		r.n += k
 		if err != nil && k == 0 {
 			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("%w: TCP data connection closed", io.ErrUnexpectedEOF)
+				if r.endsData && r.n == 0 {
+					return 0, io.EOF
+				}
+				err = fmt.Errorf("%w: data stream closed", io.ErrUnexpectedEOF)
 			}
 			return 0, err
 		}
@@ -369,7 +376,7 @@ func (r *tcpReader) read(p []byte) error {
 		return fmt.Errorf("stream: %d payload bytes wanted, %d left", len(p), r.left)
 	}
 	k := copy(p, r.buffered(int64(len(p))))
-	m, err := io.ReadFull(r.c, p[k:])
+	m, err := io.ReadFull(r.r, p[k:])
 	r.left -= int64(m)
 	return err
 }
@@ -377,7 +384,7 @@ func (r *tcpReader) read(p []byte) error {
 // skip consumes the rest of the current payload unread.
 func (r *tcpReader) skip() error {
 	r.buffered(r.left)
-	k, err := io.CopyN(io.Discard, r.c, r.left)
+	k, err := io.CopyN(io.Discard, r.r, r.left)
 	r.left -= k
 	return err
 }

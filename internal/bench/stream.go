@@ -1299,9 +1299,9 @@ func RawQUICConfig(streamWindow int64) *quic.Config {
 		MaxIncomingStreams:             4,
 		MaxIncomingUniStreams:          64,
 		InitialStreamReceiveWindow:     1 << 20,
-		MaxStreamReceiveWindow:         16 << 20,
+		MaxStreamReceiveWindow:         2 << 20,
 		InitialConnectionReceiveWindow: 2 << 20,
-		MaxConnectionReceiveWindow:     32 << 20,
+		MaxConnectionReceiveWindow:     4 << 20,
 	}
 	if streamWindow > 0 {
 		c.MaxStreamReceiveWindow = uint64(streamWindow)
