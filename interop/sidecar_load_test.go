@@ -269,8 +269,17 @@ func (c *loadCluster) startNode(i int) {
 	p, n := c.cass[i], c.nodes[i]
 	start := time.Now()
 	p.start(t)
+	retries := 2
 	for !addrOpen(fmt.Sprintf("%s:%d", n.host, c.native)) || !portOpen(n.jmx) {
 		if !p.running() {
+			// On a loaded machine a joining node can give up on a seed that is slow to
+			// answer gossip; it is started again (twice at most).
+			if retries > 0 && strings.Contains(p.logs.String(), "Unable to contact any seeds") {
+				retries--
+				t.Logf("Cassandra %s could not reach its seed; starting it again", n.host)
+				p.start(t)
+				continue
+			}
 			t.Fatalf("Cassandra %s exited while starting:\n%s", n.host, tail(p.logs.String(), 4000))
 		}
 		if time.Since(start) > 4*time.Minute {
