@@ -110,6 +110,9 @@ type sideBySide struct {
 //     altered to {dc1: 1, dc2: 1, dc3: 1}: `sluice cassandra rebuild dc1` on dc2's sidecar,
 //     `nodetool rebuild --keyspace rb -- dc1` on dc3's node.
 //
+// SLUICE_BENCH_SIDECAR_REBUILD=0 measures the load alone; SLUICE_SIDECAR_CPUPROFILE=DIR has
+// every sidecar write a CPU profile there when it stops.
+//
 // Wall is each command's; CPU is the command's process (sstableloader's or nodetool's JVM,
 // sluice's CLI) + every sidecar's (the nodetool import JVMs they run included) + every
 // Cassandra JVM's, as deltas over the command. Autocompaction is off on the measured tables so
@@ -183,6 +186,10 @@ func TestBenchSidecarLoadRebuild(t *testing.T) {
 	r.log(t)
 	sameCells(t, "load: loaded.bsrc (sluice) vs loaded.bref (sstableloader) at ALL", cells(t, all, "bref"), cells(t, all, "bsrc"))
 
+	if os.Getenv("SLUICE_BENCH_SIDECAR_REBUILD") == "0" {
+		t.Log(r.row())
+		return
+	}
 	// rebuild: the data in dc1 (loaded by sluice, autocompaction off), then two new DCs.
 	for _, n := range c.nodes {
 		if out, err := run(t, n.nodetool()[0], append(n.nodetool()[1:], "disableautocompaction", "rb")...); err != nil {

@@ -249,7 +249,11 @@ cassandra:
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{name: "sidecar " + sname, env: os.Environ(), argv: []string{bin, "run", "--config", path, "--log-format", "json"}}
+	argv := []string{bin, "run", "--config", path, "--log-format", "json"}
+	if dir := os.Getenv("SLUICE_SIDECAR_CPUPROFILE"); dir != "" { // a CPU profile per sidecar, written when it stops
+		argv = append(argv, "--cpuprofile", filepath.Join(dir, sname+".pprof"))
+	}
+	p := &proc{name: "sidecar " + sname, env: os.Environ(), argv: argv}
 	c.side, c.admins, c.tokens = append(c.side, p), append(c.admins, admin), append(c.tokens, token)
 	t.Cleanup(func() {
 		p.stop(syscall.SIGINT, 15*time.Second)
