@@ -38,6 +38,10 @@ import (
 // from that source into its own staging directory and import them (the Importer: strict
 // verification, nodetool import, confirmation). Then the source is unregistered and the
 // staged links removed; the directories given are left as they were.
+//
+// Before anything is staged, every source sstable is verified strictly: a damaged one is
+// refused by its path (cassandra_load_verify.go). Every transfer a replica confirms is
+// journaled; the same load run again resumes, sending only the rest (cassandra_load_journal.go).
 
 // OpCassandraLoad is the kind of a sidecar's load.
 const OpCassandraLoad = adminapi.OpCassandraLoad
