@@ -92,10 +92,11 @@ func JMXServiceURL(address string) string {
 	return "service:jmx:rmi:///jndi/rmi://" + address + "/jmxrmi"
 }
 
-// JMX is the persistent JMX client of one node. The process starts on the first Import and is
-// started again on the next Import after it died. Imports are serialized (one call at a time
-// on the one connection: Cassandra serializes importNewSSTables per table anyway). Close
-// stops the process. The fields must not change once Import is called.
+// JMX is the persistent JMX client of one node. The process starts on Start or the first
+// Import, and again on the next Import after it died. Imports may run concurrently: each call
+// has its id and the client runs it on a thread of its own (Cassandra serializes
+// importNewSSTables per table, not across tables). Close stops the process. The fields must not
+// change once Import is called.
 type JMX struct {
 	Address      string   // host:port of the node's JMX port
 	Username     string   // JMX user, with PasswordFile ("" without authentication)
@@ -119,13 +120,17 @@ func NewJMX(cfg Config) *JMX {
 	return &JMX{Address: cfg.JMXAddress, Username: cfg.JMXUsername, PasswordFile: cfg.JMXPasswordFile, Java: cfg.Java}
 }
 
-// jmxProc is one running client.
+// jmxProc is one running client. Its reader goroutine hands each answer to the call waiting
+// for its id.
 type jmxProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	lines  chan string // stdout, line by line; closed at EOF
+	ready  chan jmxAnswer // the connection handshake: ready or fatal
 	stderr *tailBuffer
-	exited chan struct{}
+	exited chan struct{} // closed once stdout ended and the process was waited for
+
+	mu      sync.Mutex
+	pending map[uint64]chan jmxAnswer // calls waiting for their answer
 }
 
 // JMXResult is a call that returned: Failed lists the directories Cassandra could not import.
@@ -153,56 +158,69 @@ func (j *JMX) Starts() int {
 }
 
 // Import calls importNewSSTables(dir) on keyspace.table with flags. An error wraps ErrJMX
-// (nothing was imported, or Cassandra threw) or ErrOutcomeUnknown (no answer).
+// (nothing was imported, or Cassandra threw) or ErrOutcomeUnknown (no answer: the client or
+// its connection died, or ctx ended while Cassandra may still be importing; the client is left
+// running for the other calls).
 func (j *JMX) Import(ctx context.Context, keyspace, table, dir string, flags ImportFlags) (JMXResult, error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.closed {
+		j.mu.Unlock()
 		return JMXResult{}, fmt.Errorf("%w: the client is closed", ErrJMX)
 	}
 	if err := j.ensure(ctx); err != nil {
+		j.mu.Unlock()
 		return JMXResult{}, err
 	}
+	p := j.p
 	j.nextID++
 	id := j.nextID
+	answer := make(chan jmxAnswer, 1)
+	p.mu.Lock()
+	p.pending[id] = answer
+	p.mu.Unlock()
 	req := append([]string{"import", strconv.FormatUint(id, 10), keyspace, table, dir}, flags.fields()...)
 	for i := range req {
 		req[i] = url.QueryEscape(req[i])
 	}
 	start := time.Now()
-	if _, err := io.WriteString(j.p.stdin, strings.Join(req, " ")+"\n"); err != nil {
-		// The request did not reach the client: nothing was called.
-		j.stop()
-		return JMXResult{}, fmt.Errorf("%w: the JMX client of %s died before the call (%v)%s", ErrJMX, j.Address, err, j.stderrNote())
+	_, werr := io.WriteString(p.stdin, strings.Join(req, " ")+"\n")
+	j.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+	if werr != nil {
+		// The request did not reach the client: nothing was called. The client is dying; the
+		// next Import starts another.
+		p.kill()
+		return JMXResult{}, fmt.Errorf("%w: the JMX client of %s died before the call (%v)%s", ErrJMX, j.Address, werr, tailNote(p.stderr))
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			j.stop()
-			return JMXResult{}, fmt.Errorf("%w: %v while importing %s into %s.%s: Cassandra may still be importing", ErrOutcomeUnknown, ctx.Err(), dir, keyspace, table)
-		case line, ok := <-j.p.lines:
-			if !ok {
-				note := j.stderrNote()
-				j.stop()
-				return JMXResult{}, fmt.Errorf("%w: the JMX client of %s died during the call%s", ErrOutcomeUnknown, j.Address, note)
-			}
-			var a jmxAnswer
-			if err := json.Unmarshal([]byte(line), &a); err != nil || a.ID != id {
-				continue // not the answer to this call (the JVM may print warnings)
-			}
-			switch {
-			case a.Lost != "":
-				j.stop()
-				return JMXResult{}, fmt.Errorf("%w: the JMX connection to %s broke during the call: %s", ErrOutcomeUnknown, j.Address, a.Lost)
-			case a.Error != "":
-				return JMXResult{}, fmt.Errorf("%w: importNewSSTables on %s.%s: %s", ErrJMX, keyspace, table, a.Error)
-			}
-			el := time.Duration(a.Millis) * time.Millisecond
-			if el == 0 {
-				el = time.Since(start)
-			}
-			return JMXResult{Failed: a.Failed, Elapsed: el}, nil
+	select {
+	case <-ctx.Done():
+		return JMXResult{}, fmt.Errorf("%w: %v while importing %s into %s.%s: Cassandra may still be importing", ErrOutcomeUnknown, ctx.Err(), dir, keyspace, table)
+	case a := <-answer:
+		switch {
+		case a.Lost != "":
+			return JMXResult{}, fmt.Errorf("%w: the JMX connection to %s broke during the call: %s", ErrOutcomeUnknown, j.Address, a.Lost)
+		case a.Error != "":
+			return JMXResult{}, fmt.Errorf("%w: importNewSSTables on %s.%s: %s", ErrJMX, keyspace, table, a.Error)
 		}
+		el := time.Duration(a.Millis) * time.Millisecond
+		if el == 0 {
+			el = time.Since(start)
+		}
+		return JMXResult{Failed: a.Failed, Elapsed: el}, nil
+	case <-p.exited:
+		// The answer may have come just before the end.
+		select {
+		case a := <-answer:
+			if a.Lost == "" && a.Error == "" {
+				return JMXResult{Failed: a.Failed, Elapsed: time.Since(start)}, nil
+			}
+		default:
+		}
+		return JMXResult{}, fmt.Errorf("%w: the JMX client of %s died during the call%s", ErrOutcomeUnknown, j.Address, tailNote(p.stderr))
 	}
 }
 
@@ -220,7 +238,6 @@ func (j *JMX) Start(ctx context.Context) error {
 // ensure starts a client when none runs (the last one died); j.mu is held.
 func (j *JMX) ensure(ctx context.Context) error {
 	if j.p != nil && j.p.dead() {
-		j.p.wait()
 		j.p = nil
 	}
 	if j.p == nil {
@@ -263,7 +280,7 @@ func (j *JMX) start(ctx context.Context) (*jmxProc, error) {
 	cmd.Env = append(os.Environ(), "SLUICE_JMX_USERNAME="+j.Username, "SLUICE_JMX_PASSWORD="+password)
 	// Its own process group: a wrapper script and the JVM it starts are stopped together.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &jmxProc{cmd: cmd, lines: make(chan string, 16), stderr: &tailBuffer{}, exited: make(chan struct{})}
+	p := &jmxProc{cmd: cmd, ready: make(chan jmxAnswer, 1), stderr: &tailBuffer{}, exited: make(chan struct{}), pending: map[uint64]chan jmxAnswer{}}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -276,48 +293,66 @@ func (j *JMX) start(ctx context.Context) (*jmxProc, error) {
 		return nil, err
 	}
 	j.starts++
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
+	go p.read(stdout)
 	timeout := j.StartTimeout
 	if timeout <= 0 {
 		timeout = DefaultJMXStartTimeout
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for {
+	select {
+	case <-ctx.Done():
+		p.kill()
+		return nil, ctx.Err()
+	case <-timer.C:
+		p.kill()
+		return nil, fmt.Errorf("%s: not connected after %v%s", strings.Join(argv, " "), timeout, tailNote(p.stderr))
+	case <-p.exited:
 		select {
-		case <-ctx.Done():
-			p.kill()
-			return nil, ctx.Err()
-		case <-timer.C:
-			p.kill()
-			return nil, fmt.Errorf("%s: not connected after %v%s", strings.Join(argv, " "), timeout, tailNote(p.stderr))
-		case line, ok := <-p.lines:
-			if !ok {
-				p.wait()
-				return nil, fmt.Errorf("%s exited (%v) before connecting%s", strings.Join(argv, " "), cmd.ProcessState, tailNote(p.stderr))
-			}
-			var a jmxAnswer
-			if json.Unmarshal([]byte(line), &a) != nil {
-				continue
-			}
+		case a := <-p.ready:
 			if a.Fatal != "" {
-				p.kill()
 				return nil, errors.New(a.Fatal)
 			}
-			if a.Ready {
-				return p, nil
-			}
+		default:
+		}
+		return nil, fmt.Errorf("%s exited (%v) before connecting%s", strings.Join(argv, " "), cmd.ProcessState, tailNote(p.stderr))
+	case a := <-p.ready:
+		if a.Fatal != "" {
+			p.kill()
+			return nil, errors.New(a.Fatal)
+		}
+		return p, nil
+	}
+}
+
+// read reads the client's standard output until it ends: the handshake to ready, each answer to
+// the call waiting for its id (lines that are neither, such as a JVM's warnings, are skipped).
+// Then it waits for the process and closes exited.
+func (p *jmxProc) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	handshake := true
+	for sc.Scan() {
+		var a jmxAnswer
+		if json.Unmarshal(sc.Bytes(), &a) != nil {
+			continue
+		}
+		if handshake && (a.Ready || a.Fatal != "") {
+			handshake = false
+			p.ready <- a
+			continue
+		}
+		p.mu.Lock()
+		ch, ok := p.pending[a.ID]
+		delete(p.pending, a.ID)
+		p.mu.Unlock()
+		if ok {
+			ch <- a // buffered: never blocks
 		}
 	}
+	_, _ = io.Copy(io.Discard, stdout)
+	_ = p.cmd.Wait()
+	close(p.exited)
 }
 
 func (p *jmxProc) dead() bool {
@@ -329,34 +364,12 @@ func (p *jmxProc) dead() bool {
 	}
 }
 
-// kill stops the process group and waits for the reader to see the end.
+// kill stops the process group and waits until the process has exited.
 func (p *jmxProc) kill() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
-	p.wait()
-}
-
-// wait drains the output until the process has exited.
-func (p *jmxProc) wait() {
-	for range p.lines {
-	}
 	<-p.exited
-}
-
-// stop kills the current process; the next Import starts another.
-func (j *JMX) stop() {
-	if j.p != nil {
-		j.p.kill()
-		j.p = nil
-	}
-}
-
-func (j *JMX) stderrNote() string {
-	if j.p == nil {
-		return ""
-	}
-	return tailNote(j.p.stderr)
 }
 
 func tailNote(b *tailBuffer) string {

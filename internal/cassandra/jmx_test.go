@@ -56,9 +56,35 @@ func fakeJMX(mode string) int {
 	}
 	fmt.Println("Picked up JAVA_TOOL_OPTIONS: noise a JVM prints")
 	fmt.Println(`{"ready":true}`)
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), " ")
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if mode == "pair" {
+		// Two calls in flight at once, answered in reverse order; a client that waits for
+		// each answer before sending the next request gets an error instead.
+		first := <-lines
+		id1 := strings.Split(first, " ")[1]
+		select {
+		case second := <-lines:
+			fmt.Printf(`{"id":%s,"failed":[],"millis":2}`+"\n", strings.Split(second, " ")[1])
+			fmt.Printf(`{"id":%s,"failed":[],"millis":1}`+"\n", id1)
+		case <-time.After(10 * time.Second):
+			fmt.Printf(`{"id":%s,"error":"only one call in flight"}`+"\n", id1)
+			for line := range lines {
+				fmt.Printf(`{"id":%s,"error":"only one call in flight"}`+"\n", strings.Split(line, " ")[1])
+			}
+		}
+		for range lines {
+		}
+		return 0
+	}
+	for line := range lines {
+		f := strings.Split(line, " ")
 		for i := range f {
 			f[i], _ = url.QueryUnescape(f[i])
 		}
@@ -249,8 +275,32 @@ func TestJMXFailures(t *testing.T) {
 	}
 }
 
-// A cancelled import kills the client (its call's outcome is unknown) and leaves the sstables
-// staged.
+// Calls run concurrently on the one client: it receives the second request before it answers
+// the first, and the answers, in reverse order, reach their own callers.
+func TestJMXConcurrentCalls(t *testing.T) {
+	t.Setenv("SLUICE_FAKE_JMX", "pair")
+	t.Setenv("SLUICE_FAKE_JMX_LOG", filepath.Join(t.TempDir(), "jmx.log"))
+	j := &JMX{Address: "127.0.0.1:7199", Java: []string{os.Args[0]}, StartTimeout: 20 * time.Second}
+	defer j.Close()
+	errs := make(chan error, 2)
+	for _, table := range []string{"a", "b"} {
+		go func() {
+			_, err := j.Import(context.Background(), "ks", table, "/staging/ks/"+table, SidecarImportFlags)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if j.Starts() != 1 {
+		t.Errorf("%d client starts", j.Starts())
+	}
+}
+
+// A cancelled import returns at once with its outcome unknown and leaves the sstables staged;
+// the client keeps running for the other calls.
 func TestJMXCancelled(t *testing.T) {
 	f := newJMXFixture(t, 1, "ignore")
 	f.im.JMX.Java = []string{"sh", "-c", `echo '{"ready":true}'; sleep 60`, "sh"}
@@ -261,8 +311,11 @@ func TestJMXCancelled(t *testing.T) {
 	if !errors.Is(err, ErrOutcomeUnknown) || time.Since(start) > 10*time.Second {
 		t.Fatalf("%v after %v", err, time.Since(start))
 	}
-	if f.im.JMX.p != nil {
-		t.Error("the client was not stopped")
+	if p := f.im.JMX.p; p == nil || p.dead() || f.im.JMX.Starts() != 1 {
+		t.Error("the client did not keep running")
+	}
+	if countLive(t, f.src) != 0 || countLive(t, f.live) != 0 {
+		t.Errorf("source %d, live %d: the sstables should be staged", countLive(t, f.src), countLive(t, f.live))
 	}
 }
 

@@ -9,13 +9,12 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 import javax.management.InstanceNotFoundException;
-import javax.management.MBeanException;
 import javax.management.MBeanServerConnection;
 import javax.management.ObjectName;
-import javax.management.ReflectionException;
-import javax.management.RuntimeMBeanException;
 import javax.management.remote.JMXConnector;
 import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
@@ -44,16 +43,21 @@ import javax.management.remote.JMXServiceURL;
  *   {"id":ID,"lost":"..."}                    the connection broke: the outcome is unknown; the
  *                                             client exits 2 and sluice starts a new one
  *
- * End of standard input closes the connection and exits 0. The program holds no state between
- * requests but the connection, so restarting it is always safe.
+ * Requests run concurrently (a thread each: Cassandra serializes imports per table, not across
+ * tables), so answers may come in any order; each is one line, printed whole. End of standard
+ * input waits for the calls in flight, closes the connection and exits 0. The program holds no
+ * state between requests but the connection, so restarting it is always safe.
  */
 public final class SluiceJMX
 {
     private static final String SIGNATURE_BOOLEAN = "boolean";
 
+    /** Standard output; each answer is one println on it, which PrintStream makes whole. */
+    private static PrintStream out;
+
     public static void main(String[] args) throws Exception
     {
-        PrintStream out = new PrintStream(System.out, true, "UTF-8");
+        out = new PrintStream(System.out, true, "UTF-8");
         if (args.length != 1)
         {
             out.println("{\"fatal\":\"usage: SluiceJMX service:jmx:rmi:///jndi/rmi://HOST:PORT/jmxrmi\"}");
@@ -83,82 +87,80 @@ public final class SluiceJMX
         out.println("{\"ready\":true}");
 
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        ExecutorService calls = Executors.newCachedThreadPool();
+        final JMXConnector conn = connector;
+        final MBeanServerConnection server = mbs;
         String line;
         while ((line = in.readLine()) != null)
         {
             if (line.isEmpty())
                 continue;
-            String[] f = line.split(" ", -1);
-            String id = f.length > 1 ? decode(f[1]) : "";
-            if (!id.matches("[0-9]+"))
-                id = "0";
-            if (f.length != 12 || !f[0].equals("import"))
-            {
-                out.println("{\"id\":" + id + ",\"error\":" + quote("malformed request: want import ID KEYSPACE TABLE DIR and 7 flags, got " + f.length + " fields") + "}");
-                continue;
-            }
-            String keyspace = decode(f[2]), table = decode(f[3]), dir = decode(f[4]);
-            if (!keyspace.matches("\\w+") || !table.matches("\\w+"))
-            {
-                out.println("{\"id\":" + id + ",\"error\":" + quote("bad keyspace or table name " + keyspace + "." + table) + "}");
-                continue;
-            }
-            Object[] params = new Object[8];
-            String[] signature = new String[8];
-            params[0] = new HashSet<>(Collections.singleton(dir));
-            signature[0] = "java.util.Set";
-            boolean bad = false;
-            for (int i = 1; i < 8; i++)
-            {
-                String b = decode(f[4 + i]);
-                bad |= !b.equals("true") && !b.equals("false");
-                params[i] = Boolean.valueOf(b);
-                signature[i] = SIGNATURE_BOOLEAN;
-            }
-            if (bad)
-            {
-                out.println("{\"id\":" + id + ",\"error\":" + quote("malformed flags: want true or false") + "}");
-                continue;
-            }
-            long start = System.nanoTime();
-            try
-            {
-                ObjectName name = new ObjectName("org.apache.cassandra.db:type=ColumnFamilies,keyspace=" + keyspace + ",columnfamily=" + table);
-                Object r = mbs.invoke(name, "importNewSSTables", params, signature);
-                StringBuilder b = new StringBuilder("{\"id\":").append(id).append(",\"failed\":[");
-                if (r instanceof List)
-                {
-                    boolean first = true;
-                    for (Object o : (List<?>) r)
-                    {
-                        b.append(first ? "" : ",").append(quote(String.valueOf(o)));
-                        first = false;
-                    }
-                }
-                b.append("],\"millis\":").append((System.nanoTime() - start) / 1000000).append('}');
-                out.println(b);
-            }
-            catch (IOException e)
-            {
-                // The call may have reached the node and be running there still.
-                out.println("{\"id\":" + id + ",\"lost\":" + quote(describe(e)) + "}");
-                try { connector.close(); } catch (Exception ignored) { }
-                System.exit(2);
-            }
-            catch (InstanceNotFoundException e)
-            {
-                out.println("{\"id\":" + id + ",\"error\":" + quote("the node has no table " + keyspace + "." + table + " (no MBean " + e.getMessage() + ")") + "}");
-            }
-            catch (MBeanException | RuntimeMBeanException | ReflectionException e)
-            {
-                out.println("{\"id\":" + id + ",\"error\":" + quote(describe(e)) + "}");
-            }
-            catch (Exception e)
-            {
-                out.println("{\"id\":" + id + ",\"error\":" + quote(describe(e)) + "}");
-            }
+            final String request = line;
+            calls.execute(() -> out.println(call(conn, server, request)));
         }
+        calls.shutdown();
+        calls.awaitTermination(1, java.util.concurrent.TimeUnit.DAYS);
         try { connector.close(); } catch (Exception ignored) { }
+    }
+
+    /** One request line to its answer line; a broken connection ends the program (exit 2). */
+    private static String call(JMXConnector connector, MBeanServerConnection mbs, String line)
+    {
+        String[] f = line.split(" ", -1);
+        String id = f.length > 1 ? decode(f[1]) : "";
+        if (!id.matches("[0-9]+"))
+            id = "0";
+        if (f.length != 12 || !f[0].equals("import"))
+            return "{\"id\":" + id + ",\"error\":" + quote("malformed request: want import ID KEYSPACE TABLE DIR and 7 flags, got " + f.length + " fields") + "}";
+        String keyspace = decode(f[2]), table = decode(f[3]), dir = decode(f[4]);
+        if (!keyspace.matches("\\w+") || !table.matches("\\w+"))
+            return "{\"id\":" + id + ",\"error\":" + quote("bad keyspace or table name " + keyspace + "." + table) + "}";
+        Object[] params = new Object[8];
+        String[] signature = new String[8];
+        params[0] = new HashSet<>(Collections.singleton(dir));
+        signature[0] = "java.util.Set";
+        for (int i = 1; i < 8; i++)
+        {
+            String b = decode(f[4 + i]);
+            if (!b.equals("true") && !b.equals("false"))
+                return "{\"id\":" + id + ",\"error\":" + quote("malformed flags: want true or false") + "}";
+            params[i] = Boolean.valueOf(b);
+            signature[i] = SIGNATURE_BOOLEAN;
+        }
+        long start = System.nanoTime();
+        try
+        {
+            ObjectName name = new ObjectName("org.apache.cassandra.db:type=ColumnFamilies,keyspace=" + keyspace + ",columnfamily=" + table);
+            Object r = mbs.invoke(name, "importNewSSTables", params, signature);
+            StringBuilder b = new StringBuilder("{\"id\":").append(id).append(",\"failed\":[");
+            if (r instanceof List)
+            {
+                boolean first = true;
+                for (Object o : (List<?>) r)
+                {
+                    b.append(first ? "" : ",").append(quote(String.valueOf(o)));
+                    first = false;
+                }
+            }
+            return b.append("],\"millis\":").append((System.nanoTime() - start) / 1000000).append('}').toString();
+        }
+        catch (IOException e)
+        {
+            // The call may have reached the node and be running there still; so may the others
+            // in flight: sluice treats every one of them as of unknown outcome.
+            out.println("{\"id\":" + id + ",\"lost\":" + quote(describe(e)) + "}");
+            try { connector.close(); } catch (Exception ignored) { }
+            System.exit(2);
+            return "";
+        }
+        catch (InstanceNotFoundException e)
+        {
+            return "{\"id\":" + id + ",\"error\":" + quote("the node has no table " + keyspace + "." + table + " (no MBean " + e.getMessage() + ")") + "}";
+        }
+        catch (Exception e)
+        {
+            return "{\"id\":" + id + ",\"error\":" + quote(describe(e)) + "}";
+        }
     }
 
     private static String decode(String s)
