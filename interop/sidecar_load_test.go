@@ -251,7 +251,7 @@ cassandra:
 	}
 	argv := []string{bin, "run", "--config", path, "--log-format", "json"}
 	if dir := os.Getenv("SLUICE_SIDECAR_CPUPROFILE"); dir != "" { // a CPU profile per sidecar, written when it stops
-		argv = append(argv, "--cpuprofile", filepath.Join(dir, sname+".pprof"))
+		argv = append(argv, "--cpu-profile", filepath.Join(dir, sname+".pprof"))
 	}
 	p := &proc{name: "sidecar " + sname, env: os.Environ(), argv: argv}
 	c.side, c.admins, c.tokens = append(c.side, p), append(c.admins, admin), append(c.tokens, token)
