@@ -71,8 +71,12 @@ func (k *receivedKeys) bytesAt(pos int64, n int) ([]byte, bool, error) {
 			k.winStart += drop
 		}
 		next := int((k.winStart + int64(len(k.win))) / L)
+		had := len(k.win)
 		var err error
-		if k.win, err = k.r.ReadChunk(next, k.win); err != nil {
+		if k.win, err = k.r.ReadChunk(next, k.win); err == nil && len(k.win) == had {
+			err = fmt.Errorf("chunk %d of the received Data.db holds no bytes", next)
+		}
+		if err != nil {
 			k.win = k.win[:0]
 			return nil, false, err
 		}
