@@ -39,3 +39,30 @@ func BenchmarkFetch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTLSPlane fetches the partial half of BenchmarkFetch's sstable over the TCP data
+// planes: TLS 1.3 on TCP (payloads through user space) and plain TCP (sendfile on the sender,
+// splice into the file on the receiver), the paths the I/O seam must keep zero-copy.
+func BenchmarkTLSPlane(b *testing.B) {
+	ca := newTestCA(b)
+	root := b.TempDir()
+	genTable(b, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1}, partitions: 1000})
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-9000000000000000000,0]")
+	for _, tr := range []string{TransportTLS, TransportTCP} {
+		b.Run(tr, func(b *testing.B) {
+			_, addr := testServer(b, Config{Transport: tr}, dirCatalog{root}, ca.server(b))
+			client := ca.client(b, ca)
+			b.ReportAllocs()
+			var bytes int64
+			for i := 0; i < b.N; i++ {
+				res, err := Fetch(context.Background(), Config{Transport: tr}, client,
+					FetchRequest{Peer: addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: b.TempDir()}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes = res.BytesReceived
+			}
+			b.SetBytes(bytes)
+		})
+	}
+}
