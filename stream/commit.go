@@ -1,20 +1,20 @@
 package stream
 
 import (
+	"context"
 	"errors"
-	"os"
-	"path/filepath"
 
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/wire"
 )
 
-// Shared commits. A fetch of many small sstables spent most of its time in syncs: each
+// Shared commits: the one place sstables received whole are published, through
+// fsx.CommitAll, whatever their kind's installer. A fetch of many small sstables spent most of its time in syncs: each
 // install fsynced every file, its directory three times and the resume record twice, and
 // the next sstable's bytes waited for all of it and for its rebuild. Now an sstable that
 // arrived whole waits, unsynced and invisible, in a batch;
-// a batch is sealed (rebuilt or verified: every file written) and committed by
+// a batch is finished (installer.Finish: rebuilt or verified, every file written) and committed by
 // fsx.CommitAll (one syncfs, or one fsync per file for a few files, and three directory
 // syncs for the whole batch) on a goroutine of its own while the next sstables' bytes flow,
 // after one save of the resume record naming all of them.
@@ -47,19 +47,21 @@ func commitDue(count, limit int, bytes, next int64, allReceived bool) bool {
 	return false
 }
 
-// sealed is an sstable received whole, waiting for its seal and commit.
+// sealed is an sstable received whole, waiting for its Finish and commit: inst until Finish
+// is called (on the committing goroutine), then done, what Finish handed back.
 type sealed struct {
-	in         *Incoming
-	job        *installJob
-	part       string // its kept Data.db, or ""
-	replayed   int64
-	partitions int64
+	in       *Incoming
+	inst     installer
+	done     *pending
+	part     string // its kept Data.db, or ""
+	replayed int64
 }
 
-// commitRun is a batch being sealed and committed on its own goroutine.
+// commitRun is a batch being finished and committed on its own goroutine.
 type commitRun struct {
+	ctx   context.Context // the session's: ends a fill
 	batch []*sealed
-	// sealErrs[i] is why batch[i] could not be sealed (it is left out of the commit).
+	// sealErrs[i] is why batch[i] could not be finished (it is left out of the commit).
 	sealErrs []error
 	done     chan error // the commit's error, after sealErrs are set
 }
@@ -69,11 +71,11 @@ type commitRun struct {
 // and the shared sync would.
 var beforeSharedCommit func() error
 
-// seal queues t's sstable, received whole, to be sealed and committed with a batch.
+// seal queues t's sstable, received whole, to be finished and committed with a batch.
 func (rs *recvSession) seal(t *transfer) error {
-	rs.sealed = append(rs.sealed, &sealed{in: t.in, job: t.job, part: t.part, replayed: t.replayed})
+	rs.sealed = append(rs.sealed, &sealed{in: t.in, inst: t.inst, part: t.part, replayed: t.replayed})
 	rs.sealedBytes += int64(t.in.Received())
-	t.job = nil // the batch owns it now
+	t.inst = nil // the batch owns it now
 	rs.sm.Received(t.in.ID)
 	return rs.commitIfDue(0)
 }
@@ -95,25 +97,29 @@ func (rs *recvSession) startCommit() error {
 	}
 	batch := rs.sealed
 	rs.sealed, rs.sealedBytes = nil, 0
+	tocs := map[string]string{}
 	for _, s := range batch {
-		rs.state.Installed[s.in.ID] = s.job.target().Filename(descriptor.TOC)
+		d, _ := s.inst.publishes() // entire and partial: named from the start
+		tocs[s.in.ID] = d.Filename(descriptor.TOC)
 	}
-	if err := rs.state.save(); err != nil {
+	if err := rs.state.publishing(tocs); err != nil {
 		rs.sealed = batch // aborted with the session
 		return err
 	}
-	run := &commitRun{batch: batch, sealErrs: make([]error, len(batch)), done: make(chan error, 1)}
+	run := &commitRun{ctx: rs.ctx, batch: batch, sealErrs: make([]error, len(batch)), done: make(chan error, 1)}
 	rs.committing = run
 	go run.run()
 	return nil
 }
 
-// run seals every sstable of the batch, then commits those that sealed.
+// run finishes every sstable of the batch, then commits those that finished.
 func (run *commitRun) run() {
 	var ins []*fsx.Install
 	for i, s := range run.batch {
-		if s.partitions, run.sealErrs[i] = s.job.seal(); run.sealErrs[i] == nil {
-			ins = append(ins, s.job.committer())
+		inst := s.inst
+		s.inst = nil // Finish ends it either way
+		if s.done, run.sealErrs[i] = inst.Finish(run.ctx); run.sealErrs[i] == nil {
+			ins = append(ins, s.done.install)
 		}
 	}
 	if beforeSharedCommit != nil {
@@ -152,7 +158,9 @@ func (rs *recvSession) settle(block bool) error {
 		// As a crash would: nothing published, the record keeps naming the batch (loadState
 		// drops names without a TOC).
 		for _, s := range run.batch {
-			s.job.abort()
+			if s.done != nil {
+				s.done.discard()
+			}
 		}
 		return se.error
 	}
@@ -165,7 +173,7 @@ func (rs *recvSession) settle(block bool) error {
 		case err != nil:
 			failed = append(failed, s)
 		default:
-			s.job.final = s.job.target()
+			s.done.committed()
 			if crashAfterPublish != nil && crashAfterPublish() {
 				return errCrashAfterPublish
 			}
@@ -181,46 +189,42 @@ func (rs *recvSession) settle(block bool) error {
 // installed finishes a committed sstable: the resume record stops naming its kept prefix,
 // the result lists it and the sender hears of it.
 func (rs *recvSession) installed(s *sealed) error {
-	in := s.in
-	if p := rs.state.Partial; p != nil && p.ID == in.ID {
-		rs.state.Partial = nil
-		if err := rs.state.save(); err != nil {
-			return err
-		}
-	}
-	if s.part != "" {
-		// Unrecorded now; if this removal is lost, the next Fetch's sweep removes it.
-		os.Remove(filepath.Join(rs.dir, s.part))
+	in, p := s.in, s.done
+	if err := rs.state.installed(in.ID, s.part); err != nil {
+		return err
 	}
 	got := int64(in.Received()) - s.replayed
-	f := Fetched{Path: s.job.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: s.partitions, Bytes: got, Runs: 1}
+	f := Fetched{Path: p.final.Prefix(), Kind: in.Kind.String(), SSTable: in.ID, Partitions: p.partitions, Bytes: got, Runs: 1}
 	if in.Kind == wire.KindPartial {
 		f.Runs = len(in.Layout.Segments)
-		if c := s.job.filled; c.Runs > 0 {
-			f.Runs, f.FillerPartitions, f.FillerBytes, f.ReencodedBytes = c.Runs, c.FillerPartitions, c.FillerBytes, c.EncodedBytes
+		if c := p.fill; c.runs > 0 {
+			f.Runs, f.FillerPartitions, f.FillerBytes, f.ReencodedBytes = c.runs, c.fillerPartitions, c.fillerBytes, c.encodedBytes
 		}
 	}
 	if in.Kind == wire.KindEntire {
-		f.FillerPartitions = s.job.fillers
+		f.FillerPartitions = p.fillers
 	}
 	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(st *SessionStatus) { st.FilesDone++; st.BytesDone = rs.res.BytesReceived })
 	rs.cfg.observeSSTable(Receiving, in.Kind.String(), got, nil)
-	return rs.send(rs.sm.Installed(in.ID, uint64(s.partitions)).Send...)
+	return rs.send(rs.sm.Installed(in.ID, uint64(p.partitions)).Send...)
 }
 
-// commitFailed fails sstables that could not be sealed, or whose shared commit failed and
+// commitFailed fails sstables that could not be finished, or whose shared commit failed and
 // was rolled back: none of them is visible, the record stops naming them, and the sender
 // is told.
 func (rs *recvSession) commitFailed(batch []*sealed, err error) error {
-	for _, s := range batch {
-		delete(rs.state.Installed, s.in.ID)
+	ids := make([]string, len(batch))
+	for i, s := range batch {
+		ids[i] = s.in.ID
 	}
-	errs := []error{rs.state.save()}
+	errs := []error{rs.state.unpublished(ids...)}
 	code := localCode(err)
 	for _, s := range batch {
-		s.job.abort()
-		errs = append(errs, rs.dropPartial(s.in.ID, s.part))
+		if s.done != nil {
+			s.done.discard()
+		}
+		errs = append(errs, rs.state.drop(s.in.ID, s.part))
 		rs.failed(s.in.ID, code, err)
 		rs.cfg.observeSSTable(Receiving, s.in.Kind.String(), 0, err)
 		errs = append(errs, rs.send(rs.sm.Failed(s.in.ID, code, err.Error()).Send...))
@@ -236,7 +240,7 @@ func (rs *recvSession) drain() {
 		_ = rs.settle(true)
 	}
 	for _, s := range rs.sealed {
-		s.job.abort()
+		s.inst.Abort()
 	}
 	rs.sealed, rs.sealedBytes = nil, 0
 }

@@ -76,6 +76,9 @@ type Config struct {
 	// recordsOnly makes a receiver's Hello leave out wire.FeatureIndexBig and
 	// wire.FeatureIndexPositions, as a receiver that rebuilds only from records would (tests).
 	recordsOnly bool
+	// storage reads the sender's component files and writes the receiver's (objio.go):
+	// fileStorage, or a faulty one in tests.
+	storage storage
 }
 
 // The data planes of Config.Transport.
@@ -163,6 +166,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Transport == "" {
 		c.Transport = TransportQUIC
+	}
+	if c.storage == nil {
+		c.storage = fileStorage{}
 	}
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,7 +48,7 @@ func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) 
 	p, tb, st, pa := outgoingPartial(t, comp, 5, 60)
 	o := &outgoing{planned: wire.PlannedSSTable{ID: filepath.Base(p) + "@1", Kind: kind, Partitions: uint64(pa.Plan.Partitions)},
 		parent: tb, stats: st, partial: pa}
-	m, srcs, err := manifestFor(o)
+	m, srcs, err := manifestFor(o, fileStorage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) 
 	}
 	in := step.Receive
 	dir := t.TempDir()
-	job, err := newInstallJob(dir, ".sluice-rows-test-", in)
+	inst, err := newInstaller(dir, ".sluice-rows-test-", fileStorage{}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) 
 		b := src.mem
 		if b == nil {
 			b = make([]byte, src.n)
-			if _, err := src.f.ReadAt(b, src.off); err != nil && err != io.EOF {
+			if err := src.r.ReadAt(b, src.off); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -80,16 +79,16 @@ func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) 
 		if err := in.Accept(&d); err != nil {
 			t.Fatalf("hostile=%v: the chunk checks should pass, got %v", hostile, err)
 		}
-		if err := job.write(&d); err != nil {
+		if err := inst.write(&d); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := in.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = job.finish(context.Background())
-	if err != nil {
-		job.abort()
+	pend, err := inst.Finish(context.Background())
+	if err == nil {
+		err = pend.commit()
 	}
 	return err, dir
 }

@@ -20,8 +20,8 @@ type inbound interface {
 	// reports the end of this sstable's data.
 	next(d *wire.Data) (n int64, end bool, err error)
 	// take moves the current frame's n payload bytes, admitted to slot s of in, through
-	// in's checks into job.
-	take(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error
+	// in's checks into the installer.
+	take(ctx context.Context, in *Incoming, inst installer, s int, d *wire.Data, n int64) error
 	// abandon gives up the rest of sstable id's data after it failed here or was refused.
 	abandon(id string, code wire.Code) error
 	// broken reports that the plane stopped where it cannot carry the session on (a TCP
@@ -61,7 +61,7 @@ func (q *quicIn) next(d *wire.Data) (int64, bool, error) {
 }
 
 // take reads the payload piece by piece, checking and writing each (takeInMemory).
-func (q *quicIn) take(_ context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
+func (q *quicIn) take(_ context.Context, in *Incoming, inst installer, s int, d *wire.Data, n int64) error {
 	off := d.Offset
 	for first := true; first || n > 0; first = false {
 		k := min(n, int64(len(q.piece)))
@@ -69,7 +69,7 @@ func (q *quicIn) take(_ context.Context, in *Incoming, job *installJob, s int, d
 			return payloadCut{fmt.Errorf("%v data of sstable %s at %d: %w", d.Stream, d.SSTableID, off, err)}
 		}
 		d.Payload, d.Offset = q.piece[:k], off
-		if err := takeInMemory(in, job, s, d); err != nil {
+		if err := takeInMemory(in, inst, s, d); err != nil {
 			return err
 		}
 		off, n = off+uint64(k), n-k
@@ -78,15 +78,15 @@ func (q *quicIn) take(_ context.Context, in *Incoming, job *installJob, s int, d
 }
 
 // takeInMemory counts d's payload, in memory, in slot s of in, puts Data.db bytes through
-// in's checks and writes it into job.
-func takeInMemory(in *Incoming, job *installJob, s int, d *wire.Data) error {
+// in's checks and writes it through the installer.
+func takeInMemory(in *Incoming, inst installer, s int, d *wire.Data) error {
 	in.got[s] += uint64(len(d.Payload))
 	if in.isData(d) {
 		if err := in.check(d.Payload); err != nil {
 			return err
 		}
 	}
-	return job.write(d)
+	return inst.write(d)
 }
 
 func (q *quicIn) abandon(_ string, code wire.Code) error {
@@ -119,8 +119,8 @@ func (t *tcpIn) next(d *wire.Data) (int64, bool, error) {
 }
 
 // take places the payload (place); a payload cut short leaves the connection mid-frame.
-func (t *tcpIn) take(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
-	err := t.place(ctx, in, job, s, d, n)
+func (t *tcpIn) take(ctx context.Context, in *Incoming, inst installer, s int, d *wire.Data, n int64) error {
+	err := t.place(ctx, in, inst, s, d, n)
 	if err != nil && t.data.left != 0 {
 		t.cut = true
 	}

@@ -5,6 +5,46 @@ import (
 	"io"
 )
 
+// The sender's read-ahead policy, all of it: what the sender asks the device for ahead of
+// sending it. Tune here.
+//
+//   - File bytes (a partial's Data.db runs, an entire sstable's components): as the send loop
+//     reaches each source, and then whenever what it asked for runs less than runAheadWindow
+//     ahead of what it sends, it asks the source's Readable for the next runAheadWindow bytes
+//     (Readable.WillRead: POSIX_FADV_WILLNEED for a file), never past the source's end, so
+//     that the device reads a run's bytes while the previous ones are sent and is not asked
+//     for what lies past the run. The kernel's own readahead of each open file stays as it is.
+//   - The index slice a pass over the parent's index makes as it is sent: a goroutine of its
+//     own (readAhead) reads it up to indexAheadDepth pieces of indexAheadPiece bytes ahead of
+//     the send loop, so the pass runs while the runs are sent instead of after them.
+const (
+	runAheadWindow  = 4 << 20
+	indexAheadPiece = 1 << 20
+	indexAheadDepth = 3
+)
+
+// aheadOf asks src's Readable for its bytes ahead of done, as the policy above says, before
+// the frame at done is read or sent.
+func aheadOf(src *source, done int64) {
+	if src.r == nil || src.hinted >= src.n || src.hinted-done >= runAheadWindow {
+		return
+	}
+	// From where the last hint ended (or the frame itself, on the first), two windows ahead at
+	// most: one being sent, one being read.
+	from := max(src.hinted, done)
+	to := min(src.n, done+2*runAheadWindow)
+	if to > from {
+		src.r.WillRead(src.off+from, to-from)
+	}
+	src.hinted = to
+}
+
+// indexAhead reads an index slice of n bytes from src ahead of its sending: 4 MiB at most
+// per sstable being sent, less for a shorter slice.
+func indexAhead(src io.ReadCloser, n int64) *readAhead {
+	return newReadAhead(src, int(min(indexAheadPiece, n)), indexAheadDepth)
+}
+
 // readAhead reads a sequential source (an index slice made by a pass over the parent's
 // index, slice.IndexReader) on a goroutine of its own, up to depth pieces of size bytes
 // ahead of its reader. The sender creates it when it announces an sstable, so the index

@@ -78,18 +78,18 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // recordingPlane is an outbound that keeps every frame it is given, payload read as the
-// QUIC and TLS planes read it (frameInBuf).
+// QUIC and TLS planes read it (planeLink.frame).
 type recordingPlane struct {
-	ss     *sendSession
+	link   planeLink
 	frames []wire.Data
 	bytes  map[wire.DataStream][]byte
 }
 
 func (p *recordingPlane) open(context.Context, string) error                  { return nil }
-func (p *recordingPlane) stop(context.Context, string) (bool, error)          { return false, nil }
+func (p *recordingPlane) shared() bool                                        { return false }
 func (p *recordingPlane) finish(_ context.Context, _ string, err error) error { return err }
 func (p *recordingPlane) write(_ context.Context, d *wire.Data, src *source, done, n int64) error {
-	frame, err := p.ss.frameInBuf(d, src, done, n)
+	frame, err := p.link.frame(d, src, done, n)
 	if err != nil {
 		return err
 	}
@@ -126,9 +126,9 @@ func TestPumpInterleavesTheIndexMadeAhead(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	ss := &sendSession{srv: &Server{out: NewLimiter(0)}, buf: make([]byte, hdrRoom+1<<10), tr: newTracker("s", "p", Sending, "ks", "t")}
-	plane := &recordingPlane{ss: ss, bytes: map[wire.DataStream][]byte{}}
+	plane := &recordingPlane{link: ss, bytes: map[wire.DataStream][]byte{}}
 	err = ss.pump(context.Background(), plane, "id", []source{
-		{stream: wire.StreamRuns, f: f, n: int64(len(runs))},
+		{stream: wire.StreamRuns, r: fileStorage{}.readable(f, false), n: int64(len(runs))},
 		{stream: wire.StreamIndex, seq: ra, n: int64(len(index))},
 	})
 	if err != nil {

@@ -16,13 +16,13 @@ import (
 )
 
 // readState reads the resume record of req.
-func readState(t testing.TB, req FetchRequest) *fetchState {
+func readState(t testing.TB, req FetchRequest) *resumeState {
 	t.Helper()
 	b, err := os.ReadFile(statePath(req.Dir, req.Peer, req.Keyspace, req.Table, req.Ranges.String()))
 	if err != nil {
 		t.Fatalf("resume record: %v", err)
 	}
-	var st fetchState
+	var st resumeState
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}

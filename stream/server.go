@@ -598,13 +598,13 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 	return out, nil
 }
 
-// source is one byte sequence of a Data stream: a file range or bytes in memory. Its
-// frames carry offsets from start (non-zero when a resumed Data.db restarts mid-file).
+// source is one byte sequence of a Data stream: a range of a Readable (a component file,
+// objio.go) or bytes in memory. Its frames carry offsets from start (non-zero when a resumed
+// Data.db restarts mid-file).
 type source struct {
 	stream    wire.DataStream
 	component uint32
-	f         *os.File
-	close     bool
+	r         Readable
 	off, n    int64
 	start     int64
 	mem       []byte
@@ -614,6 +614,8 @@ type source struct {
 	// an IndexPositions slice, whose records wait at the receiver until the runs holding
 	// their keys are in.
 	paced bool
+	// hinted is how far past off the read-ahead policy asked r for (aheadOf).
+	hinted int64
 }
 
 // resumeSources moves the Data.db source of o past the chunks the receiver already holds
@@ -625,7 +627,7 @@ type source struct {
 // Otherwise the caller sends the sources and then calls release, which closes them.
 func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), ok bool, err error) {
 	id := o.planned.ID
-	m, sources, err := manifestFor(o)
+	m, sources, err := manifestFor(o, ss.srv.cfg.storage)
 	if err != nil {
 		code := wire.CodeInternal
 		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrCorrupt) || errors.Is(err, slice.ErrUnverifiable) {
@@ -638,8 +640,8 @@ func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), 
 	}
 	release = func() {
 		for _, s := range sources {
-			if s.close {
-				s.f.Close()
+			if s.r != nil {
+				s.r.Close()
 			}
 			if s.seq != nil {
 				s.seq.Close()
@@ -669,7 +671,7 @@ func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64
 		s := &srcs[i]
 		isData := s.stream == wire.StreamRuns ||
 			(s.stream == wire.StreamComponent && o.planned.Kind == wire.KindEntire && m.Components[s.component].Name == string(descriptor.Data))
-		if !isData || s.f == nil || s.start >= off {
+		if !isData || s.r == nil || s.start >= off {
 			continue
 		}
 		k := min(off-s.start, s.n)
@@ -679,14 +681,9 @@ func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64
 	return skipped
 }
 
-// indexAheadPiece and indexAheadDepth bound the index slice made ahead of its sending
-// (readAhead): 4 MiB per sstable being sent, less for a shorter slice.
-const (
-	indexAheadPiece = 1 << 20
-	indexAheadDepth = 3
-)
-
-func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
+// manifestFor makes o's Manifest and the sources of its bytes, reading component files
+// through store's Readables.
+func manifestFor(o *outgoing, store storage) (*wire.Manifest, []source, error) {
 	t := o.parent
 	v := t.Version()
 	m := &wire.Manifest{SSTableID: o.planned.ID, Version: v.Name, Format: v.Format.String(), Kind: o.planned.Kind,
@@ -721,7 +718,7 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		for _, s := range l.Segments {
 			m.Runs = append(m.Runs, wire.Run{FirstChunk: uint64(s.FirstChunk), ChunkCount: uint64(s.Chunks()),
 				FileOffset: uint64(s.DstOff), Length: uint64(s.Length()), ParentOffset: uint64(s.PLo)})
-			srcs = append(srcs, source{stream: wire.StreamRuns, f: t.DataFile(), off: s.SrcOff, n: s.Length(), start: s.DstOff})
+			srcs = append(srcs, source{stream: wire.StreamRuns, r: store.readable(t.DataFile(), false), off: s.SrcOff, n: s.Length(), start: s.DstOff})
 		}
 		// The index slice is made by a pass over the parent's index while it is sent, in
 		// pieces: the sender holds no slice for the session, whatever its partition count.
@@ -735,8 +732,8 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 			}
 			// Made ahead, while the runs are sent: the pass over the parent's index costs per
 			// partition, and small partitions would otherwise leave the data plane idle.
-			srcs = append(srcs, source{stream: wire.StreamIndex, seq: newReadAhead(r, int(min(indexAheadPiece, p.IndexLength)), indexAheadDepth),
-				n: p.IndexLength, paced: p.IndexFormat == slice.IndexPositions})
+			srcs = append(srcs, source{stream: wire.StreamIndex, seq: indexAhead(r, p.IndexLength), n: p.IndexLength,
+				paced: p.IndexFormat == slice.IndexPositions})
 		}
 		return m, srcs, nil
 	}
@@ -770,7 +767,7 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		f, err := os.Open(t.Path(c))
 		if err != nil {
 			for _, s := range srcs {
-				s.f.Close()
+				s.r.Close()
 			}
 			return nil, nil, err
 		}
@@ -778,11 +775,11 @@ func manifestFor(o *outgoing) (*wire.Manifest, []source, error) {
 		if err != nil {
 			f.Close()
 			for _, s := range srcs {
-				s.f.Close()
+				s.r.Close()
 			}
 			return nil, nil, err
 		}
-		srcs = append(srcs, source{stream: wire.StreamComponent, component: uint32(len(m.Components)), f: f, close: true, n: fi.Size()})
+		srcs = append(srcs, source{stream: wire.StreamComponent, component: uint32(len(m.Components)), r: store.readable(f, true), n: fi.Size()})
 		m.Components = append(m.Components, wire.ComponentSpec{Name: string(c), Length: uint64(fi.Size())})
 	}
 	return m, srcs, nil

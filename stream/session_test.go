@@ -48,18 +48,18 @@ func manifests(t testing.TB, compression string) (partial, entire *wire.Manifest
 	p, tb, st, pa := outgoingPartial(t, compression, 3, 40)
 	id := filepath.Base(p)
 	o := &outgoing{planned: wire.PlannedSSTable{ID: id + "@1", Kind: wire.KindPartial, Partitions: uint64(pa.Plan.Partitions)}, parent: tb, stats: st, partial: pa}
-	partial, srcs, err := manifestFor(o)
+	partial, srcs, err := manifestFor(o, fileStorage{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o = &outgoing{planned: wire.PlannedSSTable{ID: id, Kind: wire.KindEntire}, parent: tb, stats: st}
-	entire, srcs2, err := manifestFor(o)
+	entire, srcs2, err := manifestFor(o, fileStorage{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range append(srcs, srcs2...) {
-		if s.close {
-			s.f.Close()
+		if s.r != nil {
+			s.r.Close()
 		}
 	}
 	return partial, entire

@@ -425,12 +425,16 @@ const readBackSize = 256 << 10
 // place places the payload of d (n bytes, admitted to slot s of in) from the TCP data
 // connection. A file's payload is spliced into the file at its offset; Data.db bytes are
 // then read back from the file (from the page cache, where the splice just put them) and
-// fed to the chunk checker, the digest and, uncompressed, the CRC.db writer: the checks
-// see exactly the bytes the file holds. Index and rows slices are read into memory. On an
+// fed to the chunk checker, the digest and, uncompressed, the CRC.db writer (installer.placed):
+// the checks see exactly the bytes the file holds. Index and rows slices are read into
+// memory, and so is every payload under TLS or bound for a Writable without a file. On an
 // error the reader's left count says whether the payload was consumed whole.
-func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int, d *wire.Data, n int64) error {
-	f := job.file(d)
-	if f == nil || rs.sealed {
+func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int, d *wire.Data, n int64) error {
+	var f *os.File
+	if w := inst.writable(d); w != nil && !rs.sealed {
+		f = w.File()
+	}
+	if f == nil {
 		// Bound for memory, or under TLS, where the payload passes through user space to be
 		// opened anyway: read it whole (one frame) and check and write it from there.
 		if int64(cap(rs.mem)) < n {
@@ -440,7 +444,7 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int
 		if err := rs.data.read(d.Payload); err != nil {
 			return err
 		}
-		return takeInMemory(in, job, s, d)
+		return takeInMemory(in, inst, s, d)
 	}
 	if err := rs.data.toFile(ctx, f, int64(d.Offset), n); err != nil {
 		return err
@@ -454,15 +458,13 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, job *installJob, s int
 	}
 	for off, end := int64(d.Offset), int64(d.Offset)+n; off < end; {
 		b := rs.readBack[:min(int64(len(rs.readBack)), end-off)]
-		if _, err := f.ReadAt(b, off); err != nil {
-			return fmt.Errorf("reading back %s at %d: %w", f.Name(), off, err)
+		if err := readFull(f, "back "+f.Name(), b, off); err != nil {
+			return err
 		}
 		if err := in.check(b); err != nil {
 			return err
 		}
-		if job.crcw != nil && d.Stream == wire.StreamRuns {
-			job.crcw.Write(b)
-		}
+		inst.placed(d, b)
 		off += int64(len(b))
 	}
 	return nil

@@ -1,0 +1,350 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/generation"
+	"github.com/sluicedb/sluice/sstable/slice"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+	"github.com/sluicedb/sluice/wire"
+)
+
+// partialInstaller receives a partial child: its Data.db runs as they arrive, its other
+// components rebuilt from the index slice (childRebuild). An uncompressed child is received
+// straight into the target directory (its runs arrive back to back). A compressed one is
+// received into a scratch directory as the sender laid it out (whole parent chunks, dead
+// bytes between runs), then filled (refill) into the sstable the commit publishes.
+type partialInstaller struct {
+	installFiles
+	child childRebuild
+	// pub publishes the filled sstable (compressed), pubDesc; pubData is its Data.db, which
+	// the fill writes.
+	pub     *fsx.Install
+	pubDesc descriptor.Descriptor
+	pubData *os.File
+}
+
+func newPartialInstaller(f installFiles, scratchPrefix string) (installer, error) {
+	p := &partialInstaller{installFiles: f}
+	p.child.files = &p.installFiles
+	if f.in.Info == nil {
+		if err := p.direct(); err != nil {
+			p.Abort()
+			return nil, err
+		}
+		p.child.crcw = compress.NewCRCWriter(f.in.CRCChunkLength)
+		return p, nil
+	}
+	if err := p.inScratch(scratchPrefix); err != nil {
+		p.Abort()
+		return nil, err
+	}
+	var err error
+	p.pub, p.pubDesc, err = generation.Install(p.dir, p.in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
+		var err error
+		p.pubData, err = inst.Create(d.Filename(descriptor.Data))
+		return err
+	})
+	if err != nil {
+		p.Abort()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *partialInstaller) write(d *wire.Data) error {
+	if d.Stream == wire.StreamRuns {
+		if p.child.crcw != nil {
+			p.child.crcw.Write(d.Payload)
+		}
+		return p.writeAt(p.dataW, d.Payload, int64(d.Offset))
+	}
+	return p.child.write(d)
+}
+
+func (p *partialInstaller) writable(d *wire.Data) Writable {
+	if d.Stream == wire.StreamRuns {
+		return p.dataW
+	}
+	return nil
+}
+
+func (p *partialInstaller) took(d *wire.Data) { p.child.took(d) }
+
+func (p *partialInstaller) placed(d *wire.Data, b []byte) {
+	if p.child.crcw != nil && d.Stream == wire.StreamRuns {
+		p.child.crcw.Write(b)
+	}
+}
+
+func (p *partialInstaller) publishes() (descriptor.Descriptor, bool) {
+	if p.pub != nil {
+		return p.pubDesc, true
+	}
+	return p.desc, true
+}
+
+// Finish rebuilds the child's components and, compressed, fills it; the shared commit (or
+// its own) publishes it.
+func (p *partialInstaller) Finish(ctx context.Context) (*pending, error) {
+	partitions, err := p.child.seal()
+	if err != nil {
+		p.Abort()
+		return nil, err
+	}
+	if p.pub == nil {
+		return &pending{install: p.inst, final: p.desc, partitions: partitions}, nil
+	}
+	filled, err := p.refill(ctx, partitions)
+	if err != nil {
+		p.Abort()
+		return nil, err
+	}
+	// The sender's own fillers (a parent sluice filled) arrived as partitions.
+	return &pending{install: p.pub, final: p.pubDesc, partitions: filled.Partitions, scratch: p.scratch,
+		fill: fill{runs: filled.Runs, fillerPartitions: filled.FillerPartitions, fillerBytes: filled.FillerBytes, encodedBytes: filled.EncodedBytes}}, nil
+}
+
+// refill makes the received partial, proven and rebuilt in the scratch directory as the
+// sender laid it out, into the sstable the installer publishes: every byte of its data in a
+// partition its index addresses (slice.Slice over the session's ranges, each run ending at
+// its last partition's end, filler partitions where the runs leave gaps), so that
+// Cassandra's sequential readers read it as its index does, whatever the sender's version.
+// The scratch copy is removed; the filled one waits for the commit.
+func (p *partialInstaller) refill(ctx context.Context, partitions int64) (slice.Child, error) {
+	if err := p.inst.Publish(); err != nil {
+		return slice.Child{}, err
+	}
+	recv, err := sstable.Open(p.desc.Prefix())
+	if err != nil {
+		return slice.Child{}, fmt.Errorf("%w: opening the received partial: %w", ErrChecksum, err)
+	}
+	defer recv.Close()
+	ranges := p.in.Ranges
+	if len(ranges) == 0 {
+		// A session without ranges (tests' receivers) took the whole ring.
+		min := recv.Partitioner.MinToken()
+		ranges = token.RangeSet{{Left: min, Right: min}}
+	}
+	res, err := slice.Slice(ctx, recv, ranges, p.dir, slice.Options{Mode: slice.ModeAuto, ExactEnds: true,
+		Into: &slice.Target{Inst: p.pub, Desc: p.pubDesc, Data: p.pubData}})
+	switch {
+	case errors.Is(err, slice.ErrCorrupt) || errors.Is(err, sstable.ErrCorrupt):
+		return slice.Child{}, fmt.Errorf("%w: filling the received partial %s: %w", ErrChecksum, p.in.ID, err)
+	case err != nil:
+		return slice.Child{}, fmt.Errorf("filling the received partial %s: %w", p.in.ID, err)
+	}
+	if c := res.Children; len(c) != 1 || c[0].Partitions+c[0].FillerPartitions < partitions {
+		return slice.Child{}, fmt.Errorf("%w: filling %d received partitions of %s gave %d sstables", ErrManifest, partitions, p.in.ID, len(res.Children))
+	}
+	recv.Close()
+	if err := os.RemoveAll(p.scratch); err == nil {
+		p.scratch = ""
+	}
+	return res.Children[0], nil
+}
+
+func (p *partialInstaller) Abort() {
+	p.child.stop()
+	p.abort()
+	if p.pub != nil {
+		p.pub.Abort()
+	}
+}
+
+// childRebuild rebuilds a child's components (partial and rows) from its index slice: as the
+// slice arrives (slice.PartialRebuild on a goroutine of its own, rebuildFeed), a BIG child's
+// right away, a BTI child's once its rows slice, which the records point into and the sender
+// sends first, is in; index frames that come before that wait in memory (bounded by
+// Config.MaxIndexSlice).
+type childRebuild struct {
+	files   *installFiles
+	reader  *os.File // Data.db read back for an IndexPositions slice's keys, when its Writable has no file
+	index   []byte
+	rows    []byte
+	rebuild *slice.PartialRebuild
+	feed    *rebuildFeed
+	crcw    *compress.CRCWriter // an uncompressed child's CRC.db, from the runs as they arrive
+}
+
+// write takes an index or rows slice frame.
+func (c *childRebuild) write(d *wire.Data) error {
+	switch d.Stream {
+	case wire.StreamIndex:
+		if c.feed == nil && c.rowsIn() {
+			if err := c.start(); err != nil {
+				return err
+			}
+		}
+		if c.feed != nil {
+			if err := c.feed.Write(d.Payload); err != nil {
+				return fmt.Errorf("%w: %w", ErrManifest, err)
+			}
+			return nil
+		}
+		if c.index == nil {
+			// Its length is announced (and bounded by MaxIndexSlice): one allocation, not a
+			// doubling series whose garbage peaks at twice the slice.
+			c.index = make([]byte, 0, c.files.in.Manifest.IndexSliceLength)
+		}
+		c.index = append(c.index, d.Payload...)
+		return nil
+	case wire.StreamComponent:
+		c.rows = append(c.rows, d.Payload...)
+		if c.index != nil && c.rowsIn() {
+			// The index frames that came first go to the rebuild now.
+			if err := c.start(); err != nil {
+				return err
+			}
+			held := c.index
+			c.index = nil
+			if err := c.feed.Write(held); err != nil {
+				return fmt.Errorf("%w: %w", ErrManifest, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: stream %v", ErrProtocol, d.Stream)
+}
+
+// rowsIn reports whether the index slice can be rebuilt as it arrives: always for BIG, for
+// BTI once the whole rows slice is in.
+func (c *childRebuild) rowsIn() bool {
+	in := c.files.in
+	if in.Version.Format == version.Big {
+		return true
+	}
+	return uint64(len(c.rows)) == in.Manifest.Components[0].Length
+}
+
+// start starts the child's rebuild from the manifest (and, BTI, the rows slice) and the
+// goroutine that feeds it.
+func (c *childRebuild) start() error {
+	f := c.files
+	spec, err := slice.SpecFromStatistics(f.in.Version, f.in.Manifest.Statistics, c.rows)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	opts, err := c.options()
+	if err != nil {
+		return err
+	}
+	if c.rebuild, err = slice.NewPartialRebuild(spec, f.inst, f.desc, f.in.Layout, opts); err != nil {
+		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+	}
+	c.feed = newRebuildFeed(c.rebuild)
+	c.feed.arrived(int64(f.in.got[0])) // a positions slice's keys are read from Data.db as it comes
+	return nil
+}
+
+// took tells the rebuild, if one runs, how much of Data.db is in place and checked, after
+// a runs frame was.
+func (c *childRebuild) took(d *wire.Data) {
+	if c.feed != nil && d.Stream == wire.StreamRuns {
+		c.feed.arrived(int64(c.files.in.got[0]))
+	}
+}
+
+// options says what the index slice is and what it must hold: the announced count, its
+// format and the ranges the session asked for; and, for an IndexPositions slice, the
+// received Data.db its keys are read from.
+func (c *childRebuild) options() (slice.RebuildOptions, error) {
+	in := c.files.in
+	m := in.Manifest
+	opts := slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: in.Ranges,
+		Compression: in.Info}
+	if opts.Format != slice.IndexPositions {
+		return opts, nil
+	}
+	if f := c.files.dataW.File(); f != nil {
+		opts.Data = f
+		return opts, nil
+	}
+	if c.reader == nil {
+		var err error
+		if c.reader, err = os.Open(c.files.dataW.Name()); err != nil {
+			return opts, err
+		}
+	}
+	opts.Data = c.reader
+	return opts, nil
+}
+
+// seal finishes the received files and rebuilds the others: every file of the install is
+// written, nothing is synced or published yet. It returns the partition count.
+func (c *childRebuild) seal() (int64, error) {
+	f := c.files
+	in, m := f.in, f.in.Manifest
+	if err := f.finishFiles(); err != nil {
+		return 0, err
+	}
+	spec, err := slice.SpecFromStatistics(in.Version, m.Statistics, c.rows)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	var partitions int64
+	if c.feed != nil {
+		if err := c.feed.wait(); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+		}
+	}
+	if c.rebuild != nil {
+		partitions = c.rebuild.Records()
+	} else if partitions, err = slice.CountIndexSlice(c.index, slice.IndexFormat(m.IndexFormat)); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	if uint64(partitions) != m.Partitions {
+		return 0, fmt.Errorf("%w: index slice holds %d partitions, manifest says %d", ErrManifest, partitions, m.Partitions)
+	}
+	// The bytes must be the parent's: the digest the sender derived from the parent's
+	// stored checksums, sent on the control stream, against what arrived.
+	if in.Digest() != m.Digest {
+		return 0, fmt.Errorf("%w: Data.db CRC32 %08x, the manifest's digest of the parent's checksums %08x", ErrChecksum, in.Digest(), m.Digest)
+	}
+	data := slice.DataResult{Compression: in.Info, DataLength: int64(m.DataLength), FileLength: int64(m.DataFileLength),
+		Digest: in.Digest(), HasDigest: true}
+	if c.crcw != nil {
+		data.CRC, data.Digest = c.crcw.Result()
+	}
+	if c.rebuild != nil {
+		_, err = c.rebuild.Finish(data)
+	} else {
+		// partitions is the Manifest's (checked above).
+		var opts slice.RebuildOptions
+		if opts, err = c.options(); err == nil {
+			_, err = slice.RebuildPartial(spec, f.inst, f.desc, in.Layout, c.index, data, opts)
+		}
+	}
+	c.closeReader()
+	if err != nil {
+		return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+	}
+	// The slices are in the rebuilt files now; a sealed sstable waiting for a shared commit
+	// holds no more than its open files.
+	c.index, c.rows, c.rebuild = nil, nil, nil
+	return partitions, nil
+}
+
+// stop waits for a rebuild in progress, which writes into the install's files, before they
+// are removed.
+func (c *childRebuild) stop() {
+	if c.feed != nil {
+		_ = c.feed.wait()
+	}
+	c.closeReader()
+}
+
+func (c *childRebuild) closeReader() {
+	if c.reader != nil {
+		c.reader.Close()
+		c.reader = nil
+	}
+}
