@@ -125,6 +125,8 @@ func Fetch(ctx context.Context, cfg Config, tlsConf *tls.Config, req FetchReques
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		} else if cause := rs.peerClose(err); cause != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
 		}
 		conn.CloseWithError(quic.ApplicationErrorCode(codeOf(err)), truncate(err.Error(), 512))
 		var se *SessionError

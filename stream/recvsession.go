@@ -41,7 +41,7 @@ type recvSession struct {
 	closeData  func()      // closes the TCP data connection
 	// releaseSpace ends the session's hold on its directory's free space (space.go).
 	releaseSpace func()
-	failedIDs    map[string]bool
+	failedIDs    map[string]*SSTableError
 	// sealed are the sstables received whole and waiting for a shared commit (commit.go),
 	// sealedBytes their bytes; committing is the batch being committed.
 	sealed      []*sealed
@@ -113,8 +113,13 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 	ctrl.Close()
 	ctrl.SetReadDeadline(time.Now().Add(rs.cfg.HandshakeTimeout))
 	for {
-		if _, err := fr.message(); err != nil {
+		m, err := fr.message()
+		if err != nil {
 			break
+		}
+		if f, ok := m.(*wire.Failure); ok {
+			// Why the sender failed an sstable whose data stream it reset: the reset came first.
+			rs.senderFailed(f)
 		}
 	}
 	rs.progress(func(s *SessionStatus) { s.State = "complete" })
@@ -150,11 +155,7 @@ func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
 			return err
 		}
 	case *wire.Failure:
-		why := ErrRefused
-		if m.Code == wire.CodeChecksum {
-			why = ErrChecksum // the sender found its own copy damaged
-		}
-		rs.failed(m.SSTableID, m.Code, fmt.Errorf("%w: sender: %s", why, m.Reason))
+		rs.senderFailed(m)
 	case *wire.Manifest:
 		if st.Discard != "" {
 			// A refused Manifest: the Failure we send says why; its data stream follows.
@@ -177,14 +178,59 @@ func (rs *recvSession) act(ctx context.Context, m wire.Message, st Step) error {
 }
 
 func (rs *recvSession) failed(id string, code wire.Code, err error) {
-	if id == "" || rs.failedIDs[id] {
+	if _, seen := rs.failedIDs[id]; id == "" || seen {
 		return
 	}
 	if rs.failedIDs == nil {
-		rs.failedIDs = map[string]bool{}
+		rs.failedIDs = map[string]*SSTableError{}
 	}
-	rs.failedIDs[id] = true
-	rs.res.Failed = append(rs.res.Failed, &SSTableError{Peer: rs.peer, SSTable: id, Code: code, Err: err})
+	e := &SSTableError{Peer: rs.peer, SSTable: id, Code: code, Err: err}
+	rs.failedIDs[id] = e
+	rs.res.Failed = append(rs.res.Failed, e)
+}
+
+// senderFailed records the sender's Failure of an sstable. When this side failed it already
+// (the sender reset its data stream, which arrives before the Failure on the control stream
+// does), the sender's reason joins that error: it says what went wrong (the file it could not
+// read).
+func (rs *recvSession) senderFailed(m *wire.Failure) {
+	why := ErrRefused
+	if m.Code == wire.CodeChecksum {
+		why = ErrChecksum // the sender found its own copy damaged
+	}
+	err := fmt.Errorf("%w: sender: %s", why, m.Reason)
+	if e := rs.failedIDs[m.SSTableID]; e != nil {
+		e.Err = fmt.Errorf("%w; %w", e.Err, err)
+		return
+	}
+	rs.failed(m.SSTableID, m.Code, err)
+}
+
+// peerReasonWait bounds how long a session whose TCP data connection broke waits for the
+// sender's QUIC close, which says why (it ends the session from its side: the two
+// connections' ends arrive in either order).
+const peerReasonWait = time.Second
+
+// peerClose returns the sender's close of the connection, which says why it ended the
+// session, when err, the session's error, does not already carry it; nil when the sender did
+// not close it.
+func (rs *recvSession) peerClose(err error) error {
+	var ae *quic.ApplicationError
+	if errors.As(err, &ae) {
+		return nil
+	}
+	if rs.tcp != nil && rs.tcp.cut {
+		t := time.NewTimer(min(peerReasonWait, rs.cfg.HandshakeTimeout))
+		select {
+		case <-rs.conn.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if cause := context.Cause(rs.conn.Context()); errors.As(cause, &ae) && ae.Remote {
+		return cause
+	}
+	return nil
 }
 
 // connectionGone reports an error that ends the whole connection, not one stream: the peer
