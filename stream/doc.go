@@ -72,15 +72,16 @@
 //     directory, under a per-directory lock held until the first file of that generation
 //     exists, so concurrent Fetches into one directory never collide; a final name another
 //     process published meanwhile moves on to the next generation), writes each frame at
-//     its offset through an fsx.Install, checks chunks and digest as bytes arrive, then
+//     its offset through the sstable's installer (see Receive side) into an fsx.Install,
+//     checks chunks and digest as bytes arrive, then
 //     rebuilds the other components as the index slice arrives (slice.PartialRebuild; for
 //     BTI once the rows slice is in, index frames arriving before it waiting) or, entire, writes the
 //     manifest's components and TOC and runs sstable.Verify on the uncommitted files
 //     (through a scratch directory of symbolic links) before its commit. Partial and
 //     entire sstables received whole wait in a batch (up to Config.CommitBatch, default 64,
 //     or 64 MiB; a batch also goes before an sstable of 64 MiB or more and when nothing more
-//     is to arrive), which one goroutine seals (rebuilds or verifies, as above) and
-//     commits with fsx.CommitAll (one syncfs for many files, at most three syncs in all) while
+//     is to arrive), which one goroutine finishes (installer.Finish: rebuilds or verifies,
+//     as above) and commits with fsx.CommitAll (one syncfs for many files, at most three syncs in all) while
 //     the next sstables' bytes flow (commit.go); the resume record names a batch's
 //     sstables once, before its commit. A rows sstable is
 //     received and rebuilt like a partial one but in a private scratch directory inside
@@ -93,7 +94,9 @@
 //     The receiver answers Received{verified chunks, bytes} and Installed{partitions}, or
 //     Failure{checksum|no_space|protocol, ID} after aborting the install and resetting the
 //     data stream (CancelRead). A sender whose write is reset by the receiver moves on; a
-//     sender read error resets the stream and sends Failure{internal, ID}.
+//     sender read error resets the stream and sends Failure{internal, ID}, whose reason (the
+//     file and offset it could not read) the receiver joins to the error it recorded for the
+//     reset, which arrives first.
 //  6. Once every planned sstable has an outcome the receiver sends Complete and closes its
 //     side of the control stream. The sender, on Complete, closes its side; the receiver,
 //     on reading that end, closes the connection with code 0.
@@ -193,8 +196,41 @@
 // frame (the connection breaks or is cut, a splice or sendfile fails, the sender cannot read
 // its file) leaves the connection out of step and fails the whole session, like a broken
 // QUIC connection: installs abort and the verified Data.db prefix is kept for Resume as
-// usual. Either side closes the data connection when its QUIC connection ends, and a
-// cancelled Fetch closes both.
+// usual; the receiver waits up to a second for the sender's QUIC close, whose reason (the
+// file it could not read) its error then carries. Either side closes the data connection
+// when its QUIC connection ends, and a cancelled Fetch closes both. The send loop, not the
+// plane, reads the control stream between frames: a plane sees only planeLink (outbound.go).
+// A Readable or Writable without a file (File() nil; the fault tests') makes sendfile and
+// splice fall back to the session's buffer, as under TLS.
+//
+// # Receive side
+//
+// By concern: recvsession.go runs the control stream (the Receiver stepped, what it decided
+// carried out); transfer.go receives one sstable over the data plane (inbound.go); an
+// installer per kind (installer.go; install_entire.go, install_partial.go, install_rows.go)
+// writes it, behind one interface with pebble's Writable contract: after creation exactly
+// one of Finish or Abort is called, Abort (or a Finish that fails) removes everything the
+// installer created, and a Finish that succeeds hands a pending commit on (a shared batch's
+// fsx.CommitAll, commit.go, or its own); space.go admits the session against free space;
+// resume.go holds the resume record (resumeState) and the kept Data.db prefixes. What the
+// kinds share (temporary names through fsx.Install, the scratch directory, the Writables)
+// is installFiles, and partial and rows share the index-slice rebuild (childRebuild).
+//
+// # I/O seam
+//
+// objio.go, after pebble's objstorage: the sender reads every component byte it sends
+// through a Readable (ReadAt never returns a short result: short reads are read on; WillRead
+// hints; File for sendfile) and the receiver writes every received file through a Writable
+// (Write, WriteAt, Sync for checkpoints, File for splice and copy_file_range, Finish or Abort).
+// Config's unexported storage picks the implementation: files in production, a faulty one in
+// fault_test.go (short reads, EIO at byte N on the sender, ENOSPC at byte N and a torn write
+// on the receiver), without root or loop mounts. The rebuilt components (slice's) and the
+// fill's output are written by sstable/slice and are not under the seam.
+//
+// The sender's read-ahead policy is one place, readahead.go: file sources are asked for
+// (WillRead: POSIX_FADV_WILLNEED) up to two 4 MiB windows ahead of what is sent and never past
+// a source's end, and the index slice a pass makes is read up to 3 x 1 MiB ahead on a
+// goroutine of its own (readAhead).
 //
 // # Resume
 //
@@ -203,7 +239,8 @@
 // sstable being received as a partial record {sender ID, kept file, verified chunks,
 // bytes, manifest hash}. It is rewritten atomically (temporary under fsx.TempPrefix,
 // fsync, rename, directory fsync) before each batch's commit and at each checkpoint, and removed with
-// the kept file when a session completes with nothing failed. Fetch with Resume sends the
+// the kept file when a session completes with nothing failed. All of it is resumeState's,
+// resume.go. Fetch with Resume sends the
 // installed entries whose TOC still exists as ResumeInstalled points, which the sender
 // leaves out, and the partial one as a ResumePoint with its verified chunk count.
 //

@@ -122,7 +122,7 @@ func (f *rebuildFeed) Write(p []byte) error {
 func (f *rebuildFeed) wait() error {
 	f.once.Do(func() { close(f.frames) })
 	<-f.done
-	// The buffers go now, not with the job (which may wait for its batch's commit).
+	// The buffers go now, not with the installer (which may wait for its batch's commit).
 	for len(f.free) > 0 {
 		<-f.free
 	}
