@@ -38,7 +38,8 @@ func newEntireInstaller(f installFiles) (installer, error) {
 	m := f.in.Manifest
 	var err error
 	e.inst, e.desc, err = generation.Install(e.dir, e.in.Version, func(inst *fsx.Install, d descriptor.Descriptor) error {
-		e.comps, e.mem = nil, make([][]byte, len(m.Components))
+		// A new attempt (another process took the generation) starts afresh.
+		e.files, e.comps, e.mem = map[descriptor.Component]Writable{}, nil, make([][]byte, len(m.Components))
 		for i, c := range m.Components {
 			if i != e.in.DataComponent && c.Length <= smallComponent {
 				e.mem[i] = make([]byte, 0, c.Length)
