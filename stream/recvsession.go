@@ -117,7 +117,7 @@ func (rs *recvSession) run(ctx context.Context, sr wire.StreamRequest) error {
 		if err != nil {
 			break
 		}
-		if f, ok := m.(*wire.Failure); ok {
+		if f, ok := m.(*wire.Failure); ok && rs.failedIDs[f.SSTableID] != nil {
 			// Why the sender failed an sstable whose data stream it reset: the reset came first.
 			rs.senderFailed(f)
 		}
