@@ -225,7 +225,9 @@
 // Config's unexported storage picks the implementation: files in production, a faulty one in
 // fault_test.go (short reads, EIO at byte N on the sender, ENOSPC at byte N and a torn write
 // on the receiver), without root or loop mounts. The rebuilt components (slice's) and the
-// fill's output are written by sstable/slice and are not under the seam.
+// fill's output are written by sstable/slice and are not under the seam; an IndexPositions
+// rebuild reads its keys back from the received Data.db through the Writable's file, or a
+// file of its own when the Writable has none.
 //
 // The sender's read-ahead policy is one place, readahead.go: file sources are asked for
 // (WillRead: POSIX_FADV_WILLNEED) up to two 4 MiB windows ahead of what is sent and never past
