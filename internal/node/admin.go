@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
+	"github.com/sluicedb/sluice/internal/ops"
 )
 
 // The admin API (routes, types, guard and client) is internal/adminapi; the node is its
@@ -31,6 +32,16 @@ type (
 	RebuildRequest  = adminapi.RebuildRequest
 	StreamsResponse = adminapi.StreamsResponse
 	ErrorResponse   = adminapi.ErrorResponse
+)
+
+// The cluster operations' requests (internal/ops), as the peer API names them.
+type (
+	FetchOpRequest  = ops.FetchOpRequest
+	FetchOpResponse = ops.FetchOpResponse
+	TreeRequest     = ops.TreeRequest
+	TreeResponse    = ops.TreeResponse
+	DigestRequest   = ops.DigestRequest
+	DigestResponse  = ops.DigestResponse
 )
 
 // Operation kinds and states, and cleanup actions (adminapi's).
@@ -105,12 +116,11 @@ func opErr(s OpStatus, err error) (OpStatus, error) {
 
 // adminErr gives the node's refusals their HTTP status; anything else stays a 500.
 func adminErr(err error) error {
-	var br badRequest
 	var ce *ConfigError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &br):
+	case isBadRequest(err):
 		return adminapi.BadRequest(err)
 	case errors.As(err, &ce):
 		return adminapi.BadRequest(errors.New(ce.Field + ": " + ce.Reason))
@@ -124,17 +134,16 @@ func isConflict(err error) bool {
 	return errors.Is(err, ErrOpRunning) || errors.Is(err, ErrNoMembership) || errors.Is(err, ErrBadState)
 }
 
-// badRequest marks a request error (400).
+// badRequest marks a request error (400), as ops.BadRequest does the operations'.
 type badRequest struct{ err error }
 
 func (b badRequest) Error() string { return b.err.Error() }
 
-// tables is the catalog's table summaries in the admin API's (and the peer API's) form.
-func (n *Node) tables() ([]TableStatus, error) {
-	sums, err := n.catalog.Tables()
-	out := make([]TableStatus, len(sums))
-	for i, s := range sums {
-		out[i] = TableStatus(s)
-	}
-	return out, err
+// isBadRequest reports an error of the request: the node's or the operations'.
+func isBadRequest(err error) bool {
+	var br badRequest
+	return errors.As(err, &br) || ops.IsBadRequest(err)
 }
+
+// tables is the catalog's table summaries in the admin API's (and the peer API's) form.
+func (n *Node) tables() ([]TableStatus, error) { return n.local.Tables() }

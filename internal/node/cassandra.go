@@ -90,19 +90,6 @@ func newSidecar(cfg Config, log zerolog.Logger) *sidecar {
 	return s
 }
 
-// startSidecar starts the ring refresher of a sidecar node; it stops when ctx ends, and Run's
-// shutdown waits for it with the operations.
-func (n *Node) startSidecar(ctx context.Context) {
-	if n.sidecar == nil {
-		return
-	}
-	n.ops.wg.Add(1)
-	go func() {
-		defer n.ops.wg.Done()
-		n.sidecar.run(ctx)
-	}()
-}
-
 // run checks the staging directory, then reads the ring until ctx ends: at once, every
 // refresh_interval, and after a burst of the driver's events. A failed dial or read is logged
 // and retried (dial: backing off up to refresh_interval).
@@ -478,8 +465,7 @@ func (n *Node) CassandraImport(ctx context.Context, req adminapi.CassandraImport
 	}
 	ictx, cancel := context.WithTimeout(base, importTimeout)
 	defer cancel()
-	n.ops.wg.Add(1)
-	defer n.ops.wg.Done()
+	defer n.tracker.Hold()()
 	log := s.log.With().Str("keyspace", req.Keyspace).Str("table", req.Table).Str("dir", req.Dir).Logger()
 	log.Info().Msg("importing into the live Cassandra node")
 	res, err := im.Import(ictx, cassandra.ImportRequest{Keyspace: req.Keyspace, Table: req.Table, TableID: tb.ID, Dir: req.Dir})

@@ -1,13 +1,18 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/cassandra"
+	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -59,12 +64,28 @@ func rebuildMembers() []gossip.Member {
 	return []gossip.Member{m("sa", hostA), m("sb", hostB), m("sc", hostC), m("self", hostL)}
 }
 
+// rebuildRing is the Cassandra ring of snap as an ops.Ring, gossip showing members.
+func rebuildRing(snap cassandra.Snapshot, members []gossip.Member) *cassandraRing {
+	s := &sidecar{cfg: cassandra.Config{Timeout: time.Second}, log: zerolog.Nop(), dialled: make(chan struct{})}
+	close(s.dialled)
+	s.reader = &fakeRing{snap: snap, changes: make(chan struct{})}
+	return &cassandraRing{s: s, self: "self", members: func() []gossip.Member { return members }, log: zerolog.Nop()}
+}
+
+// rebuildPlan is the plan of sluice's rebuild (ops) over the Cassandra ring r.
+func rebuildPlan(r *cassandraRing, sourceDC, keyspace string) ([]ops.Plan, error) {
+	c := &ops.Cluster{Ring: r}
+	return c.RebuildPlans(context.Background(), RebuildRequest{SourceDC: sourceDC, Keyspace: keyspace})
+}
+
 // covered is the union of the plan's ranges for keyspace, normalized.
-func covered(p cassRebuildPlan, keyspace string) token.RangeSet {
+func covered(plans []ops.Plan, keyspace string) token.RangeSet {
 	var all token.RangeSet
-	for _, j := range p.Jobs {
-		if j.Keyspace == keyspace {
-			all = append(all, j.Ranges...)
+	for _, p := range plans {
+		if p.Keyspace == keyspace {
+			for _, t := range p.Transfers {
+				all = append(all, t.Range)
+			}
 		}
 	}
 	return ring.Normalize(all)
@@ -90,6 +111,10 @@ func replicated(t *testing.T, snap cassandra.Snapshot, keyspace string) token.Ra
 	return ring.Normalize(out)
 }
 
+// The sidecar's rebuild is sluice's rebuild over the Cassandra ring: every range the local
+// node replicates, from the UP nodes whose sidecars are up, for the keyspaces that replicate
+// to the local DC, refusing what it cannot place and naming the nodes that could not be
+// sources.
 func TestCassandraRebuildPlan(t *testing.T) {
 	snap := rebuildSnapshot()
 	up, unavailable := upSidecars(snap, "self", rebuildMembers())
@@ -100,16 +125,21 @@ func TestCassandraRebuildPlan(t *testing.T) {
 		t.Fatalf("unavailable %v", unavailable)
 	}
 
-	p, err := planCassandraRebuild(snap, up, unavailable, "", "")
+	r := rebuildRing(snap, rebuildMembers())
+	p, err := rebuildPlan(r, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Local != hostL {
-		t.Errorf("local %s", p.Local)
+	if r.Self() != hostL {
+		t.Errorf("local %s", r.Self())
 	}
 	// both and simple are rebuilt; dc1only (no dc2 replication) and the system keyspaces not.
-	if len(p.Skipped) != 1 || !strings.HasPrefix(p.Skipped[0], "dc1only: no replication to the local DC dc2") {
-		t.Errorf("skipped %v", p.Skipped)
+	var kss []string
+	for _, pl := range p {
+		kss = append(kss, pl.Keyspace)
+	}
+	if !slices.Equal(kss, []string{"both", "simple"}) {
+		t.Errorf("keyspaces %v", kss)
 	}
 	for _, ks := range []string{"both", "simple"} {
 		got, want := covered(p, ks), replicated(t, snap, ks)
@@ -117,33 +147,41 @@ func TestCassandraRebuildPlan(t *testing.T) {
 			t.Errorf("%s: the plan covers %v, the local node replicates %v", ks, got, want)
 		}
 	}
-	for _, j := range p.Jobs {
-		if j.Source != hostA && j.Source != hostB || j.Sidecar != up[j.Source] || len(j.Ranges) == 0 {
-			t.Errorf("job %+v", j)
+	var sources []string
+	for _, pl := range p {
+		for _, tr := range pl.Transfers {
+			peer, err := r.Peer(tr.From)
+			if tr.From != hostA && tr.From != hostB || tr.To != hostL || err != nil || peer != up[tr.From] {
+				t.Errorf("transfer %+v: from sidecar %q, %v", tr, peer, err)
+			}
+			if pl.Keyspace == "both" && !slices.Contains(sources, peer) {
+				sources = append(sources, peer)
+			}
 		}
-	}
-	// From dc1 only: the same ranges of "both".
-	pdc1, err := planCassandraRebuild(snap, up, unavailable, "dc1", "both")
-	if err != nil || covered(pdc1, "both").String() != covered(p, "both").String() {
-		t.Errorf("from dc1: %+v %v", pdc1, err)
 	}
 	// dc2 replicates every range of "both" once: from dc1's two live nodes, both used.
 	if got := covered(p, "both").String(); got != "(-9223372036854775808,-9223372036854775808]" {
 		t.Errorf("both: %s", got)
 	}
-	var sources []string
-	for _, j := range p.Jobs {
-		if j.Keyspace == "both" {
-			sources = append(sources, j.Sidecar)
-		}
-	}
 	if slices.Sort(sources); !slices.Equal(sources, []string{"sa", "sb"}) {
 		t.Errorf("both: sources %v", sources)
 	}
+	// The local node's sidecar is this node; a node without a sidecar up has none.
+	if peer, err := r.Peer(hostL); peer != "self" || err != nil {
+		t.Errorf("the local node's sidecar: %q, %v", peer, err)
+	}
+	if _, err := r.Peer(hostC); err == nil {
+		t.Error("a DOWN node has a sidecar to fetch from")
+	}
+	// From dc1 only: the same ranges of "both".
+	pdc1, err := rebuildPlan(r, "dc1", "both")
+	if err != nil || covered(pdc1, "both").String() != covered(p, "both").String() {
+		t.Errorf("from dc1: %+v %v", pdc1, err)
+	}
 
 	// One keyspace.
-	p1, err := planCassandraRebuild(snap, up, unavailable, "", "both")
-	if err != nil || len(p1.Skipped) != 0 || covered(p1, "simple") != nil || covered(p1, "both").String() != covered(p, "both").String() {
+	p1, err := rebuildPlan(r, "", "both")
+	if err != nil || len(p1) != 1 || covered(p1, "both").String() != covered(p, "both").String() {
 		t.Errorf("keyspace both: %+v %v", p1, err)
 	}
 
@@ -152,22 +190,21 @@ func TestCassandraRebuildPlan(t *testing.T) {
 		{"", "dc1only", "no replication to the local DC"},
 		{"", "system_auth", "system keyspace"},
 		{"", "nope", "no keyspace"},
-		{"dc9", "", "no Cassandra node in DC"},
+		{"dc9", "", "no node of the ring is in DC"},
 	} {
-		_, err := planCassandraRebuild(snap, up, unavailable, tc.dc, tc.ks)
-		var br badRequest
-		if !errors.As(err, &br) || !strings.Contains(err.Error(), tc.want) {
+		_, err := rebuildPlan(r, tc.dc, tc.ks)
+		if !isBadRequest(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q %q: %v, want a bad request saying %q", tc.dc, tc.ks, err, tc.want)
 		}
 	}
 
 	// dc3's only node has no sidecar: a rebuild from dc3 has no source and says why.
-	_, err = planCassandraRebuild(snap, up, unavailable, "dc3", "")
+	_, err = rebuildPlan(r, "dc3", "")
 	if !errors.Is(err, ring.ErrNoSource) || !strings.Contains(err.Error(), hostM+" (10.0.0.8, dc3): sidecar missing") {
 		t.Errorf("dc3: %v", err)
 	}
 	// Without the sidecars, dc1 has no source either.
-	_, err = planCassandraRebuild(snap, map[string]string{}, unavailable, "dc1", "both")
+	_, err = rebuildPlan(rebuildRing(snap, nil), "dc1", "both")
 	if !errors.Is(err, ring.ErrNoSource) || !strings.Contains(err.Error(), "Cassandra DOWN") {
 		t.Errorf("no sidecars: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -71,7 +72,7 @@ type cluster struct {
 	mu   sync.Mutex // orders meta changes
 	meta gossip.NodeMeta
 
-	peers peers // the other members, for stream plans (netPeers)
+	peers ops.Peers // the other members, for the operations (netPeers)
 
 	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (replace.go)
 
@@ -319,17 +320,6 @@ func (c *cluster) members() map[string]gossip.Member {
 	out := map[string]gossip.Member{}
 	for _, m := range c.g.Members() {
 		out[m.Name] = m
-	}
-	return out
-}
-
-// down names the members failure detection reports dead or departed.
-func (c *cluster) down() []string {
-	var out []string
-	for _, m := range c.g.Members() {
-		if m.Liveness != gossip.StateAlive {
-			out = append(out, m.Name)
-		}
 	}
 	return out
 }

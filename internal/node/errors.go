@@ -3,6 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicedb/sluice/internal/ops"
 )
 
 // ErrAlreadyRun reports a second call to Node.Run.
@@ -34,14 +36,25 @@ var ErrPeerDown = errors.New("node: peer down")
 
 // ErrNoMembership reports an operation that needs the ring on a node without gossip_addr, or
 // before it has joined.
-var ErrNoMembership = errors.New("node: membership is not running")
+var ErrNoMembership = ops.ErrNoMembership
 
 // ErrOpRunning reports an operation started while another one runs; they are serialised.
-var ErrOpRunning = errors.New("node: another operation is running")
+var ErrOpRunning = ops.ErrOpRunning
 
 // ErrBadState reports an operation the node's ring state does not allow (decommission of a
 // node that is not NORMAL, cleanup while JOINING, ...).
-var ErrBadState = errors.New("node: operation not allowed in this state")
+var ErrBadState = ops.ErrBadState
 
 // ErrImportRefused reports an import whose sstables did not all verify.
-var ErrImportRefused = errors.New("node: import refused")
+var ErrImportRefused = ops.ErrImportRefused
+
+// ErrRingUnsettled reports a cleanup refused because the ring changed too recently.
+var ErrRingUnsettled = ops.ErrRingUnsettled
+
+// ErrUnprovenMembers reports a cleanup refused because members that have not proven their
+// identity are about.
+var ErrUnprovenMembers = ops.ErrUnprovenMembers
+
+// ErrUnconfirmed reports a cleanup that kept ranges whose owners did not confirm holding this
+// node's partitions of them.
+var ErrUnconfirmed = ops.ErrUnconfirmed

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/internal/lib/tlsx"
+	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -112,9 +113,10 @@ type Node struct {
 	runCtx      context.Context         // Run's context, for operations; set before ready
 	cluster     atomic.Pointer[cluster] // nil until membership has joined, or standalone
 	peers       peerRegistry
-	ops         opsState
-	dirLocks    dirLocks
-	sidecar     *sidecar // the cassandra section's (cassandra.go); nil without one
+	local       *ops.Local   // the data directories, for the operations and fetches
+	tracker     *ops.Tracker // runs the operations, one at a time
+	sessions    sessionLog   // this node's own fetch sessions
+	sidecar     *sidecar     // the cassandra section's (cassandra.go); nil without one
 }
 
 // New validates the configuration (a *ConfigError names the bad field) and returns a node
@@ -140,6 +142,8 @@ func New(opts Options) (*Node, error) {
 		throughput:      cfg.Throughput,
 		tuneGossip:      opts.TuneGossip,
 	}
+	n.local = ops.NewLocal(cfg.DataDirs, n.catalog)
+	n.tracker = ops.NewTracker(log)
 	n.peerFetches = make(chan struct{}, maxPeerFetches)
 	n.sidecar = newSidecar(cfg, log)
 	n.peerSrv = &peerrpc.Server{Handler: n.peerCall, Log: log.With().Str("component", "peer").Logger()}
@@ -194,9 +198,10 @@ func (n *Node) StreamAddr() net.Addr {
 
 // Run prepares the data directories (creating missing ones, removing leftovers of interrupted
 // installs and stream snapshots of a previous run), binds the admin API and the stream
-// server, and serves until ctx is cancelled or a server fails. On cancellation it shuts both
-// down, waiting at most Options.ShutdownTimeout, and returns nil when they stopped cleanly; a
-// failure is returned after the same shutdown. Run may be called once.
+// server, and runs the node's services (services) as a group until ctx is cancelled or one of
+// them fails. Then it stops them all, waiting at most Options.ShutdownTimeout, and returns nil
+// when they stopped cleanly; a failure is returned after the same shutdown. Run may be called
+// once.
 func (n *Node) Run(ctx context.Context) error {
 	if !n.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
@@ -250,21 +255,11 @@ func (n *Node) Run(ctx context.Context) error {
 	n.started = time.Now()
 	n.metrics.setThroughput(n.throughput)
 
-	srv := &http.Server{
-		Handler:           adminapi.NewServer(adminBackend{n}, token, ln.Addr(), n.cfg.AdminAddr),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          stdlog.New(n.log.With().Str("component", "admin").Logger(), "", 0),
-	}
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Serve(ln) }()
-	streamCtx, stopStream := context.WithCancel(ctx)
-	defer stopStream()
-	n.runCtx = streamCtx
-	var streamDone chan error
-	if n.stream != nil {
-		streamDone = make(chan error, 1)
-		go func() { streamDone <- n.stream.Serve(streamCtx) }()
-	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	n.runCtx = ctx
+	n.tracker.Begin(ctx)
+	services := n.services(ln, token)
 	close(n.ready)
 	n.mu.Unlock()
 	ev := n.log.Info().Str("admin_addr", n.adminAddr.String()).Str("transport", string(n.cfg.Transport)).
@@ -274,76 +269,67 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	ev.Msg("node running")
 
-	// Cassandra sidecar (cassandra.go): the ring refresher, when the cassandra section is set.
-	n.startSidecar(streamCtx)
-
-	var memberDone chan error
-	if n.cfg.Membership() {
-		memberDone = make(chan error, 1)
-		go func() { memberDone <- n.runCluster(streamCtx) }()
-	}
-
-	var errs []error
-	select {
-	case <-ctx.Done():
-		n.log.Info().Msg("node stopping")
-	case err := <-httpDone:
-		httpDone = nil
-		errs = append(errs, fmt.Errorf("admin server: %w", err))
-	case err := <-streamDone:
-		streamDone = nil
-		if err == nil {
-			err = errors.New("stopped before the node did")
-		}
-		errs = append(errs, fmt.Errorf("stream server: %w", err))
-	case err := <-memberDone:
-		memberDone = nil
-		errs = append(errs, fmt.Errorf("membership: %w", err))
-	}
-	if len(errs) > 0 {
-		n.log.Error().Err(errs[0]).Msg("node failing")
-	}
-
-	stopStream()
-	sctx, cancel := context.WithTimeout(context.Background(), n.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("admin server shutdown: %w", err))
-		srv.Close()
-	}
-	if httpDone != nil {
-		if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, fmt.Errorf("admin server: %w", err))
-		}
-	}
-	opsDone := make(chan struct{})
-	go func() { n.ops.wg.Wait(); close(opsDone) }()
-	select {
-	case <-opsDone:
-	case <-sctx.Done():
-		errs = append(errs, fmt.Errorf("operations did not stop within %v", n.shutdownTimeout))
-	}
-	if memberDone != nil {
-		if err := <-memberDone; err != nil {
-			errs = append(errs, fmt.Errorf("membership: %w", err))
-		}
-	}
-	if streamDone != nil {
-		select {
-		case err := <-streamDone:
-			// A server may return the context's error when told to stop; that is a clean stop.
-			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				errs = append(errs, fmt.Errorf("stream server: %w", err))
-			}
-		case <-sctx.Done():
-			errs = append(errs, fmt.Errorf("stream server did not stop within %v", n.shutdownTimeout))
-		}
-	}
-	err = errors.Join(errs...)
+	err = runGroup(ctx, stop, n.shutdownTimeout, n.log, services...)
 	if err == nil {
 		n.log.Info().Msg("node stopped")
 	}
 	return err
+}
+
+// services are what Run runs until the node stops: the admin API, the stream server (with
+// the peer protocol on its socket), the cluster operations, and, as configured, membership
+// and the Cassandra ring refresher.
+func (n *Node) services(ln net.Listener, token string) []service {
+	srv := &http.Server{
+		Handler:           adminapi.NewServer(adminBackend{n}, token, ln.Addr(), n.cfg.AdminAddr),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          stdlog.New(n.log.With().Str("component", "admin").Logger(), "", 0),
+	}
+	out := []service{
+		{"admin server", func(ctx context.Context) error { return n.serveAdmin(ctx, srv, ln) }},
+		// Operations run under the node's context; stopping waits for them to return.
+		{"operations", func(ctx context.Context) error {
+			<-ctx.Done()
+			return n.tracker.Wait(context.Background())
+		}},
+	}
+	if n.stream != nil {
+		out = append(out, service{"stream server", n.stream.Serve})
+	}
+	if n.cfg.Membership() {
+		out = append(out, service{"membership", n.runCluster})
+	}
+	if n.sidecar != nil {
+		// The Cassandra sidecar (cassandra.go): the ring refresher.
+		out = append(out, service{"cassandra ring refresher", func(ctx context.Context) error {
+			n.sidecar.run(ctx)
+			return nil
+		}})
+	}
+	return out
+}
+
+// serveAdmin serves the admin API on ln until ctx ends, then shuts it down, waiting at most
+// the shutdown timeout for requests in flight.
+func (n *Node) serveAdmin(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), n.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		<-served
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 func (n *Node) streamConfig() StreamConfig {
@@ -450,7 +436,7 @@ func (n *Node) runCluster(ctx context.Context) error {
 	watched := make(chan struct{})
 	go func() { c.watch(); close(watched) }()
 	if c.state() == ring.Joining {
-		if _, err := n.startOp(OpBootstrap, "", c.bootstrap); err != nil {
+		if _, err := n.tracker.Start(OpBootstrap, "", c.operations().Bootstrap); err != nil {
 			n.log.Error().Err(err).Msg("bootstrap not started")
 		}
 	}
@@ -525,7 +511,7 @@ func (n *Node) Sessions() []stream.SessionStatus {
 	if n.isReady() && n.stream != nil {
 		s = n.stream.Sessions()
 	}
-	s = append(s, n.ownSessions()...)
+	s = append(s, n.sessions.list()...)
 	if s == nil {
 		s = []stream.SessionStatus{}
 	}

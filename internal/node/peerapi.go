@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/lib/cqlname"
 	"github.com/sluicedb/sluice/internal/lib/tlsx"
+	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/gossip"
@@ -34,7 +35,7 @@ const (
 
 // maxPeerFetches bounds the fetches other members' operations run on this node at once; more
 // wait. Every coordinator runs at most maxParallelTransfers pairs at a time.
-const maxPeerFetches = 4 * maxParallelTransfers
+const maxPeerFetches = 4 * ops.MaxParallelTransfers
 
 // IdentityResponse answers peerIdentity.
 type IdentityResponse struct {
@@ -172,8 +173,7 @@ func (n *Node) peerFetch(ctx context.Context, caller tlsx.PeerIdentity, req Fetc
 	defer cancel()
 	defer context.AfterFunc(n.runCtx, cancel)()
 	res, err := n.Fetch(ctx, req)
-	var bad badRequest
-	if errors.As(err, &bad) {
+	if isBadRequest(err) {
 		return res, peerrpc.Errorf(peerrpc.CodeBadRequest, "%v", err)
 	}
 	return res, err
@@ -194,6 +194,12 @@ func proven(members map[string]gossip.Member, name string) (gossip.Member, error
 		return m, fmt.Errorf("member %q announced no stream address", name)
 	}
 	return m, nil
+}
+
+// RepairTrees builds this node's Merkle trees of keyspace.table for the specs
+// (ops.Local.RepairTrees). A table this node does not hold has empty trees.
+func (n *Node) RepairTrees(ctx context.Context, keyspace, table string, specs []repair.Spec) ([]*repair.Tree, error) {
+	return n.local.RepairTrees(ctx, keyspace, table, specs)
 }
 
 // repairTree builds this node's trees for a peer's repair.
@@ -239,7 +245,7 @@ func (n *Node) digestPage(ctx context.Context, req DigestRequest) ([]repair.Dige
 	if limit <= 0 || limit > repair.MaxDigestsPerPage {
 		limit = repair.MaxDigestsPerPage
 	}
-	tables, release, err := n.openTable(req.Keyspace, req.Table)
+	tables, release, err := n.local.OpenTable(req.Keyspace, req.Table)
 	if err != nil {
 		return nil, false, err
 	}

@@ -13,8 +13,9 @@ import (
 
 // The peer calls' bounds are peerrpc's table (peerrpc.DefaultMethods): the stream server's
 // peerrpc.Server holds every call to it before peerCall routes it. This file is the node's
-// side of that table: its answers encoded once into buffers sized from what they hold, and a
-// repair's requests cut to fit the same bounds, so that sluice's own repair never meets them.
+// side of that table: its answers encoded once into buffers sized from what they hold (a
+// repair's requests are cut to fit the same bounds by ops.TreeBatches and ops.BatchRanges, so
+// that sluice's own repair never meets them).
 
 // countPeerRefusal counts a peer call the limits refused: sluice_peer_calls_refused_total.
 func (n *Node) countPeerRefusal(method string, reason peerrpc.Reason) {
@@ -51,33 +52,6 @@ func digestsAnswer(ds []repair.Digest, more bool) peerrpc.Raw {
 	b = append(b, `","more":`...)
 	b = strconv.AppendBool(b, more)
 	return append(b, '}')
-}
-
-// treeBatches cuts a repair's tree specs (their ranges normalized, as repairSpecs gives them)
-// into repair_tree requests within peerrpc's bounds: one depth each, in range order (so each
-// stays sorted and disjoint), at most peerrpc.MaxCallRanges ranges, peerrpc.MaxTreeLeaves
-// leaves and rangesBudget bytes of range text. Each batch lists indexes into specs.
-func treeBatches(specs []repair.Spec) [][]int {
-	var out [][]int
-	for _, depth := range depths(specs) {
-		var cur []int
-		size := 0
-		for i, sp := range specs {
-			if sp.Depth != depth {
-				continue
-			}
-			n := len(sp.Range.String()) + 1
-			if len(cur) > 0 && (len(cur) == peerrpc.MaxCallRanges || (len(cur)+1)<<depth > peerrpc.MaxTreeLeaves ||
-				size+n > rangesBudget) {
-				out, cur, size = append(out, cur), nil, 0
-			}
-			cur, size = append(cur, i), size+n
-		}
-		if len(cur) > 0 {
-			out = append(out, cur)
-		}
-	}
-	return out
 }
 
 // Retrying a heavy peer call the peer refused as busy: after busyPause, doubling to

@@ -2,23 +2,17 @@ package node
 
 import (
 	"context"
+
+	"github.com/sluicedb/sluice/internal/ops"
 )
 
-// peers is what the cluster operations need of the members: the network side of a stream
-// plan. The operations' logic (pairing transfers, the journal, progress, failures) runs
-// against it, so it is testable without a network; netPeers is the real one.
-type peers interface {
-	// tables lists keyspace's tables on member name (this node answers for itself).
-	tables(ctx context.Context, name, keyspace string) ([]TableStatus, error)
-	// fetch has member to (possibly this node) pull req from member req.Source, and returns
-	// when it is done.
-	fetch(ctx context.Context, to string, req FetchOpRequest) (FetchOpResponse, error)
-}
-
-// netPeers reaches members with peer calls; only proven members are asked or fetched from.
+// netPeers is ops.Peers over the network: members reached with peer calls (peerapi.go); only
+// proven members are asked or fetched from.
 type netPeers struct{ c *cluster }
 
-func (p netPeers) tables(ctx context.Context, name, keyspace string) ([]TableStatus, error) {
+var _ ops.Peers = netPeers{}
+
+func (p netPeers) Tables(ctx context.Context, name, keyspace string) ([]TableStatus, error) {
 	c := p.c
 	if name == c.n.cfg.Name {
 		all, err := c.n.tables()
@@ -39,7 +33,7 @@ func (p netPeers) tables(ctx context.Context, name, keyspace string) ([]TableSta
 	return res.Tables, err
 }
 
-func (p netPeers) fetch(ctx context.Context, to string, req FetchOpRequest) (FetchOpResponse, error) {
+func (p netPeers) Fetch(ctx context.Context, to string, req FetchOpRequest) (FetchOpResponse, error) {
 	c := p.c
 	members := c.members()
 	if to != c.n.cfg.Name {
@@ -59,4 +53,36 @@ func (p netPeers) fetch(ctx context.Context, to string, req FetchOpRequest) (Fet
 		return FetchOpResponse{}, err
 	}
 	return c.n.Fetch(ctx, req)
+}
+
+func (p netPeers) Proven(name string) error {
+	_, err := proven(p.c.members(), name)
+	return err
+}
+
+func (p netPeers) RingView(ctx context.Context, name string) (RingView, error) {
+	var v RingView
+	m, err := proven(p.c.members(), name)
+	if err == nil {
+		err = p.c.call(ctx, m, peerRing, nil, &v)
+	}
+	return v, err
+}
+
+func (p netPeers) Trees(ctx context.Context, name string, req TreeRequest) (TreeResponse, error) {
+	var tr TreeResponse
+	m, err := proven(p.c.members(), name)
+	if err == nil {
+		err = p.c.callHeavy(ctx, m, peerRepairTree, req, &tr)
+	}
+	return tr, err
+}
+
+func (p netPeers) Digests(ctx context.Context, name string, req DigestRequest) (DigestResponse, error) {
+	var dr DigestResponse
+	m, err := proven(p.c.members(), name)
+	if err == nil {
+		err = p.c.callHeavy(ctx, m, peerRepairDigests, req, &dr)
+	}
+	return dr, err
 }

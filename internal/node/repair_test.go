@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/catalog"
 	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
 	"github.com/sluicedb/sluice/membership/ring"
@@ -18,7 +19,7 @@ import (
 // liveOf lists the live sstables of the test table on a node.
 func liveOf(t *testing.T, n *Node) []catalog.LiveSSTable {
 	t.Helper()
-	dir, err := n.tableDirFor(testKS, testTable, "")
+	dir, err := n.local.TableDirFor(testKS, testTable, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func checkTreesAgree(t *testing.T, r ring.Ring, nodes ...*Node) {
 			if len(common) == 0 {
 				continue
 			}
-			specs, err := a.repairSpecs(testKS, testTable, common)
+			specs, err := a.local.RepairSpecs(testKS, testTable, common)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	}
 	var dropped int64
 	for _, st := range liveOf(t, r1) {
-		res, err := cleanupSSTable(context.Background(), st, keep, mover)
+		res, err := ops.CleanupSSTable(context.Background(), st, keep, mover)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestRepairRestoresEveryReplicaAndConverges(t *testing.T) {
 	}
 	// r2 loses everything.
 	for _, st := range liveOf(t, r2) {
-		if err := removeSSTable(st); err != nil {
+		if err := ops.RemoveSSTable(st); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -15,15 +14,15 @@ import (
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 )
 
-// journalFile records, in the first data directory, which transfers of the current operation
-// have completed.
-const journalFile = ".sluice-op-journal.json"
+// JournalFile is the journal's name in a node's first data directory.
+const JournalFile = ".sluice-op-journal.json"
 
 // opJournal remembers durably which transfers of an operation completed, so that an operation
 // retried after a failure or resumed after a restart does not fetch them again: a fetch that
 // completed removed its own resume record, and fetching it again would install the same
 // partitions twice. It is keyed by the operation and the fingerprint of its plan; a different
-// plan (the ring changed) starts afresh. It is safe for concurrent use.
+// plan (the ring changed) starts afresh. Without a path it remembers only in memory. It is
+// safe for concurrent use.
 type opJournal struct {
 	mu   sync.Mutex
 	path string
@@ -33,11 +32,11 @@ type opJournal struct {
 }
 
 // planKey fingerprints an operation: its kind and every transfer of its plan.
-func planKey(kind string, plans []ksPlan) string {
+func planKey(kind string, plans []Plan) string {
 	var parts []string
 	for _, p := range plans {
-		for _, t := range p.transfers {
-			parts = append(parts, p.keyspace+"|"+t.From+"|"+t.To+"|"+t.Range.String())
+		for _, t := range p.Transfers {
+			parts = append(parts, p.Keyspace+"|"+t.From+"|"+t.To+"|"+t.Range.String())
 		}
 	}
 	sort.Strings(parts)
@@ -45,18 +44,21 @@ func planKey(kind string, plans []ksPlan) string {
 	return kind + ":" + hex.EncodeToString(sum[:12])
 }
 
-// openJournal loads the journal for op, or starts an empty one when it records another.
-func (n *Node) openJournal(op string) (*opJournal, error) {
-	j := &opJournal{path: filepath.Join(n.cfg.DataDirs[0], journalFile), done: map[string]bool{}}
-	b, err := os.ReadFile(j.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, err
-	default:
-		var old opJournal
-		if json.Unmarshal(b, &old) == nil && old.Op == op {
-			j.Done = old.Done
+// openJournal loads the journal at path for op, or starts an empty one when it records
+// another.
+func openJournal(path, op string) (*opJournal, error) {
+	j := &opJournal{path: path, done: map[string]bool{}}
+	if path != "" {
+		b, err := os.ReadFile(j.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, err
+		default:
+			var old opJournal
+			if json.Unmarshal(b, &old) == nil && old.Op == op {
+				j.Done = old.Done
+			}
 		}
 	}
 	j.Op = op
@@ -82,6 +84,9 @@ func (j *opJournal) add(key string) error {
 	}
 	j.done[key] = true
 	j.Done = append(j.Done, key)
+	if j.path == "" {
+		return nil
+	}
 	b, err := json.Marshal(j)
 	if err != nil {
 		return err
@@ -93,6 +98,9 @@ func (j *opJournal) add(key string) error {
 func (j *opJournal) clear() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.path == "" {
+		return nil
+	}
 	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

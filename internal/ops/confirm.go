@@ -1,4 +1,4 @@
-package node
+package ops
 
 import (
 	"cmp"
@@ -9,12 +9,10 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/peerrpc"
 	"github.com/sluicedb/sluice/internal/repair"
-	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -26,8 +24,8 @@ import (
 // The ring decides what cleanup would drop (the ranges outside ring.CleanupRanges). Before any
 // of it goes, two things must hold:
 //
-//  1. The ring is one to act on (trustRing): unchanged for a settle period (one gossip
-//     push/pull round) and with no unproven member about (unprovenMembers). Otherwise the
+//  1. The ring is one to act on (OwnRing.Trust): unchanged for a settle period (one gossip
+//     push/pull round) and with no unproven member about (the membership names them). Otherwise the
 //     whole cleanup is refused and nothing is dropped.
 //  2. Every range of the ring this node would drop partitions of (a dropUnit: one range of
 //     ring.RangeOwners, the part of it outside the kept ranges) is confirmed by each of its
@@ -42,104 +40,13 @@ import (
 // A unit not confirmed by all its owners is kept: cleanup drops only the confirmed ones, and
 // then fails, naming each range kept, the owner that did not confirm it and why.
 
-// ErrRingUnsettled reports a cleanup refused because the ring changed too recently.
-var ErrRingUnsettled = errors.New("node: the ring has not settled")
-
-// ErrUnprovenMembers reports a cleanup refused because members that have not proven their
-// identity are about.
-var ErrUnprovenMembers = errors.New("node: members have not proven their identity")
-
-// ErrUnconfirmed reports a cleanup that kept ranges whose owners did not confirm holding this
-// node's partitions of them.
-var ErrUnconfirmed = errors.New("node: owners did not confirm holding the partitions")
-
 // Bounds of a confirmation's tree exchange: the leaves of one batch of this node's trees (16
-// bytes each; each owner's requests for them are cut to peerrpc's bounds by treeBatches), and
+// bytes each; each owner's requests for them are cut to peerrpc's bounds by TreeBatches), and
 // how many partitions a page of digests holds.
 const (
 	maxConfirmLeaves = 1 << 18
 	confirmPageSize  = repair.MaxDigestsPerPage
 )
-
-// trustRing waits, for at most the settle wait, until the ring this cleanup computed (r) has
-// been unchanged for a settle period, then checks that no unproven member is about.
-// A ring that changes again meanwhile is refused: the cleanup was computed on another one.
-func (c *cluster) trustRing(ctx context.Context, r ring.Ring) error {
-	want := ringFingerprint(r, nil)
-	start := time.Now()
-	for {
-		sum, changed := c.noteRing()
-		if sum != want {
-			return fmt.Errorf("%w: the ring changed while cleanup was planned; run it again", ErrRingUnsettled)
-		}
-		settle, wait := c.settleTimes()
-		age := time.Since(changed)
-		if age >= settle {
-			break
-		}
-		if time.Since(start)+settle-age > wait {
-			return fmt.Errorf("%w: ring changed %.1f s ago; cleanup waits for it to settle (at least one gossip round, %g s)",
-				ErrRingUnsettled, age.Seconds(), settle.Seconds())
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(min(settle-age, ringSettleInterval)):
-		}
-	}
-	return c.checkProven()
-}
-
-// ringUnchanged checks, before dropping, that the ring is still the one confirmed against
-// and still has no unproven member about.
-func (c *cluster) ringUnchanged(r ring.Ring) error {
-	if sum, _ := c.noteRing(); sum != ringFingerprint(r, nil) {
-		return fmt.Errorf("%w: the ring changed during cleanup; nothing more dropped, run it again", ErrRingUnsettled)
-	}
-	return c.checkProven()
-}
-
-func (c *cluster) checkProven() error {
-	if bad := unprovenMembers(c.g.Members(), c.n.cfg.Name); len(bad) > 0 {
-		return fmt.Errorf("%w: %s; cleanup acts only on a ring of proven members", ErrUnprovenMembers, strings.Join(bad, ", "))
-	}
-	return nil
-}
-
-// unprovenMembers names the members that have not proven their identity and are either alive
-// or claim a place on the ring (a ring state other than LEFT, or tokens before any state),
-// with the verdict. Where claims must be signed (gossip.Config.Signer) an unproven member's
-// claims never apply, so such a member shows as alive and silent; without signatures it may
-// show claims. Either way the ring is not settled while it is about. Not counted: a replaced
-// member (off the ring whatever it claims), and a member whose proof failed and that is gone
-// (dead or left): it never was on the ring and cannot come back without proving itself.
-func unprovenMembers(ms []gossip.Member, self string) []string {
-	replaced := gossip.Replaced(ms)
-	var out []string
-	for _, m := range ms {
-		if m.Name == self || replaced[m.Name] != "" || m.Identity == gossip.IdentityProven {
-			continue
-		}
-		if m.Liveness != gossip.StateAlive {
-			claims := len(m.Tokens) > 0
-			switch m.Meta.State {
-			case ring.Joining, ring.Normal, ring.Leaving, ring.Moving:
-				claims = true
-			case ring.Left:
-				claims = false
-			}
-			if !claims || m.Identity == gossip.IdentityRefused {
-				continue
-			}
-		}
-		why := m.Identity.String()
-		if m.IdentityError != "" {
-			why += ": " + m.IdentityError
-		}
-		out = append(out, fmt.Sprintf("%s (%s)", m.Name, why))
-	}
-	return out
-}
 
 // dropUnit is one range of the ring and the part of it cleanup would drop.
 type dropUnit struct {
@@ -393,9 +300,8 @@ func appendMerged(rs token.RangeSet, r token.Range) token.RangeSet {
 // confirmUnits asks the owners of every unit this node holds partitions in to confirm them
 // (see the top of this file). tables are this node's sstables of keyspace.table, the ones
 // cleanup will cut; they stay open and are only read.
-func (c *cluster) confirmUnits(ctx context.Context, keyspace, table string, s ring.Strategy, tables []*sstable.Table, cf *confirmation) error {
+func (c *Cluster) confirmUnits(ctx context.Context, keyspace, table string, s ring.Strategy, tables []*sstable.Table, cf *confirmation) error {
 	needed := cf.needed()
-	members := c.members()
 	// The owners, and what each must confirm. An owner that cannot answer refuses its units.
 	var owners []string
 	units := map[string][]int{}
@@ -414,11 +320,11 @@ func (c *cluster) confirmUnits(ctx context.Context, keyspace, table string, s ri
 		}
 	}
 	slices.Sort(owners)
-	live := map[string]gossip.Member{}
+	live := map[string]bool{}
 	for _, o := range owners {
-		m, err := proven(members, o)
+		err := c.Peers.Proven(o)
 		if err == nil {
-			err = c.ownerReplicates(ctx, m, s, cf, units[o])
+			err = c.ownerReplicates(ctx, o, s, cf, units[o])
 		}
 		if err != nil {
 			for _, i := range units[o] {
@@ -426,7 +332,7 @@ func (c *cluster) confirmUnits(ctx context.Context, keyspace, table string, s ri
 			}
 			continue
 		}
-		live[o] = m
+		live[o] = true
 	}
 	if len(live) == 0 {
 		return ctx.Err()
@@ -440,19 +346,19 @@ func (c *cluster) confirmUnits(ctx context.Context, keyspace, table string, s ri
 // ownerReplicates checks that owner m's own ring makes it a replica of its units: an owner
 // whose ring disagrees may drop them in a cleanup of its own, so it is no safe holder. Units
 // it does not replicate are refused here; an error refuses all of them.
-func (c *cluster) ownerReplicates(ctx context.Context, m gossip.Member, s ring.Strategy, cf *confirmation, units []int) error {
-	var v RingView
-	if err := c.call(ctx, m, peerRing, nil, &v); err != nil {
+func (c *Cluster) ownerReplicates(ctx context.Context, owner string, s ring.Strategy, cf *confirmation, units []int) error {
+	v, err := c.Peers.RingView(ctx, owner)
+	if err != nil {
 		return err
 	}
 	r, err := viewRing(v)
 	if err != nil {
 		return fmt.Errorf("its ring: %w", err)
 	}
-	rs := ring.ReplicaRanges(r, s, m.Name)
+	rs := ring.ReplicaRanges(r, s, owner)
 	for _, i := range units {
 		if !covers(rs, cf.units[i].Drop) {
-			cf.refuse(i, m.Name, "its own ring does not make it a replica of this range")
+			cf.refuse(i, owner, "its own ring does not make it a replica of this range")
 		}
 	}
 	return nil
@@ -486,7 +392,7 @@ func viewRing(v RingView) (ring.Ring, error) {
 // still to confirm it, and then, partition by partition, the leaves that differ
 // (compareDigests). What it holds at once is one batch: its trees, and the leaves that
 // differ from one owner's.
-func (c *cluster) compare(ctx context.Context, keyspace, table string, tables []*sstable.Table, cf *confirmation, live map[string]gossip.Member) error {
+func (c *Cluster) compare(ctx context.Context, keyspace, table string, tables []*sstable.Table, cf *confirmation, live map[string]bool) error {
 	var batch []int // pieces
 	leaves := 0
 	flush := func() error {
@@ -513,9 +419,9 @@ func (c *cluster) compare(ctx context.Context, keyspace, table string, tables []
 			if len(idx) == 0 {
 				continue
 			}
-			diff, err := c.ownerTrees(ctx, live[o], keyspace, table, specs, mine, idx)
+			diff, err := c.ownerTrees(ctx, o, keyspace, table, specs, mine, idx)
 			if err == nil && len(diff) > 0 {
-				err = c.compareDigests(ctx, keyspace, table, tables, cf, live[o], diff)
+				err = c.compareDigests(ctx, keyspace, table, tables, cf, o, diff)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -544,32 +450,31 @@ func (c *cluster) compare(ctx context.Context, keyspace, table string, tables []
 }
 
 // ownerTrees asks owner m for its trees of specs[idx], in requests within the peer's bounds
-// (treeBatches, as a repair's), and returns the ranges of the leaves where they differ from
+// (TreeBatches, as a repair's), and returns the ranges of the leaves where they differ from
 // mine, in token order.
-func (c *cluster) ownerTrees(ctx context.Context, m gossip.Member, keyspace, table string, specs []repair.Spec, mine []*repair.Tree, idx []int) (token.RangeSet, error) {
+func (c *Cluster) ownerTrees(ctx context.Context, owner string, keyspace, table string, specs []repair.Spec, mine []*repair.Tree, idx []int) (token.RangeSet, error) {
 	sub := make([]repair.Spec, len(idx))
 	for k, i := range idx {
 		sub[k] = specs[i]
 	}
 	diffs := make([]token.RangeSet, len(sub))
-	for _, batch := range treeBatches(sub) {
+	for _, batch := range TreeBatches(sub) {
 		var rs token.RangeSet
 		for _, k := range batch {
 			rs = append(rs, sub[k].Range)
 		}
-		var tr TreeResponse
-		if err := c.callHeavy(ctx, m, peerRepairTree,
-			TreeRequest{Keyspace: keyspace, Table: table, Ranges: rs.String(), Depth: sub[batch[0]].Depth}, &tr); err != nil {
+		tr, err := c.Peers.Trees(ctx, owner, TreeRequest{Keyspace: keyspace, Table: table, Ranges: rs.String(), Depth: sub[batch[0]].Depth})
+		if err != nil {
 			return nil, err
 		}
 		if len(tr.Trees) != len(batch) {
-			return nil, fmt.Errorf("%s sent %d trees for %d ranges", m.Name, len(tr.Trees), len(batch))
+			return nil, fmt.Errorf("%s sent %d trees for %d ranges", owner, len(tr.Trees), len(batch))
 		}
 		for j, k := range batch {
 			t := mine[idx[k]]
 			leaves, err := repair.DiffLeaves(t, tr.Trees[j])
 			if err != nil {
-				return nil, fmt.Errorf("%s's tree of %v: %w", m.Name, t.Range, err)
+				return nil, fmt.Errorf("%s's tree of %v: %w", owner, t.Range, err)
 			}
 			diffs[k] = t.Ranges(leaves)
 		}
@@ -584,31 +489,30 @@ func (c *cluster) ownerTrees(ctx context.Context, m gossip.Member, keyspace, tab
 // compareDigests lists, over the ranges whose trees differ, this node's digests and owner m's,
 // page by page on both sides, and records each partition of this node's m lacks or holds with
 // other content.
-func (c *cluster) compareDigests(ctx context.Context, keyspace, table string, tables []*sstable.Table, cf *confirmation, m gossip.Member, ranges token.RangeSet) error {
-	for _, rs := range batchRanges(ranges, peerrpc.MaxCallRanges, rangesBudget) {
+func (c *Cluster) compareDigests(ctx context.Context, keyspace, table string, tables []*sstable.Table, cf *confirmation, owner string, ranges token.RangeSet) error {
+	for _, rs := range BatchRanges(ranges, peerrpc.MaxCallRanges, RangesBudget) {
 		mine := func(ctx context.Context, after *int64) ([]repair.Digest, bool, error) {
 			return repair.Digests(ctx, tables, rs, after, confirmPageSize)
 		}
 		theirs := func(ctx context.Context, after *int64) ([]repair.Digest, bool, error) {
-			var dr DigestResponse
-			err := c.callHeavy(ctx, m, peerRepairDigests, DigestRequest{Keyspace: keyspace, Table: table,
-				Ranges: rs.String(), After: after, Limit: confirmPageSize}, &dr)
+			dr, err := c.Peers.Digests(ctx, owner, DigestRequest{Keyspace: keyspace, Table: table,
+				Ranges: rs.String(), After: after, Limit: confirmPageSize})
 			if err != nil {
 				return nil, false, err
 			}
 			raw, err := base64.StdEncoding.DecodeString(dr.Digests)
 			if err != nil {
-				return nil, false, fmt.Errorf("%s's digests: %w: %v", m.Name, repair.ErrBadDigests, err)
+				return nil, false, fmt.Errorf("%s's digests: %w: %v", owner, repair.ErrBadDigests, err)
 			}
 			page, err := repair.ParseDigests(raw, rs, after, confirmPageSize)
 			if err != nil {
-				return nil, false, fmt.Errorf("%s's digests of %v: %w", m.Name, rs, err)
+				return nil, false, fmt.Errorf("%s's digests of %v: %w", owner, rs, err)
 			}
 			return page, dr.More, nil
 		}
 		err := matchDigests(ctx, mine, theirs, func(d repair.Digest, differs bool) {
 			if p := pieceOf(cf.pieces, d.Token); p >= 0 {
-				cf.lack(cf.pieces[p].unit, m.Name, d.Token, differs)
+				cf.lack(cf.pieces[p].unit, owner, d.Token, differs)
 			}
 		})
 		if err != nil {
@@ -707,7 +611,7 @@ func includes(a, b []uint64) bool {
 }
 
 // unconfirmedError names the ranges cleanup kept, with the owners that did not confirm them
-// and why, at most maxListedProblems of them.
+// and why, at most MaxListedProblems of them.
 func unconfirmedError(checks []adminapi.CleanupCheck) error {
 	var list []string
 	ranges, tables := 0, 0
@@ -732,9 +636,9 @@ func unconfirmedError(checks []adminapi.CleanupCheck) error {
 		return nil
 	}
 	more := ""
-	if n := len(list); n > maxListedProblems {
-		more = fmt.Sprintf(" (and %d more)", n-maxListedProblems)
-		list = list[:maxListedProblems]
+	if n := len(list); n > MaxListedProblems {
+		more = fmt.Sprintf(" (and %d more)", n-MaxListedProblems)
+		list = list[:MaxListedProblems]
 	}
 	return fmt.Errorf("%w: kept %d range(s) of %d table(s): %s%s", ErrUnconfirmed, ranges, tables, strings.Join(list, "; "), more)
 }
