@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 )
@@ -180,14 +181,14 @@ func TestCassandraLoadRefusesDamagedSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{}
-	o := &op{n: n, s: &OpStatus{}}
+	st := &OpStatus{}
+	o := &op{ops.NewOp(st)}
 	kept, errs := verifyLoadSources(context.Background(), tables, "self", o)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), bad) || !strings.Contains(errs[0].Error(), "nothing of it sent") {
 		t.Fatalf("refusals: %v, want one naming %s", errs, bad)
 	}
-	if len(o.s.Transfers) != 1 || o.s.Transfers[0].From != bad || o.s.Transfers[0].To != adminapi.LoadRefused || o.s.Transfers[0].State != OpFailed {
-		t.Errorf("the op's entry: %+v", o.s.Transfers)
+	if len(st.Transfers) != 1 || st.Transfers[0].From != bad || st.Transfers[0].To != adminapi.LoadRefused || st.Transfers[0].State != OpFailed {
+		t.Errorf("the op's entry: %+v", st.Transfers)
 	}
 	staged, err := stageLoad(filepath.Join(t.TempDir(), "load-z"), kept)
 	if err != nil {
