@@ -74,10 +74,10 @@ type cluster struct {
 
 	peers ops.Peers // the other members, for the operations (netPeers)
 
-	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (replace.go)
+	replacing atomic.Bool // streaming a dead member's ranges before taking its tokens (ops.Cluster.Replace)
 
 	// Ring-change tracking: cleanup acts only on a ring that has not changed for a settle
-	// period (confirm.go). noteRing updates it, from watch and from the checks themselves.
+	// period (trustRing, ownring.go). noteRing updates it, from watch and from the checks themselves.
 	ringMu        sync.Mutex
 	ringSum       uint64        // ringFingerprint of the ring last seen
 	ringChangedAt time.Time     // when the ring last changed (or membership started)
