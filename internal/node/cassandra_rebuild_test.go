@@ -173,6 +173,18 @@ func TestCassandraRebuildPlan(t *testing.T) {
 	if _, err := r.Peer(hostC); err == nil {
 		t.Error("a DOWN node has a sidecar to fetch from")
 	}
+	// A source's tables are streamed only when the schema has them, under its id, with sstables.
+	held := []TableStatus{{Keyspace: "both", Table: "t", ID: sidecarTableID, SSTables: 1},
+		{Keyspace: "both", Table: "old", ID: sidecarTableID, SSTables: 1}}
+	if got := r.Tables("both", held); len(got) != 1 || got[0].Table != "t" || got[0].ID != sidecarTableID {
+		t.Errorf("tables to stream of %+v: %+v", held, got)
+	}
+	for _, h := range []TableStatus{{Keyspace: "both", Table: "t", ID: "ffffffffffffffffffffffffffffffff", SSTables: 1},
+		{Keyspace: "both", Table: "t", ID: sidecarTableID}} {
+		if got := r.Tables("both", []TableStatus{h}); len(got) != 0 {
+			t.Errorf("streamed %+v from a source holding %+v", got, h)
+		}
+	}
 	// From dc1 only: the same ranges of "both".
 	pdc1, err := rebuildPlan(r, "dc1", "both")
 	if err != nil || covered(pdc1, "both").String() != covered(p, "both").String() {
