@@ -14,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/stream"
 )
