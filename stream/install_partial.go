@@ -23,8 +23,7 @@ import (
 // received into a scratch directory as the sender laid it out (whole parent chunks, dead
 // bytes between runs), then filled (refill) into the sstable the commit publishes.
 type partialInstaller struct {
-	installFiles
-	child childRebuild
+	childInstaller
 	// pub publishes the filled sstable (compressed), pubDesc; pubData is its Data.db, which
 	// the fill writes.
 	pub     *fsx.Install
@@ -33,7 +32,7 @@ type partialInstaller struct {
 }
 
 func newPartialInstaller(f installFiles, scratchPrefix string) (installer, error) {
-	p := &partialInstaller{installFiles: f}
+	p := &partialInstaller{childInstaller: childInstaller{installFiles: f}}
 	p.child.files = &p.installFiles
 	if f.in.Info == nil {
 		if err := p.direct(); err != nil {
@@ -60,28 +59,37 @@ func newPartialInstaller(f installFiles, scratchPrefix string) (installer, error
 	return p, nil
 }
 
-func (p *partialInstaller) write(d *wire.Data) error {
-	if d.Stream == wire.StreamRuns {
-		if p.child.crcw != nil {
-			p.child.crcw.Write(d.Payload)
-		}
-		return p.writeAt(p.dataW, d.Payload, int64(d.Offset))
-	}
-	return p.child.write(d)
+// childInstaller is what the partial and rows installers share: the received files and the
+// child's rebuild, fed by the data plane (Data.db runs written at their offsets, an
+// uncompressed child's CRC.db computed as they arrive; the index and rows slices to the
+// rebuild).
+type childInstaller struct {
+	installFiles
+	child childRebuild
 }
 
-func (p *partialInstaller) writable(d *wire.Data) Writable {
+func (c *childInstaller) write(d *wire.Data) error {
 	if d.Stream == wire.StreamRuns {
-		return p.dataW
+		if c.child.crcw != nil {
+			c.child.crcw.Write(d.Payload)
+		}
+		return c.writeAt(c.dataW, d.Payload, int64(d.Offset))
+	}
+	return c.child.write(d)
+}
+
+func (c *childInstaller) writable(d *wire.Data) Writable {
+	if d.Stream == wire.StreamRuns {
+		return c.dataW
 	}
 	return nil
 }
 
-func (p *partialInstaller) took(d *wire.Data) { p.child.took(d) }
+func (c *childInstaller) took(d *wire.Data) { c.child.took(d) }
 
-func (p *partialInstaller) placed(d *wire.Data, b []byte) {
-	if p.child.crcw != nil && d.Stream == wire.StreamRuns {
-		p.child.crcw.Write(b)
+func (c *childInstaller) placed(d *wire.Data, b []byte) {
+	if c.child.crcw != nil && d.Stream == wire.StreamRuns {
+		c.child.crcw.Write(b)
 	}
 }
 

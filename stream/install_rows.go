@@ -15,7 +15,6 @@ import (
 	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
-	"github.com/sluicedb/sluice/wire"
 )
 
 // rowsInstaller receives a rows sstable: like a partial child, but into a private scratch
@@ -24,13 +23,12 @@ import (
 // the target directory under a new generation, which the commit publishes (TOC last) before
 // the scratch goes.
 type rowsInstaller struct {
-	installFiles
-	child childRebuild
-	pub   *fsx.Install // the rewrite's copy into the target directory, once made
+	childInstaller
+	pub *fsx.Install // the rewrite's copy into the target directory, once made
 }
 
 func newRowsInstaller(f installFiles, scratchPrefix string) (installer, error) {
-	r := &rowsInstaller{installFiles: f}
+	r := &rowsInstaller{childInstaller: childInstaller{installFiles: f}}
 	r.child.files = &r.installFiles
 	if err := r.inScratch(scratchPrefix); err != nil {
 		r.Abort()
@@ -40,31 +38,6 @@ func newRowsInstaller(f installFiles, scratchPrefix string) (installer, error) {
 		r.child.crcw = compress.NewCRCWriter(f.in.CRCChunkLength)
 	}
 	return r, nil
-}
-
-func (r *rowsInstaller) write(d *wire.Data) error {
-	if d.Stream == wire.StreamRuns {
-		if r.child.crcw != nil {
-			r.child.crcw.Write(d.Payload)
-		}
-		return r.writeAt(r.dataW, d.Payload, int64(d.Offset))
-	}
-	return r.child.write(d)
-}
-
-func (r *rowsInstaller) writable(d *wire.Data) Writable {
-	if d.Stream == wire.StreamRuns {
-		return r.dataW
-	}
-	return nil
-}
-
-func (r *rowsInstaller) took(d *wire.Data) { r.child.took(d) }
-
-func (r *rowsInstaller) placed(d *wire.Data, b []byte) {
-	if r.child.crcw != nil && d.Stream == wire.StreamRuns {
-		r.child.crcw.Write(b)
-	}
 }
 
 // publishes: the rewrite names the sstable.
