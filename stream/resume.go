@@ -314,6 +314,11 @@ func (st *resumeState) checkpoint(in *Incoming, data Writable, part string) erro
 	return nil
 }
 
+// unnamed reports whether part is a kept file the record does not name.
+func (st *resumeState) unnamed(part string) bool {
+	return part != "" && (st.Partial == nil || st.Partial.Path != part)
+}
+
 // drop forgets the kept prefix of sstable id, which failed for good, and removes part, its
 // kept file in this session.
 func (st *resumeState) drop(id, part string) error {

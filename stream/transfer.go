@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/wire"
@@ -219,6 +220,13 @@ func (t *transfer) fail(st *stop) error {
 		if act.Checkpoint {
 			if cerr := rs.state.checkpoint(in, t.keptData(), t.part); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("keeping the received prefix of %s: %w", in.ID, cerr))
+			}
+		}
+		// A kept file the record does not name (nothing verified yet, or a prefix not
+		// intact) has nothing to resume from: it goes now rather than at the next sweep.
+		if rs.state.unnamed(t.part) {
+			if rerr := removeIfExists(filepath.Join(rs.state.dir, t.part)); rerr != nil {
+				err = errors.Join(err, rerr)
 			}
 		}
 		return err
