@@ -225,6 +225,16 @@ func (in *Install) takeLock() error {
 		return nil
 	}
 	final := filepath.Join(in.dir, TempPrefix+in.id+lockSuffix)
+	// Where the kernel can, the lock file gets its name only once locked (an unnamed file,
+	// then linked): a cleaner in another fetch into this directory never sees it unlocked.
+	// Elsewhere it is made under a second name and renamed, which a concurrent cleaner can
+	// take for a dead owner's leftover between the create and the flock.
+	if f, err := lockedUnnamed(in.dir, final); err == nil {
+		in.lock = f
+		return nil
+	} else if !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
 	f, err := os.OpenFile(final+"x", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err

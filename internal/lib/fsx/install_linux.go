@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,6 +59,31 @@ func syncFS(dir string) (bool, error) {
 func renamesDurableInOrder(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.XFS_SUPER_MAGIC
+}
+
+// lockedUnnamed makes an owner lock file already locked when it gets its name: an unnamed
+// file in dir (O_TMPFILE), flocked, then linked as final. errors.ErrUnsupported when the file
+// system has no unnamed files or /proc is not mounted (the caller makes it the other way).
+func lockedUnnamed(dir, final string) (*os.File, error) {
+	f, err := openUnnamed(dir)
+	if err != nil {
+		return nil, errors.ErrUnsupported
+	}
+	if err := lockOwner(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	proc := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, final, unix.AT_SYMLINK_FOLLOW); err != nil {
+		f.Close()
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EXDEV) {
+			if _, serr := os.Stat(proc); serr != nil {
+				return nil, errors.ErrUnsupported
+			}
+		}
+		return nil, &os.LinkError{Op: "link", Old: proc, New: final, Err: err}
+	}
+	return f, nil
 }
 
 // lockOwner takes an exclusive flock on f, held until f is closed or the process ends: the

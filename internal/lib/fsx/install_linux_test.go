@@ -210,3 +210,40 @@ func TestCleanLeftoversSparesInstallsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// Installs start while another fetch into the same directory cleans it, over and over: no
+// install loses its lock file to the cleaner (an owner lock is named only once locked).
+func TestCleanLeftoversRacingInstallsThatStart(t *testing.T) {
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	cleaned := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				cleaned <- nil
+				return
+			default:
+			}
+			if _, err := CleanLeftovers(dir); err != nil {
+				cleaned <- err
+				return
+			}
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		in, err := NewInstall(dir, "TOC.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := in.Create("TOC.txt"); err != nil {
+			close(stop)
+			t.Fatalf("install %d lost to the cleaner: %v", i, err)
+		}
+		in.Abort()
+	}
+	close(stop)
+	if err := <-cleaned; err != nil {
+		t.Fatal(err)
+	}
+}

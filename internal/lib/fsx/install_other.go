@@ -40,6 +40,9 @@ func renamesDurableInOrder(dir string) bool { return false }
 // openUnnamed has no O_TMPFILE here; Scratch falls back to a removed temporary file.
 func openUnnamed(string) (*os.File, error) { return nil, errors.ErrUnsupported }
 
+// lockedUnnamed has no unnamed files here: the owner lock is made under a second name.
+func lockedUnnamed(string, string) (*os.File, error) { return nil, errors.ErrUnsupported }
+
 // lockOwner has no flock here: every install's leftovers count as its owner's gone.
 func lockOwner(*os.File) error { return nil }
 
