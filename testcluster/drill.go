@@ -599,7 +599,7 @@ func (d *drill) waitOpStarted(ctx context.Context, n *Node, kind string) (admina
 }
 
 // finish waits for n's newest operation of kind; a failed one is retried (POST again with
-// body) up to three times, as an operator would after a fault. The bytes every attempt
+// body) up to three times, after 1, 2 and 4 s, as an operator would after a fault. The bytes every attempt
 // received are added up.
 func (d *drill) finish(ctx context.Context, n *Node, kind string, body any) error {
 	for attempt := 0; ; attempt++ {
@@ -620,6 +620,13 @@ func (d *drill) finish(ctx context.Context, n *Node, kind string, body any) erro
 		}
 		d.o.Logf("%s: %v; retrying", d.name, err)
 		d.res.Retries++
+		// As an operator would: not at once, but after the cluster has had a moment to see a
+		// restarted node again (its peers prove it anew before serving it).
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(1<<attempt) * time.Second):
+		}
 		if _, err := n.StartOp(ctx, kind, body); err != nil {
 			return err
 		}
