@@ -24,8 +24,9 @@ const intentSuffix = ".intent"
 // lockSuffix ends the name of an install's owner lock, TempPrefix+id+lockSuffix: an empty file
 // the install holds an exclusive flock on from its first file to its end, so that a cleaner
 // tells an install in flight (its lock held) from the leftovers of one whose process died (the
-// kernel released the lock) without guessing from times. It is made under lockSuffix+"x" and
-// renamed once locked, so no cleaner ever sees an unlocked lock file of a live install.
+// kernel released the lock) without guessing from times. On Linux it gets its name only once
+// locked (O_TMPFILE, flock, linkat), so no cleaner ever sees an unlocked lock file of a live
+// install; elsewhere it is made under lockSuffix+"x" and renamed once locked.
 const lockSuffix = ".lock"
 
 // intentHeader and intentTrailer frame an intent record; a record without the trailer was torn
