@@ -224,21 +224,7 @@ func (c *loadCluster) addSidecar(i int) {
 	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 	token := filepath.Join(n.dir, "admin.token")
 	nodetool, _ := json.Marshal(n.nodetool())
-	conf := fmt.Sprintf(`name: %s
-tls_dir: %s
-stream_addr: 127.0.0.1:%d
-admin_addr: %s
-admin_token_file: %s
-gossip_addr: %s
-seeds: [%s]
-cluster_key_file: %s
-cassandra:
-  native_address: %s:%d
-  data_file_directories: [%s]
-  nodetool: %s
-  staging_dir: %s
-  refresh_interval: 2s
-`, sname, c.tlsDir, freePort(t, "udp"), admin, token, g, c.seed, c.keyFile, n.host, c.native, n.data(), nodetool, c.staging(i))
+	conf := sidecarConfig(sname, c.tlsDir, freePort(t, "udp"), admin, token, g, c.seed, c.keyFile, n.host, c.native, n.data(), string(nodetool), c.staging(i))
 	if c.jmx {
 		conf += fmt.Sprintf("  jmx_address: 127.0.0.1:%d\n", n.jmx)
 	}

@@ -81,21 +81,7 @@ func startSidecar(t *testing.T, n liveNode, name, tlsDir, keyFile, gossip, seed 
 	admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 	token = filepath.Join(n.dir, "admin.token")
 	nodetool, _ := json.Marshal(n.nodetool())
-	conf := fmt.Sprintf(`name: %s
-tls_dir: %s
-stream_addr: 127.0.0.1:%d
-admin_addr: %s
-admin_token_file: %s
-gossip_addr: %s
-seeds: [%s]
-cluster_key_file: %s
-cassandra:
-  native_address: %s:%d
-  data_file_directories: [%s]
-  nodetool: %s
-  staging_dir: %s
-  refresh_interval: 2s
-`, name, tlsDir, freePort(t, "udp"), admin, token, gossip, seed, keyFile, n.host, native, n.data(), nodetool, filepath.Join(n.dir, "staging"))
+	conf := sidecarConfig(name, tlsDir, freePort(t, "udp"), admin, token, gossip, seed, keyFile, n.host, native, n.data(), string(nodetool), filepath.Join(n.dir, "staging"))
 	path := filepath.Join(n.dir, "sluice.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -445,4 +431,24 @@ func testSidecarLoad(t *testing.T, nodes []liveNode, native, storage int, admin,
 	}
 	t.Logf("sstableloader (BulkLoader) of the same sstables: %.2fs, SELECT COUNT(*) = %d; sluice cassandra load / sstableloader = %.2f",
 		bwall.Seconds(), count2, wall.Seconds()/bwall.Seconds())
+}
+
+// sidecarConfig is the sluice.yaml of a sidecar beside the Cassandra node at host: its stream
+// port, admin address and token file, gossip address and seed, and the cassandra: section.
+func sidecarConfig(name, tlsDir string, streamPort int, admin, token, gossip, seed, keyFile, host string, native int, data, nodetool, staging string) string {
+	return fmt.Sprintf(`name: %s
+tls_dir: %s
+stream_addr: 127.0.0.1:%d
+admin_addr: %s
+admin_token_file: %s
+gossip_addr: %s
+seeds: [%s]
+cluster_key_file: %s
+cassandra:
+  native_address: %s:%d
+  data_file_directories: [%s]
+  nodetool: %s
+  staging_dir: %s
+  refresh_interval: 2s
+`, name, tlsDir, streamPort, admin, token, gossip, seed, keyFile, host, native, data, nodetool, staging)
 }
