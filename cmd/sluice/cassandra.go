@@ -158,8 +158,10 @@ func newCassandraRebuildCmd() *cobra.Command {
 replication to the node's DC (or only --keyspace; never the system keyspaces) every range the
 node replicates is fetched from one other replica that is UP and whose sluice sidecar is up (a
 proven gossip member), in SOURCE_DC when given, spreading the ranges over the sources. Each
-table's sstables arrive zero-copy in a staging directory on the data directories' file system
-(staging_dir/rebuild-<id>/), are verified strictly and handed to the node with nodetool import
+table's sstables arrive zero-copy in a staging directory on the file system of the data
+directory Cassandra will keep them in (<staging>/rebuild-<id>/; with several data directories
+the ranges are cut at Cassandra's disk boundaries, one share per directory, so that each import
+is a rename), are verified strictly and handed to the node with nodetool import
 (which verifies them again and checks the node owns their tokens), confirmed in the live table
 directory, and the staging directory is removed.
 

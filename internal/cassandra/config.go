@@ -32,10 +32,16 @@ import (
 //   - java: the argv prefix that runs a Java 11+ runtime (a JRE suffices) for the JMX client,
 //     default [java, -XX:+UseSerialGC, -Xmx64m, -XX:TieredStopAtLevel=1]; the client's
 //     class path, class and service URL are appended. Only with jmx_address.
-//   - staging_dir: where received sstables wait for nodetool import; it must be on the same
-//     file system as the data directories (nodetool import then moves them by rename) and
-//     writable by the Cassandra process, which moves the files out of it. Default: the
-//     directory sluice-staging beside the first data file directory.
+//   - staging_dirs: where received sstables wait for nodetool import, one per file system of
+//     the data directories (JBOD: one per disk). Cassandra's importer puts each sstable in the
+//     data directory its first token falls to (its disk boundaries, DiskBoundaries); sluice
+//     stages it in the staging directory on that data directory's file system, so that the
+//     import is a rename. Each must be writable by the Cassandra process, which moves the
+//     files out of it. The first also holds the load journal and the record of imported
+//     loads. Default: sluice-staging beside each data file directory (once per parent).
+//   - staging_dir: the single staging directory of earlier configurations: the same as
+//     staging_dirs: [staging_dir]. With staging_dirs, it may only repeat its first entry.
+//     After WithDefaults it is always staging_dirs' first entry.
 //   - username, password_file: the native protocol's PasswordAuthenticator credentials (the
 //     file holds the password; surrounding white space is ignored). Both or neither.
 //   - tls.ca, tls.cert, tls.key: client encryption of the native protocol: the CA that signed
@@ -54,6 +60,7 @@ type Config struct {
 	JMXPasswordFile     string        `yaml:"jmx_password_file"`
 	Java                []string      `yaml:"java"`
 	StagingDir          string        `yaml:"staging_dir"`
+	StagingDirs         []string      `yaml:"staging_dirs"`
 	Username            string        `yaml:"username"`
 	PasswordFile        string        `yaml:"password_file"`
 	TLS                 TLS           `yaml:"tls"`
@@ -106,8 +113,26 @@ func (c Config) WithDefaults() Config {
 	if len(c.Java) == 0 && c.JMXAddress != "" {
 		c.Java = append([]string(nil), DefaultJava...)
 	}
-	if c.StagingDir == "" && len(c.DataFileDirectories) > 0 && c.DataFileDirectories[0] != "" {
-		c.StagingDir = filepath.Join(filepath.Dir(filepath.Clean(c.DataFileDirectories[0])), DefaultStagingName)
+	c.StagingDirs = append([]string(nil), c.StagingDirs...)
+	switch {
+	case len(c.StagingDirs) > 0:
+	case c.StagingDir != "":
+		c.StagingDirs = []string{c.StagingDir}
+	default:
+		seen := map[string]bool{}
+		for _, d := range c.DataFileDirectories {
+			if d == "" {
+				continue
+			}
+			p := filepath.Join(filepath.Dir(filepath.Clean(d)), DefaultStagingName)
+			if !seen[p] {
+				seen[p] = true
+				c.StagingDirs = append(c.StagingDirs, p)
+			}
+		}
+	}
+	if c.StagingDir == "" && len(c.StagingDirs) > 0 {
+		c.StagingDir = c.StagingDirs[0]
 	}
 	if c.RefreshInterval == 0 {
 		c.RefreshInterval = DefaultRefreshInterval
@@ -123,6 +148,9 @@ func (c Config) WithDefaults() Config {
 func (c *Config) Resolve(base string) {
 	for i, d := range c.DataFileDirectories {
 		c.DataFileDirectories[i] = resolve(base, d)
+	}
+	for i, d := range c.StagingDirs {
+		c.StagingDirs[i] = resolve(base, d)
 	}
 	for _, p := range []*string{&c.StagingDir, &c.PasswordFile, &c.JMXPasswordFile, &c.TLS.CA, &c.TLS.Cert, &c.TLS.Key} {
 		*p = resolve(base, *p)
@@ -192,15 +220,25 @@ func (c Config) Validate() error {
 			return fieldErrorf("nodetool", "%q: the sidecar's imports keep Cassandra's verification on", a)
 		}
 	}
-	if c.StagingDir == "" || !filepath.IsAbs(c.StagingDir) {
-		return fieldErrorf("staging_dir", "%q: want an absolute path", c.StagingDir)
+	if err := c.checkStaging("staging_dir", c.StagingDir); err != nil {
+		return err
 	}
-	st := filepath.Clean(c.StagingDir)
-	for _, d := range c.DataFileDirectories {
-		d = filepath.Clean(d)
-		if st == d || strings.HasPrefix(st, d+string(filepath.Separator)) || strings.HasPrefix(d, st+string(filepath.Separator)) {
-			return fieldErrorf("staging_dir", "%q overlaps data file directory %q: staging must be beside the live data, not in it", c.StagingDir, d)
+	if len(c.StagingDirs) == 0 {
+		return fieldErrorf("staging_dirs", "at least one directory required")
+	}
+	for i, d := range c.StagingDirs {
+		field := fmt.Sprintf("staging_dirs[%d]", i)
+		if err := c.checkStaging(field, d); err != nil {
+			return err
 		}
+		for _, o := range c.StagingDirs[:i] {
+			if overlaps(d, o) {
+				return fieldErrorf(field, "%q overlaps staging directory %q", d, o)
+			}
+		}
+	}
+	if filepath.Clean(c.StagingDir) != filepath.Clean(c.StagingDirs[0]) {
+		return fieldErrorf("staging_dir", "%q with staging_dirs %q: give staging_dirs alone (its first entry is the one staging_dir named)", c.StagingDir, c.StagingDirs)
 	}
 	if (c.Username == "") != (c.PasswordFile == "") {
 		return fieldErrorf("password_file", "username and password_file go together")
@@ -221,6 +259,27 @@ func (c Config) Validate() error {
 		return fieldErrorf("timeout", "%v: want a positive duration", c.Timeout)
 	}
 	return nil
+}
+
+// checkStaging checks one staging directory: absolute, and neither inside a data file
+// directory nor holding one.
+func (c Config) checkStaging(field, p string) error {
+	if p == "" || !filepath.IsAbs(p) {
+		return fieldErrorf(field, "%q: want an absolute path", p)
+	}
+	for _, d := range c.DataFileDirectories {
+		if overlaps(p, d) {
+			return fieldErrorf(field, "%q overlaps data file directory %q: staging must be beside the live data, not in it", p, filepath.Clean(d))
+		}
+	}
+	return nil
+}
+
+// overlaps reports whether a and b are the same directory or one holds the other.
+func overlaps(a, b string) bool {
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	sep := string(filepath.Separator)
+	return a == b || strings.HasPrefix(a, b+sep) || strings.HasPrefix(b, a+sep)
 }
 
 // Password reads password_file ("" without one).

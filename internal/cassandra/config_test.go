@@ -3,6 +3,7 @@ package cassandra
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -80,5 +81,51 @@ func TestConfigResolve(t *testing.T) {
 	if c.DataFileDirectories[0] != filepath.Join("/etc/sluice", "data") || c.DataFileDirectories[1] != "/abs" ||
 		c.PasswordFile != "/etc/sluice/pw" || c.JMXPasswordFile != "/etc/sluice/jmx.pw" || c.TLS.CA != "/etc/sluice/ca.crt" || c.Nodetool[0] != "bin/nodetool" {
 		t.Errorf("%+v", c)
+	}
+}
+
+// Several data directories: a staging directory beside each (once per parent), the first
+// also staging_dir; staging_dir alone is staging_dirs of one; the two together only agree.
+func TestConfigStagingDirs(t *testing.T) {
+	base := Config{NativeAddress: "127.0.0.1:9042", Nodetool: []string{"nodetool"},
+		DataFileDirectories: []string{"/mnt/d1/cassandra/data", "/mnt/d2/cassandra/data", "/mnt/d2/cassandra/data2"}}
+	c := base.WithDefaults()
+	if want := []string{"/mnt/d1/cassandra/sluice-staging", "/mnt/d2/cassandra/sluice-staging"}; !slices.Equal(c.StagingDirs, want) || c.StagingDir != want[0] {
+		t.Errorf("defaults: %q %q", c.StagingDirs, c.StagingDir)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	old := base
+	old.StagingDir = "/srv/staging"
+	if c := old.WithDefaults(); !slices.Equal(c.StagingDirs, []string{"/srv/staging"}) || c.Validate() != nil {
+		t.Errorf("staging_dir alone: %q %v", c.StagingDirs, c.Validate())
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*Config)
+	}{
+		{"staging_dir", func(c *Config) { c.StagingDir, c.StagingDirs = "/srv/a", []string{"/srv/b", "/srv/a"} }},
+		{"staging_dirs[1]", func(c *Config) { c.StagingDirs = []string{"/srv/a", "relative"} }},
+		{"staging_dirs[1]", func(c *Config) { c.StagingDirs = []string{"/srv/a", "/mnt/d2/cassandra/data/x"} }},
+		{"staging_dirs[1]", func(c *Config) { c.StagingDirs = []string{"/srv/a", "/srv/a/b"} }},
+	} {
+		c := base
+		tc.edit(&c)
+		c = c.WithDefaults()
+		var fe *FieldError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("want an error naming %s, got %v", tc.field, err)
+		}
+	}
+	ok := base
+	ok.StagingDir, ok.StagingDirs = "/srv/a", []string{"/srv/a", "/srv/b"}
+	if err := ok.WithDefaults().Validate(); err != nil {
+		t.Errorf("staging_dir repeating staging_dirs' first: %v", err)
+	}
+	r := Config{StagingDirs: []string{"s1", "/s2"}}
+	r.Resolve("/etc/sluice")
+	if !slices.Equal(r.StagingDirs, []string{"/etc/sluice/s1", "/s2"}) {
+		t.Errorf("resolve: %q", r.StagingDirs)
 	}
 }

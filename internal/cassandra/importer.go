@@ -18,6 +18,7 @@ import (
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/token"
 )
 
 // Importer hands sstables to the live Cassandra node with nodetool import. For one request it
@@ -48,10 +49,20 @@ type Importer struct {
 	Node string
 	// Nodetool is the argv prefix that runs nodetool against the node (cassandra.nodetool).
 	Nodetool []string
-	// StagingDir is cassandra.staging_dir: on the data directories' file system.
+	// StagingDir is the staging directory of a node with one data directory, or of every
+	// data directory Staging leaves unset: on the data directories' file system.
 	StagingDir string
-	// DataDirs are the node's data_file_directories, where imports must land.
+	// DataDirs are the node's data_file_directories, where imports must land, in
+	// cassandra.yaml's order.
 	DataDirs []string
+	// Staging, when set, is the staging directory of each of DataDirs (same index; "" for
+	// none): on that directory's file system (PairStaging).
+	Staging []string
+	// Boundaries, with several DataDirs, are the table's keyspace's disk boundaries
+	// (DiskBoundaries): each sstable is staged beside the data directory Cassandra will put it
+	// in, by its first token (DiskFor), and handed over with the others bound there. Nil: one
+	// staging directory for all, on the file system of any data directory.
+	Boundaries []int64
 	// Run runs nodetool; nil is ExecRunner.
 	Run Runner
 	// JMX, when set, is the node's persistent JMX client (cassandra.jmx_address): imports call
@@ -141,15 +152,116 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 		}
 	}
 	res.Verified = time.Since(start)
-	session, e := im.sessionDir()
+	groups, e := im.place(live)
 	if e != nil {
 		return fail(e)
 	}
+	for _, g := range groups {
+		gr, e := im.importGroup(ctx, req, id, g)
+		res.Staging = gr.Staging
+		res.SSTables = append(res.SSTables, gr.SSTables...)
+		res.Output = strings.TrimSpace(res.Output + "\n" + gr.Output)
+		res.HandedOver += gr.HandedOver
+		if e != nil {
+			ie.Dir, ie.Output = gr.Staging, gr.Output
+			if len(res.SSTables) > 0 {
+				e = fmt.Errorf("%w (%d sstable(s) of this import were imported and confirmed: %s)", e, len(res.SSTables), importedList(res.SSTables))
+			}
+			return fail(e)
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// importedList names the live Data.db of imported sstables.
+func importedList(ts []ImportedSSTable) string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Live)
+	}
+	return strings.Join(out, ", ")
+}
+
+// diskGroup is the sstables of an import bound for one data directory (disk -1: any, one
+// staging directory for all).
+type diskGroup struct {
+	disk int
+	live []catalog.LiveSSTable
+}
+
+// place groups the sstables by the data directory Cassandra will put them in: by their first
+// token with Boundaries and several data directories, else all in one group.
+func (im *Importer) place(live []catalog.LiveSSTable) ([]diskGroup, error) {
+	if len(im.DataDirs) < 2 || im.Boundaries == nil {
+		return []diskGroup{{disk: -1, live: live}}, nil
+	}
+	byDisk := map[int][]catalog.LiveSSTable{}
+	for _, s := range live {
+		t, err := FirstToken(s.Desc.Path(descriptor.Data))
+		if err != nil {
+			return nil, err
+		}
+		d := DiskFor(im.Boundaries, t)
+		if d >= len(im.DataDirs) {
+			return nil, fmt.Errorf("%s: first token %d falls to data directory %d of %d (disk boundaries %v)", s.Desc.Prefix(), t, d+1, len(im.DataDirs), im.Boundaries)
+		}
+		byDisk[d] = append(byDisk[d], s)
+	}
+	var out []diskGroup
+	for d := range im.DataDirs {
+		if len(byDisk[d]) > 0 {
+			out = append(out, diskGroup{disk: d, live: byDisk[d]})
+		}
+	}
+	return out, nil
+}
+
+// FirstToken is the Murmur3 token of the first partition of the sstable of dataPath (its
+// Data.db): what Cassandra places an imported sstable by.
+func FirstToken(dataPath string) (int64, error) {
+	t, err := sstable.Open(dataPath)
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	if t.Partitioner == nil || t.Partitioner.Name() != token.Murmur3Name {
+		return 0, fmt.Errorf("%w: %s is not a Murmur3 sstable", ErrUnsupportedPartitioner, dataPath)
+	}
+	key, err := t.KeyAt(0)
+	if err != nil {
+		return 0, err
+	}
+	return t.Partitioner.Token(key).Long, nil
+}
+
+// stagingFor is the staging directory for data directory disk (-1: StagingDir).
+func (im *Importer) stagingFor(disk int) (string, error) {
+	if disk >= 0 && disk < len(im.Staging) && im.Staging[disk] != "" {
+		return im.Staging[disk], nil
+	}
+	if im.StagingDir != "" && (disk < 0 || len(im.Staging) == 0) {
+		return im.StagingDir, nil
+	}
+	return "", fmt.Errorf("%w: no staging directory on the file system of data file directory %s (cassandra.staging_dirs)", ErrCrossDevice, im.DataDirs[disk])
+}
+
+// importGroup stages one group's sstables in a fresh directory of its data directory's
+// staging directory, hands them over and confirms them.
+func (im *Importer) importGroup(ctx context.Context, req ImportRequest, id string, g diskGroup) (res ImportResult, err error) {
+	staging, e := im.stagingFor(g.disk)
+	if e != nil {
+		return res, e
+	}
+	session, e := im.sessionDir(staging)
+	if e != nil {
+		return res, e
+	}
 	dir := filepath.Join(session, req.Keyspace, req.Table+"-"+id)
 	if e := os.MkdirAll(dir, 0o755); e != nil {
-		return fail(e)
+		return res, e
 	}
-	ie.Dir, res.Staging = dir, dir
+	res.Staging = dir
 	defer func() {
 		// A staging directory that still holds files (an import whose outcome is unknown) is
 		// kept for the operator; an empty one goes.
@@ -157,31 +269,34 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 			err = rerr
 		}
 	}()
-	if e := im.checkDevice(dir); e != nil {
-		return fail(e)
+	if e := im.checkDevice(staging, dir, g.disk); e != nil {
+		return res, e
 	}
-	tables, e := stage(live, dir)
+	if e := checkCopySpace(g.live, dir); e != nil {
+		return res, e
+	}
+	tables, e := stage(g.live, dir)
 	if e != nil {
-		return fail(errors.Join(e, unstage(tables)))
+		return res, errors.Join(e, unstage(tables))
 	}
 
 	call := time.Now()
 	out, verdict, e := im.handOver(ctx, req, dir)
 	res.HandedOver = time.Since(call)
-	res.Output, ie.Output = strings.TrimSpace(out), out
+	res.Output = strings.TrimSpace(out)
 	switch verdict {
 	case handOverUnknown:
 		// Cassandra may still be importing (nodetool's JMX call outlives nodetool, and so does
 		// the JMX client's): the staged sstables stay where they are.
-		return fail(fmt.Errorf("%w; the outcome is unknown: what Cassandra did not take is still in %s", e, dir))
+		return res, fmt.Errorf("%w; the outcome is unknown: what Cassandra did not take is still in %s", e, dir)
 	case handOverFailed:
-		return fail(errors.Join(e, unstage(tables)))
+		return res, errors.Join(e, unstage(tables))
 	}
 
 	// Confirm on disk: each sstable left staging and its Data.db inode is in a live directory.
 	found, e := im.liveByInode(req.Keyspace, req.Table, tables)
 	if e != nil {
-		return fail(e)
+		return res, e
 	}
 	var left, lost []string
 	var back []stagedTable
@@ -198,16 +313,49 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 		}
 		res.SSTables = append(res.SSTables, ImportedSSTable{Source: t.source, Live: p, Bytes: t.info.Size(), Copied: t.files[0].copied})
 	}
-	res.Elapsed = time.Since(start)
 	switch {
 	case len(left) > 0:
-		return fail(errors.Join(fmt.Errorf("%w: the import reported success but %d of %d sstables are still in the staging directory (%s): Cassandra did not take them (its log says why, e.g. \"No new SSTables were found\"); they are back in %s",
-			ErrNotConfirmed, len(left), len(tables), strings.Join(left, ", "), req.Dir), unstage(back)))
+		return res, errors.Join(fmt.Errorf("%w: the import reported success but %d of %d sstables are still in the staging directory (%s): Cassandra did not take them (its log says why, e.g. \"No new SSTables were found\"); they are back in %s",
+			ErrNotConfirmed, len(left), len(tables), strings.Join(left, ", "), req.Dir), unstage(back))
 	case len(lost) > 0:
-		return fail(fmt.Errorf("%w: %d of %d sstables left the staging directory but are in no live directory of %s.%s (%s): compacted away already, or moved elsewhere",
-			ErrNotConfirmed, len(lost), len(tables), req.Keyspace, req.Table, strings.Join(lost, ", ")))
+		where := "compacted away already, or moved elsewhere"
+		if len(im.DataDirs) > 1 {
+			where += " (or copied into another data directory than the one their first token falls to by the disk boundaries sluice computed: Cassandra's importer copies across file systems)"
+		}
+		return res, fmt.Errorf("%w: %d of %d sstables left the staging directory but are in no live directory of %s.%s as the same file (%s): %s",
+			ErrNotConfirmed, len(lost), len(tables), req.Keyspace, req.Table, strings.Join(lost, ", "), where)
 	}
 	return res, nil
+}
+
+// checkCopySpace refuses, naming dir, to stage by copy more bytes than dir's file system has
+// free (sstables from another file system are copied; those on dir's are renamed, taking no
+// room).
+func checkCopySpace(live []catalog.LiveSSTable, dir string) error {
+	di, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	var need int64
+	for _, s := range live {
+		for _, c := range s.Comps {
+			fi, err := os.Stat(s.Desc.Path(c))
+			if err != nil {
+				return err
+			}
+			if !SameFileSystem(fi, di) {
+				need += fi.Size()
+			}
+		}
+	}
+	if need == 0 {
+		return nil
+	}
+	err = fsx.CheckFreeSpace(dir, need)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	return err
 }
 
 // handOver verdicts.
@@ -252,16 +400,16 @@ func (im *Importer) handOver(ctx context.Context, req ImportRequest, dir string)
 	return out, handOverDone, nil
 }
 
-// sessionDir creates a fresh import-<random> directory under the staging directory.
-func (im *Importer) sessionDir() (string, error) {
-	if err := os.MkdirAll(im.StagingDir, 0o755); err != nil {
-		return "", fmt.Errorf("cassandra.staging_dir: %w", err)
+// sessionDir creates a fresh import-<random> directory under staging.
+func (im *Importer) sessionDir(staging string) (string, error) {
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		return "", fmt.Errorf("staging directory: %w", err)
 	}
 	var raw [8]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
 	}
-	p := filepath.Join(im.StagingDir, StagingPrefix+hex.EncodeToString(raw[:]))
+	p := filepath.Join(staging, StagingPrefix+hex.EncodeToString(raw[:]))
 	if err := os.Mkdir(p, 0o755); err != nil {
 		return "", err
 	}
@@ -271,9 +419,10 @@ func (im *Importer) sessionDir() (string, error) {
 // StagingPrefix starts the name of one import's directory under the staging directory.
 const StagingPrefix = "import-"
 
-// checkDevice refuses a staging directory on another file system than the data directories:
-// nodetool import would have to copy every byte, and the confirmation by inode would fail.
-func (im *Importer) checkDevice(dir string) error {
+// checkDevice refuses a staging directory on another file system than the data directory
+// disk (-1: than every data directory): nodetool import would have to copy every byte, and
+// the confirmation by inode would fail.
+func (im *Importer) checkDevice(staging, dir string, disk int) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return err
@@ -282,7 +431,11 @@ func (im *Importer) checkDevice(dir string) error {
 	if !ok {
 		return nil
 	}
-	for _, d := range im.DataDirs {
+	dirs := im.DataDirs
+	if disk >= 0 {
+		dirs = dirs[disk : disk+1]
+	}
+	for _, d := range dirs {
 		di, err := os.Stat(d)
 		if err != nil {
 			return fmt.Errorf("data file directory: %w", err)
@@ -291,7 +444,7 @@ func (im *Importer) checkDevice(dir string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: staging directory %s and data file directories %s", ErrCrossDevice, im.StagingDir, strings.Join(im.DataDirs, ", "))
+	return fmt.Errorf("%w: staging directory %s and data file directories %s", ErrCrossDevice, staging, strings.Join(dirs, ", "))
 }
 
 // stage moves every component of every sstable into dir (a copy across file systems), TOC

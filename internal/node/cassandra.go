@@ -284,33 +284,42 @@ func (s *sidecar) snapshot(ctx context.Context) (cassandra.Snapshot, string, err
 	return cassandra.Snapshot{}, "", fmt.Errorf("%w (at %s): %w", ErrNoRing, s.cfg.NativeAddress, err)
 }
 
-// checkStaging creates the staging directory, warns when it is not on the data directories'
-// file system, and lists imports an earlier run left there (their sstables are the
-// operator's to import or remove: they may be the only copy).
+// checkStaging creates the staging directories, reports each data directory with no staging
+// directory on its file system (imports bound for it will be refused), and sweeps what an
+// earlier run left in each: what a rebuild or a load fetched is removed; imports an earlier run
+// left are listed (their sstables are the operator's to import or remove: they may be the
+// only copy). The load journal and the record of imported loads stay in the first staging
+// directory (cassandra.staging_dir), as with a single one.
 func (s *sidecar) checkStaging() {
-	if err := os.MkdirAll(s.cfg.StagingDir, 0o755); err != nil {
-		s.log.Error().Err(err).Str("staging_dir", s.cfg.StagingDir).Msg("cannot create the staging directory: imports will fail")
-		return
-	}
-	st, err := os.Stat(s.cfg.StagingDir)
-	if err == nil {
-		same := false
-		for _, d := range s.dirs {
-			if di, err := os.Stat(d); err == nil && cassandra.SameFileSystem(st, di) {
-				same = true
-			}
-		}
-		if !same {
-			s.log.Error().Str("staging_dir", s.cfg.StagingDir).Strs("data_file_directories", s.dirs).
-				Msg("the staging directory is not on the data directories' file system: imports will be refused")
+	for _, st := range s.cfg.StagingDirs {
+		if err := os.MkdirAll(st, 0o755); err != nil {
+			s.log.Error().Err(err).Str("staging_dir", st).Msg("cannot create the staging directory: imports staged there will fail")
 		}
 	}
+	pairs, problems := cassandra.PairStaging(s.dirs, s.cfg.StagingDirs)
+	for _, p := range problems {
+		s.log.Error().Str("problem", p).Strs("staging_dirs", s.cfg.StagingDirs).Strs("data_file_directories", s.dirs).
+			Msg("a data file directory has no staging directory on its file system: imports into it will be refused")
+	}
+	for i, d := range s.dirs {
+		if pairs[i] != "" && len(s.dirs) > 1 {
+			s.log.Info().Str("data_file_directory", d).Str("staging_dir", pairs[i]).Msg("staging directory of a data file directory")
+		}
+	}
+	for _, st := range s.cfg.StagingDirs {
+		s.sweepStaging(st)
+	}
+}
+
+// sweepStaging removes what an interrupted rebuild or load left in the staging directory st
+// and lists imports an earlier run left there.
+func (s *sidecar) sweepStaging(st string) {
 	// A rebuild's or a load's directories hold fetched copies or staged links Cassandra never
 	// saw (the Importer moves sstables out of them before nodetool runs): the data is still at
 	// its source.
 	var old []string
 	for _, prefix := range []string{RebuildStagingPrefix, LoadStagingPrefix, LoadReceivedPrefix} {
-		m, _ := filepath.Glob(filepath.Join(s.cfg.StagingDir, prefix+"*"))
+		m, _ := filepath.Glob(filepath.Join(st, prefix+"*"))
 		old = append(old, m...)
 	}
 	for _, p := range old {
@@ -320,7 +329,7 @@ func (s *sidecar) checkStaging() {
 			s.log.Info().Str("dir", p).Msg("removed what an interrupted rebuild fetched")
 		}
 	}
-	left, _ := filepath.Glob(filepath.Join(s.cfg.StagingDir, cassandra.StagingPrefix+"*"))
+	left, _ := filepath.Glob(filepath.Join(st, cassandra.StagingPrefix+"*"))
 	for _, p := range left {
 		s.log.Warn().Str("dir", p).Msg("an interrupted import left sstables in the staging directory: import them (sluice cassandra import) or remove them")
 	}
@@ -423,15 +432,6 @@ func hostIn(hostport string, addrs map[string]bool) bool {
 	return addrs[h]
 }
 
-// importer hands sstables to the local node of snap.
-func (s *sidecar) importer(snap cassandra.Snapshot) *cassandra.Importer {
-	name := s.cfg.NativeAddress
-	if l, ok := snap.LocalNode(); ok {
-		name = l.HostID
-	}
-	return &cassandra.Importer{Node: name, Nodetool: s.cfg.Nodetool, StagingDir: s.cfg.StagingDir, DataDirs: s.dirs, Run: s.runNodetool, JMX: s.jmx}
-}
-
 // importTimeout bounds one import (verification, nodetool, confirmation).
 const importTimeout = time.Hour
 
@@ -457,7 +457,7 @@ func (n *Node) CassandraImport(ctx context.Context, req adminapi.CassandraImport
 	if !ok {
 		return adminapi.CassandraImportResult{}, badRequest{fmt.Errorf("the Cassandra node has no table %s.%s (system_schema.tables)", req.Keyspace, req.Table)}
 	}
-	im := s.importer(snap)
+	im := s.importer(snap, req.Keyspace)
 	nodeName := im.Node
 	base := n.runCtx
 	if base == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -383,19 +384,33 @@ func (n *Node) cassandraLoad(ctx context.Context, o *op, s *sidecar, c *cluster,
 	if err := journal.save(); err != nil {
 		return fmt.Errorf("writing the load journal: %w", err)
 	}
-	root := filepath.Join(s.cfg.StagingDir, LoadStagingPrefix+id)
-	if err := os.RemoveAll(root); err != nil {
-		return err
+	// Each table's sstables are linked in the staging directory on their file system (the
+	// first staging directory when none is: they are copied there).
+	roots := map[string][]loadTable{}
+	for _, t := range tables {
+		root := filepath.Join(s.stagingOn(t.Dirs[0]), LoadStagingPrefix+id)
+		roots[root] = append(roots[root], t)
+	}
+	for root := range roots {
+		if err := os.RemoveAll(root); err != nil {
+			return err
+		}
 	}
 	defer func() {
-		if err := os.RemoveAll(root); err != nil {
-			log.Warn().Err(err).Str("dir", root).Msg("removing the load's staged links")
+		for root := range roots {
+			if err := os.RemoveAll(root); err != nil {
+				log.Warn().Err(err).Str("dir", root).Msg("removing the load's staged links")
+			}
 		}
 	}()
 	phase = time.Now()
-	staged, err := stageLoad(root, tables)
-	if err != nil {
-		return fmt.Errorf("staging the load: %w", err)
+	staged := map[[2]string]string{}
+	for root, ts := range roots {
+		st, err := stageLoad(root, ts)
+		if err != nil {
+			return fmt.Errorf("staging the load: %w", err)
+		}
+		maps.Copy(staged, st)
 	}
 	log.Info().Float64("seconds", time.Since(phase).Seconds()).Msg("load: source sstables staged")
 	if err := n.catalog.AddSource(id, staged); err != nil {
@@ -600,49 +615,26 @@ func (n *Node) cassandraLoadFetch(ctx context.Context, src gossip.Member, req Ca
 	if err != nil {
 		return CassandraLoadPeerResponse{}, err
 	}
-	base := filepath.Join(s.cfg.StagingDir, LoadReceivedPrefix+id)
-	keep := false // an import of unknown outcome: start-up removes it, not this call
-	defer func() {
-		if !keep {
-			os.RemoveAll(base)
-		}
-	}()
-	dir := filepath.Join(base, tb.Keyspace, tb.Name+"-"+tb.ID)
-	phase := time.Now()
-	fres, err := n.fetchFrom(ctx, src, req.LoadID, tb.Keyspace, tb.Name, rs, dir)
-	fetchTime := time.Since(phase)
-	var verifyTime, importTime, confirmTime time.Duration // the import's phases: strict verification, Cassandra's importer, the rest
-	var out CassandraLoadPeerResponse
-	if fres != nil {
-		out.SSTables, out.BytesReceived = len(fres.SSTables), fres.BytesReceived
+	// Once fetched, a cut is imported to its end even if the loader goes away: an import cut
+	// short leaves an outcome nobody can tell (nodetool's JMX call outlives nodetool). Only
+	// the node stopping ends it. The Importer stages inside the transfer's own directory
+	// (<staging>/loadin-<id>/ of each data directory's share), which start-up removes if the
+	// sidecar dies meanwhile; an import of unknown outcome leaves it to start-up.
+	life := n.runCtx
+	if life == nil {
+		life = context.Background()
+	}
+	rr, err := n.receive(ctx, snap, receiveSpec{src: src, source: req.LoadID, keyspace: tb.Keyspace, table: tb.Name, tableID: tb.ID, ranges: rs,
+		base:        func(staging string) string { return filepath.Join(staging, LoadReceivedPrefix+id) },
+		importCtx:   func() (context.Context, context.CancelFunc) { return context.WithTimeout(life, importTimeout) },
+		stageInBase: true})
+	fetchTime, verifyTime, importTime, confirmTime := rr.fetch, rr.verify, rr.handOver, rr.confirm
+	out := CassandraLoadPeerResponse{SSTables: len(rr.fetched), BytesReceived: rr.bytes, Imported: []string{}}
+	for _, t := range rr.imported {
+		out.Imported = append(out.Imported, t.Live)
 	}
 	if err != nil {
-		return out, fmt.Errorf("fetch: %w", err)
-	}
-	out.Imported = []string{}
-	if len(fres.SSTables) > 0 {
-		// Once fetched, the cut is imported to its end even if the loader goes away: an
-		// import cut short leaves an outcome nobody can tell (nodetool's JMX call outlives
-		// nodetool). Only the node stopping ends it. The Importer stages inside this
-		// transfer's own directory, which start-up removes if the sidecar dies meanwhile.
-		life := n.runCtx
-		if life == nil {
-			life = context.Background()
-		}
-		ictx, cancel := context.WithTimeout(life, importTimeout)
-		defer cancel()
-		im := s.importer(snap)
-		im.StagingDir = base
-		ir, err := im.Import(ictx, cassandra.ImportRequest{Keyspace: tb.Keyspace, Table: tb.Name, TableID: tb.ID, Dir: dir})
-		verifyTime, importTime = ir.Verified, ir.HandedOver
-		confirmTime = ir.Elapsed - ir.Verified - ir.HandedOver
-		if err != nil {
-			keep = ictx.Err() != nil
-			return out, fmt.Errorf("import: %w", err)
-		}
-		for _, t := range ir.SSTables {
-			out.Imported = append(out.Imported, t.Live)
-		}
+		return out, err
 	}
 	if err := received.record(key, loadReceipt{SSTables: out.SSTables, BytesReceived: out.BytesReceived, Imported: out.Imported,
 		At: time.Now().UTC()}); err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
-	"github.com/sluicedb/sluice/internal/cassandra"
 	"github.com/sluicedb/sluice/internal/ops"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -62,26 +61,30 @@ func (n *Node) cassandraRebuild(ctx context.Context, o *ops.Op, s *sidecar, c *c
 	if err != nil {
 		return err
 	}
-	root := filepath.Join(s.cfg.StagingDir, RebuildStagingPrefix+id)
 	defer func() {
-		if err := os.RemoveAll(root); err != nil {
-			log.Warn().Err(err).Str("dir", root).Msg("removing the rebuild's staging directory")
+		for _, st := range s.cfg.StagingDirs {
+			root := filepath.Join(st, RebuildStagingPrefix+id)
+			if err := os.RemoveAll(root); err != nil {
+				log.Warn().Err(err).Str("dir", root).Msg("removing the rebuild's staging directory")
+			}
 		}
 	}()
 	r := &cassandraRing{s: s, self: n.cfg.Name, members: c.g.Members, log: log}
 	oc := &ops.Cluster{Ring: r, Peers: c.peers, Local: n.local, Log: log,
-		Install: &cassandraInstall{n: n, c: c, ring: r, root: root}}
+		Install: &cassandraInstall{n: n, c: c, ring: r, id: id}}
 	return oc.Rebuild(ctx, o, RebuildRequest{SourceDC: req.SourceDC, Keyspace: req.Keyspace})
 }
 
 // cassandraInstall is the install step of a stream plan over the Cassandra ring: each table's
-// ranges are fetched from the source's sidecar into a directory of their own under root, and
-// what arrived is handed to the live node by the Importer, one import of a table at a time.
+// ranges are fetched from the source's sidecar into directories of their own,
+// <staging>/<RebuildStagingPrefix><id>/<n>/ in the staging directory of each data directory's
+// share (cassandra_disks.go), and what arrived is handed to the live node by the Importer, one
+// import of a table at a time.
 type cassandraInstall struct {
 	n     *Node
 	c     *cluster
 	ring  *cassandraRing
-	root  string
+	id    string
 	next  atomic.Int64
 	locks sync.Map // keyspace.table → *sync.Mutex
 }
@@ -99,46 +102,33 @@ func (ci *cassandraInstall) Install(ctx context.Context, o *ops.Op, to string, r
 	if err != nil {
 		return FetchOpResponse{}, err
 	}
-	base := filepath.Join(ci.root, fmt.Sprint(ci.next.Add(1)))
-	defer os.RemoveAll(base)
-	dir := filepath.Join(base, req.Keyspace, req.Table+"-"+req.TableID)
-	res, err := n.fetchFrom(ctx, src, "", req.Keyspace, req.Table, rs, dir)
-	out := FetchOpResponse{Dir: dir, SSTables: []string{}}
-	if res != nil {
-		for _, f := range res.SSTables {
-			out.SSTables = append(out.SSTables, f.Path)
-		}
-		out.BytesReceived = res.BytesReceived
-	}
-	if err != nil {
-		return out, fmt.Errorf("fetch: %w", err)
-	}
-	if len(res.SSTables) == 0 {
-		return out, nil // no partition of the table in these ranges
-	}
-	fetched := time.Now()
+	k := fmt.Sprint(ci.next.Add(1))
 	mu, _ := ci.locks.LoadOrStore(req.Keyspace+"."+req.Table, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
 	snap, _, _ := ci.ring.read()
-	ictx, cancel := context.WithTimeout(ctx, importTimeout)
-	defer cancel()
-	ir, err := n.sidecar.importer(snap).Import(ictx, cassandra.ImportRequest{Keyspace: req.Keyspace, Table: req.Table, TableID: req.TableID, Dir: dir})
-	if err != nil {
-		return out, fmt.Errorf("import: %w", err)
-	}
+	start := time.Now()
+	res, err := n.receive(ctx, snap, receiveSpec{src: src, keyspace: req.Keyspace, table: req.Table, tableID: req.TableID, ranges: rs,
+		base:      func(staging string) string { return filepath.Join(staging, RebuildStagingPrefix+ci.id, k) },
+		importCtx: func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, importTimeout) },
+		lock:      mu.(*sync.Mutex)})
+	out := FetchOpResponse{Dir: filepath.Join(n.sidecar.cfg.StagingDir, RebuildStagingPrefix+ci.id, k, req.Keyspace, req.Table+"-"+req.TableID), SSTables: []string{}, BytesReceived: res.bytes}
 	parts := map[string]int64{}
-	for _, f := range res.SSTables {
+	for _, f := range res.fetched {
+		out.SSTables = append(out.SSTables, f.Path)
 		parts[f.Path] = f.Partitions
 	}
-	n.sidecar.log.Info().Str("keyspace", req.Keyspace).Str("table", req.Table).Str("from", req.Source).
-		Int("sstables", len(ir.SSTables)).Int64("bytes", res.BytesReceived).Float64("fetch_seconds", res.Wall.Seconds()).
-		Float64("import_seconds", time.Since(fetched).Seconds()).Msg("rebuilt: fetched and imported")
 	o.Update(func(st *OpStatus) {
-		for _, s := range ir.SSTables {
+		for _, s := range res.imported {
 			st.Imported = append(st.Imported, ImportedSSTable{Source: req.Source + ":" + filepath.Base(s.Source), SSTable: s.Live, Partitions: parts[s.Source]})
 		}
 	})
+	if err != nil {
+		return out, err
+	}
+	if len(res.imported) > 0 {
+		n.sidecar.log.Info().Str("keyspace", req.Keyspace).Str("table", req.Table).Str("from", req.Source).
+			Int("sstables", len(res.imported)).Int64("bytes", res.bytes).Float64("fetch_seconds", res.fetch.Seconds()).
+			Float64("import_seconds", (time.Since(start) - res.fetch).Seconds()).Msg("rebuilt: fetched and imported")
+	}
 	return out, nil
 }
 

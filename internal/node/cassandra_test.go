@@ -159,6 +159,13 @@ func sidecarNode(t *testing.T, ring *fakeRing) (*running, string) {
 		}
 		return "", 0, nil
 	}
+	return runSidecar(t, n), live
+}
+
+// runSidecar runs a sidecar node made by New (its dial and nodetool faked) until the test
+// ends, and waits until it is ready.
+func runSidecar(t *testing.T, n *Node) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{node: n, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- n.Run(ctx) }()
@@ -171,7 +178,7 @@ func sidecarNode(t *testing.T, ring *fakeRing) (*running, string) {
 	case err := <-r.done:
 		t.Fatalf("Run: %v", err)
 	}
-	return r, live
+	return r
 }
 
 func TestSidecarRingAndImport(t *testing.T) {

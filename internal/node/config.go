@@ -95,8 +95,9 @@ import (
 // Cassandra sidecar (optional; internal/cassandra documents every field):
 //
 //   - cassandra: the live Cassandra node this sluice sits beside: native_address,
-//     data_file_directories, nodetool (an argv prefix), and optionally staging_dir, username,
-//     password_file, tls {ca, cert, key, server_name}, refresh_interval, timeout. With it the
+//     data_file_directories, nodetool (an argv prefix), and optionally staging_dirs (or the
+//     single staging_dir of earlier configurations), username, password_file, tls {ca, cert,
+//     key, server_name}, refresh_interval, timeout. With it the
 //     ring is Cassandra's (read over CQL, GET /v1/cassandra/ring), the node serves the
 //     sstables of data_file_directories (data_dirs defaults to them and may only repeat them)
 //     and imports into the live node only through nodetool import (POST /v1/cassandra/import).
