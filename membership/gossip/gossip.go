@@ -42,6 +42,9 @@ type Gossip struct {
 	joining  atomic.Bool  // Start is inside memberlist.Join: push/pull merges come from seeds
 	ml       atomic.Pointer[memberlist.Memberlist]
 	addr     atomic.Pointer[string] // this node's gossip address, set by Start
+	// updateNode announces the local metadata (memberlist's UpdateNode, set by Start unless a
+	// test set it before).
+	updateNode func(timeout time.Duration) error
 
 	ctx    context.Context // cancelled by Shutdown; ends the goroutines
 	cancel context.CancelFunc
@@ -158,6 +161,9 @@ func (g *Gossip) Start(ctx context.Context) error {
 	self := ml.LocalNode().Address()
 	g.addr.Store(&self)
 	g.ml.Store(ml)
+	if g.updateNode == nil {
+		g.updateNode = ml.UpdateNode
+	}
 	g.wg.Add(2)
 	go g.drain()
 	go g.announcer()
@@ -312,6 +318,13 @@ func (g *Gossip) drain() {
 
 // announcer re-advertises the local metadata when asked. memberlist's UpdateNode blocks until
 // the update has been broadcast, so it cannot run in a delegate callback or under g.mu.
+//
+// An update that is not confirmed is announced again until one is. memberlist (v0.7.0) takes
+// the update's incarnation before it locks its node map; a refutation of a suspicion of this
+// node that runs in between takes the next incarnation and re-announces the metadata memberlist
+// held, and memberlist then drops the update as older than its own state, for good: peers
+// would keep the old metadata (a stale TokensVersion: a ring pending forever) until the next
+// change. The dropped update is never broadcast, so UpdateNode times out and says so.
 func (g *Gossip) announcer() {
 	defer g.wg.Done()
 	for {
@@ -320,13 +333,17 @@ func (g *Gossip) announcer() {
 			return
 		case <-g.announce:
 		}
+		if g.ctx.Err() != nil {
+			return
+		}
 		if g.left.Load() {
 			// memberlist drops our alive messages after Leave, so UpdateNode would
 			// only wait out its timeout.
 			continue
 		}
-		if err := g.ml.Load().UpdateNode(updateTimeout); err != nil {
-			g.log.Warn().Err(err).Msg("metadata update not confirmed")
+		if err := g.updateNode(updateTimeout); err != nil {
+			g.log.Warn().Err(err).Msg("metadata update not confirmed; announcing it again")
+			g.kick()
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ed25519"
@@ -109,7 +110,10 @@ func (c *testCluster) start(cfg Config) (*Gossip, error) {
 	if err := g.SetTokens(c.tokens(256)); err != nil {
 		c.t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The join's bound is stretched by slack like eventually's: a join returns as soon as a
+	// seed answered, and a loaded machine can starve a seed past memberlist's 1 s TCP timeout
+	// for a few attempts.
+	ctx, cancel := context.WithTimeout(context.Background(), slack*10*time.Second)
 	defer cancel()
 	return g, g.Start(ctx)
 }
@@ -604,4 +608,40 @@ func TestStartTwiceAndAfterShutdown(t *testing.T) {
 	if err := g2.Start(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Start after Shutdown: %v", err)
 	}
+}
+
+// An update of the local metadata that memberlist does not confirm (it drops one that a
+// concurrent refutation overtook, see announcer) is announced again until one is confirmed.
+func TestUnconfirmedMetadataUpdateIsAnnouncedAgain(t *testing.T) {
+	c := newTestCluster(t)
+	g, err := New(c.config("node0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Shutdown() })
+	var mu sync.Mutex
+	var metas [][]byte
+	g.updateNode = func(time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		metas = append(metas, (*delegate)(g).NodeMeta(512))
+		if len(metas) == 1 {
+			return errors.New("timeout waiting for update broadcast")
+		}
+		return nil
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := g.cfg.Meta
+	m.AdminAddr = "127.0.0.1:9999"
+	if err := g.SetMeta(m); err != nil {
+		t.Fatal(err)
+	}
+	want := (*delegate)(g).NodeMeta(512)
+	eventually(t, 5*time.Second, "the update announced again", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(metas) >= 2 && bytes.Equal(metas[len(metas)-1], want), fmt.Sprintf("%d announcements", len(metas))
+	})
 }
