@@ -40,23 +40,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort returns a loopback port that was free a moment ago (for a child process's flags).
-func freePort(t *testing.T, network string) int {
+// freePort returns a loopback port that was free a moment ago for both TCP and UDP (for a
+// child process's flags: a node binds its stream port for QUIC and, with transport tls or
+// tcp, for its TCP data listener; memberlist binds its gossip port for both). It stays an
+// ephemeral port, which another process may take before the child binds it.
+func freePort(t *testing.T) int {
 	t.Helper()
-	if network == "udp" {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer pc.Close()
-		return pc.LocalAddr().(*net.UDPAddr).Port
+		port := l.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			pc.Close()
+			return port
+		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port free for both TCP and UDP in 100 tries")
+	return 0
 }
 
 // waitFor polls pred until it holds or the deadline passes.
@@ -88,8 +92,8 @@ func TestNodeProcessServesFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp"))
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	streamAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	var logs bytes.Buffer
 	node := exec.Command(os.Args[0], "run", "--name", "n1", "--data-dir", data, "--tls-dir", tlsDir,
 		"--stream-addr", streamAddr, "--admin-addr", adminAddr, "--log-format", "json")

@@ -261,9 +261,9 @@ func (c *h2Cluster) start(t *testing.T, name string, partitions int64, seeds ...
 		}
 		n.tableDir = res.Desc.Dir
 	}
-	n.stream = fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp"))
-	n.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	n.gossipAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	n.stream = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	n.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	n.gossipAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	seedList := ""
 	if len(seeds) > 0 {
 		seedList = "seeds: [" + strings.Join(seeds, ", ") + "]\n"
@@ -771,8 +771,8 @@ func h2StartServer(t *testing.T, n int, size int64) *h2Server {
 		s.tableDir = res.Desc.Dir
 		s.partitions += res.Partitions
 	}
-	s.stream = fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp"))
-	s.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	s.stream = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := fmt.Sprintf("name: n1\ndata_dirs: [%s]\nstream_addr: %s\nadmin_addr: %s\ntls_dir: %s\n", data, s.stream, s.admin, s.tlsDir)
 	cfgFile := filepath.Join(dir, "sluice.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {

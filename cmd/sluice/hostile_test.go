@@ -80,9 +80,23 @@ func startVictim(t *testing.T, extra ...string) *victim {
 	if err := os.WriteFile(keyFile, v.key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v.stream = fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp"))
-	v.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	v.gossip = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	for attempt := 1; !v.start(t, keyFile, extra); attempt++ {
+		if attempt == 3 {
+			t.Fatalf("the node lost a port it was given %d times", attempt)
+		}
+	}
+	return v
+}
+
+// start writes the node's configuration with ports free a moment ago and starts it; it
+// returns once the node's ring is up, or false when the node exited because one of its ports
+// was taken meanwhile (they are ephemeral ports: any process's outgoing connection may get
+// one between freePort and the node's bind).
+func (v *victim) start(t *testing.T, keyFile string, extra []string) bool {
+	t.Helper()
+	v.stream = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	v.admin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	v.gossip = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := fmt.Sprintf(`name: n1
 data_dirs: [%s]
 stream_addr: %s
@@ -96,20 +110,20 @@ keyspaces:
 timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
 %s
 `, v.data, v.stream, v.admin, v.tlsDir, v.gossip, keyFile, strings.Join(extra, "\n"))
-	cfgFile := filepath.Join(dir, "sluice.yaml")
+	cfgFile := filepath.Join(v.dir, "sluice.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	logs := &lockedBuffer{}
 	proc := exec.Command(os.Args[0], "run", "--config", cfgFile, "--log-format", "json")
 	proc.Env = append(os.Environ(), "SLUICE_BE_MAIN=1")
-	proc.Stdout, proc.Stderr = &logs, &logs
+	proc.Stdout, proc.Stderr = logs, logs
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	v.proc = proc
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait() }()
+	exited := make(chan struct{})
+	go func() { proc.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		proc.Process.Signal(syscall.SIGTERM)
 		select {
@@ -122,12 +136,27 @@ timeouts: {idle: 3s, keepalive: 1s, handshake: 3s}
 			t.Logf("node logs:\n%s", logs.String())
 		}
 	})
-	waitFor(t, 15*time.Second, "the node's ring", func() bool {
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var r adminapi.RingView
 		err := adminapi.NewClient(v.admin, "", nil).Call(context.Background(), http.MethodGet, "/v1/ring?load=false", nil, &r)
-		return err == nil && r.State == "NORMAL" && len(r.Tokens) == 4
-	})
-	return v
+		if err == nil && r.State == "NORMAL" && len(r.Tokens) == 4 {
+			return true
+		}
+		select {
+		case <-exited:
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "address already in use") {
+					t.Logf("a port of the node was taken before it bound it; starting it again on others: %s", line)
+					return false
+				}
+			}
+			t.Fatalf("the node exited while starting: %s", proc.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the node's ring")
+		}
+	}
 }
 
 func (v *victim) admin_(t *testing.T, method, path string, body, out any) error {
