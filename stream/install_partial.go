@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/sluicedb/sluice/internal/lib/fsx"
@@ -34,6 +35,18 @@ type partialInstaller struct {
 func newPartialInstaller(f installFiles, scratchPrefix string) (installer, error) {
 	p := &partialInstaller{childInstaller: childInstaller{installFiles: f}}
 	p.child.files = &p.installFiles
+	if f.in.Info != nil && len(f.in.Spans) > 0 {
+		// Filled as it arrives: straight into the target directory, every byte written once.
+		if err := p.direct(); err != nil {
+			p.Abort()
+			return nil, err
+		}
+		if err := p.child.startFill(); err != nil {
+			p.Abort()
+			return nil, err
+		}
+		return p, nil
+	}
 	if f.in.Info == nil {
 		if err := p.direct(); err != nil {
 			p.Abort()
@@ -69,6 +82,12 @@ type childInstaller struct {
 }
 
 func (c *childInstaller) write(d *wire.Data) error {
+	if d.Stream == wire.StreamRuns && c.child.fill != nil {
+		if err := c.child.fill.Write(d.Payload); err != nil {
+			return c.fillErr(err)
+		}
+		return nil
+	}
 	if d.Stream == wire.StreamRuns {
 		if c.child.crcw != nil {
 			c.child.crcw.Write(d.Payload)
@@ -79,7 +98,7 @@ func (c *childInstaller) write(d *wire.Data) error {
 }
 
 func (c *childInstaller) writable(d *wire.Data) Writable {
-	if d.Stream == wire.StreamRuns {
+	if d.Stream == wire.StreamRuns && c.child.fill == nil {
 		return c.dataW
 	}
 	return nil
@@ -91,6 +110,24 @@ func (c *childInstaller) placed(d *wire.Data, b []byte) {
 	if c.child.crcw != nil && d.Stream == wire.StreamRuns {
 		c.child.crcw.Write(b)
 	}
+}
+
+// fillErr says what failed filling the received runs in place: a chunk or layout that does
+// not hold (a checksum failure, the sstable's fault) or the write (the target's).
+func (f *installFiles) fillErr(err error) error {
+	if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrCorrupt) {
+		return fmt.Errorf("%w: filling %s as it arrives: %w", ErrChecksum, f.in.ID, err)
+	}
+	return f.writeErr(err)
+}
+
+// data is the Data.db kept for a resume: none when filled in place (its bytes are not the
+// sender's layout, which a resume replays).
+func (c *childInstaller) data() Writable {
+	if c.child.fill != nil {
+		return nil
+	}
+	return c.dataW
 }
 
 func (p *partialInstaller) publishes() (descriptor.Descriptor, bool) {
@@ -107,6 +144,10 @@ func (p *partialInstaller) Finish(ctx context.Context) (*pending, error) {
 	if err != nil {
 		p.Abort()
 		return nil, err
+	}
+	if f := p.child.filled; f != nil {
+		return &pending{install: p.inst, final: p.desc, partitions: partitions,
+			fill: fill{runs: f.Runs, fillerPartitions: f.FillerPartitions, fillerBytes: f.FillerBytes, encodedBytes: f.EncodedBytes}}, nil
 	}
 	if p.pub == nil {
 		return &pending{install: p.inst, final: p.desc, partitions: partitions}, nil
@@ -179,8 +220,55 @@ type childRebuild struct {
 	index   []byte
 	rows    []byte
 	rebuild *slice.PartialRebuild
+	lay     *slice.Layout // the in-place fill's rebuild layout
 	feed    *rebuildFeed
 	crcw    *compress.CRCWriter // an uncompressed child's CRC.db, from the runs as they arrive
+	// fill lays a compressed child out as its runs arrive (Incoming.Spans), filled, writing
+	// Data.db; filled is what it made, once sealed.
+	fill   *slice.InPlaceFill
+	filled *slice.FilledData
+}
+
+// startFill prepares the in-place fill of the received runs into the Data.db being written.
+func (c *childRebuild) startFill() error {
+	in := c.files.in
+	spec, err := slice.SpecFromStatistics(in.Version, in.Manifest.Statistics, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	ranges := in.Ranges
+	if len(ranges) == 0 {
+		// A session without ranges (tests' receivers) took the whole ring.
+		min := spec.Partitioner.MinToken()
+		ranges = token.RangeSet{{Left: min, Right: min}}
+	}
+	// The rebuild of a positions slice reads the keys back from the chunks written.
+	var src io.ReaderAt
+	if f := c.files.dataW.File(); f != nil {
+		src = f
+	} else {
+		if c.reader, err = os.Open(c.files.dataW.Name()); err != nil {
+			return err
+		}
+		src = c.reader
+	}
+	c.fill, err = slice.NewInPlaceFill(in.Layout, in.Info, slice.InPlaceOptions{Spec: spec, Ranges: ranges, Runs: in.Spans}, c.files.dataW, src)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrManifest, err)
+	}
+	return nil
+}
+
+// layout is the layout the rebuild maps parent positions with: the received one, or the
+// in-place fill's, laid out as the rebuild goes.
+func (c *childRebuild) layout() *slice.Layout {
+	if c.fill != nil {
+		if c.lay == nil {
+			c.lay = c.fill.RebuildLayout()
+		}
+		return c.lay
+	}
+	return c.files.in.Layout
 }
 
 // write takes an index or rows slice frame.
@@ -245,7 +333,7 @@ func (c *childRebuild) start() error {
 	if err != nil {
 		return err
 	}
-	if c.rebuild, err = slice.NewPartialRebuild(spec, f.inst, f.desc, f.in.Layout, opts); err != nil {
+	if c.rebuild, err = slice.NewPartialRebuild(spec, f.inst, f.desc, c.layout(), opts); err != nil {
 		return fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 	}
 	c.feed = newRebuildFeed(c.rebuild)
@@ -269,7 +357,10 @@ func (c *childRebuild) options() (slice.RebuildOptions, error) {
 	m := in.Manifest
 	opts := slice.RebuildOptions{Partitions: int64(m.Partitions), Format: slice.IndexFormat(m.IndexFormat), Ranges: in.Ranges,
 		Compression: in.Info}
-	if opts.Format != slice.IndexPositions {
+	if c.fill != nil {
+		opts.Fill = c.fill
+	}
+	if opts.Format != slice.IndexPositions || c.fill != nil {
 		return opts, nil
 	}
 	if f := c.files.dataW.File(); f != nil {
@@ -291,6 +382,13 @@ func (c *childRebuild) options() (slice.RebuildOptions, error) {
 func (c *childRebuild) seal() (int64, error) {
 	f := c.files
 	in, m := f.in, f.in.Manifest
+	if c.fill != nil {
+		filled, err := c.fill.Finish()
+		if err != nil {
+			return 0, c.files.fillErr(err)
+		}
+		c.filled = &filled
+	}
 	if err := f.finishFiles(); err != nil {
 		return 0, err
 	}
@@ -322,6 +420,23 @@ func (c *childRebuild) seal() (int64, error) {
 	if c.crcw != nil {
 		data.CRC, data.Digest = c.crcw.Result()
 	}
+	if fd := c.filled; fd != nil {
+		data = slice.DataResult{Compression: fd.Info, DataLength: fd.DataLength, FileLength: fd.FileLength, Digest: fd.Digest, HasDigest: true}
+		if c.rebuild == nil {
+			// The whole slice waited for the rows slice (BTI): rebuilt now, laid out as it goes.
+			var opts slice.RebuildOptions
+			if opts, err = c.options(); err == nil {
+				c.rebuild, err = slice.NewPartialRebuild(spec, f.inst, f.desc, c.layout(), opts)
+			}
+			if err == nil {
+				err = c.rebuild.Write(c.index)
+			}
+			if err != nil {
+				c.closeReader()
+				return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
+			}
+		}
+	}
 	if c.rebuild != nil {
 		_, err = c.rebuild.Finish(data)
 	} else {
@@ -335,10 +450,42 @@ func (c *childRebuild) seal() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: rebuilding: %w", ErrManifest, err)
 	}
+	if c.filled != nil {
+		inherited, err := c.verifyEnds()
+		if err != nil {
+			return 0, err
+		}
+		partitions -= inherited
+	}
 	// The slices are in the rebuilt files now; a sealed sstable waiting for a shared commit
 	// holds no more than its open files.
 	c.index, c.rows, c.rebuild = nil, nil, nil
 	return partitions, nil
+}
+
+// verifyEnds proves that each run of a child filled in place ends exactly at its last
+// partition's end, as the sender claimed (wire.Span): otherwise bytes no partition owns would
+// sit inside the child. It returns how many of the partitions are a sluice-filled parent's
+// filler partitions, passed on.
+func (c *childRebuild) verifyEnds() (int64, error) {
+	fd := c.filled
+	r := c.files.dataW.File()
+	if r == nil {
+		f, err := os.Open(c.files.dataW.Name())
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		r = f
+	}
+	if err := c.fill.VerifyEnds(r, fd.Info, fd.FileLength, c.rebuild.RunLasts()); err != nil {
+		return 0, c.files.fillErr(err)
+	}
+	n, err := c.fill.CountFillers(r, fd.Info, fd.FileLength, c.rebuild.MaybeFillers())
+	if err != nil {
+		return 0, c.files.fillErr(err)
+	}
+	return n, nil
 }
 
 // stop waits for a rebuild in progress, which writes into the install's files, before they

@@ -300,6 +300,9 @@ type Incoming struct {
 	Layout *slice.Layout
 	// CRCChunkLength is the CRC.db chunk length of an uncompressed partial child.
 	CRCChunkLength int
+	// Spans, for a compressed partial filled as it arrives (Config.FillInPlaceMax), are its
+	// runs in parent positions, from the Manifest; nil otherwise.
+	Spans []slice.RunPlan
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
 	// Ranges are the ranges the session asked for, in the sstable's partitioner: a partial's or
@@ -577,6 +580,20 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 		return err
 	}
 	in.Layout = lay
+	if len(m.Spans) > 0 {
+		if in.Info == nil {
+			return bad("spans for an uncompressed partial")
+		}
+		if max := r.cfg.fillInPlaceMax(); max > 0 && int64(m.DataFileLength) <= max {
+			in.Spans = make([]slice.RunPlan, len(m.Spans))
+			for i, sp := range m.Spans {
+				if sp.Lo >= sp.Hi || sp.Hi > 1<<62 {
+					return bad("span %d [%d, %d)", i, sp.Lo, sp.Hi)
+				}
+				in.Spans[i] = slice.RunPlan{Lo: int64(sp.Lo), Hi: int64(sp.Hi)}
+			}
+		}
+	}
 	in.want = []uint64{m.DataFileLength, m.IndexSliceLength}
 	switch {
 	case m.IndexFormat == wire.IndexRecords:

@@ -267,6 +267,9 @@ func replay(inst installer, in *Incoming, path string, n int64) error {
 // verified prefix from it. Where hard links are impossible it returns "" and the sstable can
 // only restart from its beginning.
 func (st *resumeState) keep(data Writable) (string, error) {
+	if data == nil {
+		return "", nil // nothing a resume could replay (a partial filled in place)
+	}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err

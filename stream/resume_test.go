@@ -69,7 +69,7 @@ func cancelledFetch(t *testing.T, ca *testCA, req FetchRequest, after int64, can
 		stop = cancelBy
 	}
 	var fired bool
-	return Fetch(ctx, Config{}, ca.client(t, ca), req, func(st SessionStatus) {
+	return Fetch(ctx, resumable, ca.client(t, ca), req, func(st SessionStatus) {
 		if !fired && st.FilesDone == 0 && st.BytesDone >= after {
 			fired = true
 			stop()
@@ -142,7 +142,7 @@ func TestFetchResumesMidSSTable(t *testing.T) {
 			n.srv.SetThroughput(0, 0)
 			req.Resume = true
 			before = n.sent.Load()
-			res2, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+			res2, err := Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestFetchResumeRejectsDamagedPrefix(t *testing.T) {
 	}
 	f.Close()
 	req.Resume = true
-	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	res, err := Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
 	var sse *SSTableError
 	if !errors.Is(err, ErrChecksum) || !errors.As(err, &sse) || len(res.SSTables) != 0 {
 		t.Fatalf("resume over a damaged prefix: %v %+v", err, res)
@@ -210,7 +210,7 @@ func TestFetchResumeRejectsDamagedPrefix(t *testing.T) {
 	if _, err := os.Stat(kept); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("damaged prefix kept: %v", err)
 	}
-	res, err = Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	res, err = Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestFetchSenderStopsMidStream(t *testing.T) {
 
 	n2 := startNode(t, Config{}, dirCatalog{root}, ca.server(t), n.addr)
 	req.Resume = true
-	res2, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	res2, err := Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,5 +357,54 @@ func TestResumeRecordIsConfinedToItsDirectory(t *testing.T) {
 	}
 	if len(got.warnings) != 3 {
 		t.Errorf("%d warnings, want one per ignored entry: %q", len(got.warnings), got.warnings)
+	}
+}
+
+// resumable is a receiver's Config that receives every compressed partial as the sender laid
+// it out, resumable from its verified prefix, rather than filling it in place.
+var resumable = Config{FillInPlaceMax: -1}
+
+// A compressed partial filled as it arrives keeps no prefix: a Fetch cancelled in the middle
+// of one leaves nothing behind but its record, and the resumed Fetch receives it whole and
+// ends with exactly the partitions, filled (every byte owned by a partition).
+func TestFetchFilledInPlaceRestartsWhole(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{31}, partitions: bigPartitions})
+	n := startNode(t, Config{FrameSize: 64 << 10}, dirCatalog{root}, ca.server(t), "127.0.0.1:0")
+	ranges, _ := token.ParseRanges(token.Murmur3, "(-8000000000000000000,-1000000000000000000],(0,8000000000000000000]")
+	dir := t.TempDir()
+	req := FetchRequest{Peer: n.addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
+	n.srv.SetThroughput(8<<20, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	var fired bool
+	_, err := Fetch(ctx, Config{}, ca.client(t, ca), req, func(st SessionStatus) {
+		if !fired && st.FilesDone == 0 && st.BytesDone >= 3<<20 {
+			fired = true
+			cancel()
+		}
+	})
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled fetch: %v", err)
+	}
+	if v := visible(t, dir); len(v) != 0 {
+		t.Fatalf("visible after a cancelled fetch: %v", v)
+	}
+	if st := loadState(dir, req.Peer, "ks", "t", ranges.String(), true); st.Partial != nil {
+		t.Fatalf("a partial filled in place kept a prefix: %+v", st.Partial)
+	}
+	n.srv.SetThroughput(0, 0)
+	req.Resume = true
+	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.SSTables) != 1 || res.SSTables[0].Kind != "partial" || res.SSTables[0].FillerPartitions == 0 {
+		t.Fatalf("resumed fetch: %+v, want one partial with filler partitions between its two runs", res.SSTables)
+	}
+	checkFetched(t, parents, ranges, res)
+	if l := leftovers(t, dir); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
 	}
 }

@@ -271,6 +271,9 @@ type outgoing struct {
 	parent  *sstable.Table
 	stats   []byte
 	partial *slice.Partial // nil for entire
+	// spans: the receiver fills compressed partials in place; the Manifest carries each
+	// run's exact span.
+	spans bool
 }
 
 type sendSession struct {
@@ -592,7 +595,8 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 			}
 		}
 		for _, ps := range Decide(c) {
-			out = append(out, &outgoing{planned: ps, parent: t, stats: statsBytes, partial: byChild[ps.ID]})
+			out = append(out, &outgoing{planned: ps, parent: t, stats: statsBytes, partial: byChild[ps.ID],
+				spans: ss.sm.PeerOffers(wire.FeatureFillInPlace)})
 		}
 	}
 	return out, nil
@@ -706,6 +710,15 @@ func manifestFor(o *outgoing, store storage) (*wire.Manifest, []source, error) {
 		m.Digest = d
 		if p.Info != nil {
 			m.Compression = p.Info.Append(nil, v)
+			if o.spans {
+				// Each run from its first partition's start to its last partition's end: the
+				// next indexed partition's start, which is that end in a parent without bytes
+				// between partitions (Cassandra's, and sluice's filled ones; the receiver
+				// proves it by reading each run's last partition).
+				for _, r := range p.Plan.Runs {
+					m.Spans = append(m.Spans, wire.Span{Lo: uint64(r.Lo), Hi: uint64(r.Hi)})
+				}
+			}
 		}
 		// A BTI child's rows slice goes first: the index records point into it, and the
 		// receiver rebuilds from them as they arrive once it has it.

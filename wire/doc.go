@@ -83,11 +83,14 @@
 //	                     14  Digest            uint (uint32)
 //	                     15  DeadBytes         uint
 //	                     16  IndexFormat       uint (IndexFormat, uint8)
+//	                     17  Spans             list of Span (MaxRuns; FeatureFillInPlace)
 //	      Run            1   FirstChunk        uint
 //	                     2   ChunkCount        uint
 //	                     3   FileOffset        uint
 //	                     4   Length            uint
 //	                     5   ParentOffset      uint
+//	      Span           1   Lo                uint
+//	                     2   Hi                uint
 //	      ComponentSpec  1   Name              string
 //	                     2   Length            uint
 //	6     Data           1   SSTableID         string

@@ -125,6 +125,7 @@ func samples() []sample {
 			Runs:             []Run{{FirstChunk: 0, ChunkCount: 10, FileOffset: 0, Length: 81920}, {FirstChunk: 40, ChunkCount: 2, FileOffset: 81920, Length: 9000}},
 			Components:       []ComponentSpec{{Name: "Filter.db", Length: 176}, {Name: "TOC.txt", Length: 0}},
 			IndexSliceLength: 5000, Partitions: 1000, Statistics: []byte("stats"), Digest: 0xdeadbeef, IndexFormat: IndexBig,
+			Spans: []Span{{Lo: 12, Hi: 90000}, {Lo: 655360, Hi: 670000}},
 		}},
 		{"Manifest/max", &Manifest{
 			SSTableID: maxString, Version: maxString, Format: maxString, Kind: Kind(math.MaxUint8),
@@ -134,6 +135,7 @@ func samples() []sample {
 			Components:       []ComponentSpec{{Name: maxString, Length: math.MaxUint64}},
 			IndexSliceLength: math.MaxUint64, Partitions: math.MaxUint64, Statistics: payload64k, Digest: math.MaxUint32,
 			DeadBytes: math.MaxUint64, IndexFormat: IndexFormat(math.MaxUint8),
+			Spans: []Span{{Lo: math.MaxUint64, Hi: math.MaxUint64}},
 		}},
 		{"Data/zero", &Data{}},
 		{"Data/typical", &Data{SSTableID: "nb-1-big", Stream: StreamIndex, Offset: 4096, Payload: []byte("index bytes")}},

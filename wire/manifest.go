@@ -13,6 +13,13 @@ type Run struct {
 	ParentOffset uint64
 }
 
+// Span is one run of a partial child in the source's uncompressed positions: from its first
+// partition's start to its last partition's end, exactly. Lo and Hi lie inside the Run that
+// carries them.
+type Span struct {
+	Lo, Hi uint64
+}
+
 // ComponentSpec names a component sent whole (Data.Stream == StreamComponent addresses it
 // by its index in Manifest.Components) and its length in bytes.
 type ComponentSpec struct {
@@ -46,6 +53,10 @@ type Manifest struct {
 	// parent's Index.db entries verbatim, sent only to a receiver whose Hello offers
 	// FeatureIndexBig; IndexPositions, only to one offering FeatureIndexPositions).
 	IndexFormat IndexFormat
+	// Spans are a compressed partial's runs of partitions, exactly (Span), sent only to a
+	// receiver whose Hello offers FeatureFillInPlace: it then writes the filled child as the
+	// runs arrive instead of filling a received copy.
+	Spans []Span
 }
 
 // IndexFormat is the encoding of a partial's index slice.
@@ -70,6 +81,10 @@ const FeatureIndexBig = "index-slice-big"
 // IndexPositions slices.
 const FeatureIndexPositions = "index-slice-positions"
 
+// FeatureFillInPlace, in a receiver's Hello.Features, says it fills a compressed partial as
+// its runs arrive, from the Manifest's Spans.
+const FeatureFillInPlace = "fill-in-place"
+
 const (
 	manifestSSTableID        = 1
 	manifestVersion          = 2
@@ -87,6 +102,7 @@ const (
 	manifestDigest           = 14
 	manifestDeadBytes        = 15
 	manifestIndexFormat      = 16
+	manifestSpans            = 17
 
 	runFirstChunk = 1
 	runChunkCount = 2
@@ -96,6 +112,9 @@ const (
 
 	componentName   = 1
 	componentLength = 2
+
+	spanLo = 1
+	spanHi = 2
 )
 
 var manifestSchema = schema{
@@ -117,8 +136,14 @@ var manifestSchema = schema{
 		manifestDigest:           "Digest",
 		manifestDeadBytes:        "DeadBytes",
 		manifestIndexFormat:      "IndexFormat",
+		manifestSpans:            "Spans",
 	},
-	repeated: 1<<manifestRuns | 1<<manifestComponents,
+	repeated: 1<<manifestRuns | 1<<manifestComponents | 1<<manifestSpans,
+}
+
+var spanSchema = schema{
+	name:   "Span",
+	fields: []string{spanLo: "Lo", spanHi: "Hi"},
 }
 
 var runSchema = schema{
@@ -162,6 +187,9 @@ func (m *Manifest) encode(w *writer) {
 	w.uint(manifestDigest, uint64(m.Digest))
 	w.uint(manifestDeadBytes, m.DeadBytes)
 	w.uint(manifestIndexFormat, uint64(m.IndexFormat))
+	for i := range m.Spans {
+		w.group(manifestSpans, &m.Spans[i])
+	}
 }
 
 func (m *Manifest) decode(d *decoder) {
@@ -170,6 +198,9 @@ func (m *Manifest) decode(d *decoder) {
 	}
 	if n := d.count(manifestComponents, d.lim.MaxComponents); n > 0 {
 		m.Components = make([]ComponentSpec, 0, n)
+	}
+	if n := d.count(manifestSpans, d.lim.MaxRuns); n > 0 {
+		m.Spans = make([]Span, 0, n)
 	}
 	// Opaque blobs are bounded only by the frame, which is already in memory.
 	blob := len(d.body)
@@ -217,6 +248,13 @@ func (m *Manifest) decode(d *decoder) {
 			m.DeadBytes = d.u64()
 		case manifestIndexFormat:
 			m.IndexFormat = IndexFormat(d.u8())
+		case manifestSpans:
+			var sp Span
+			e := d.element(&spanSchema, len(m.Spans))
+			sp.decode(&e)
+			if d.join(&e) {
+				m.Spans = append(m.Spans, sp)
+			}
 		}
 	}
 }
@@ -258,6 +296,22 @@ func (c *ComponentSpec) decode(d *decoder) {
 			d.string(&c.Name)
 		case componentLength:
 			c.Length = d.u64()
+		}
+	}
+}
+
+func (s *Span) encode(w *writer) {
+	w.uint(spanLo, s.Lo)
+	w.uint(spanHi, s.Hi)
+}
+
+func (s *Span) decode(d *decoder) {
+	for d.next() {
+		switch d.tag {
+		case spanLo:
+			s.Lo = d.u64()
+		case spanHi:
+			s.Hi = d.u64()
 		}
 	}
 }

@@ -60,44 +60,77 @@ type fillLayout struct {
 // it): they are placed like runs without a whole chunk.
 func planFill(L int64, runs []RunPlan, minFiller int64, unfilled map[int]bool) fillLayout {
 	fl := fillLayout{L: L, Runs: runs, Shift: make([]int64, len(runs))}
-	fillable := func(g int64) bool { return g == 0 || (minFiller > 0 && g >= minFiller) }
 	var cpos int64
 	for k, r := range runs {
-		f := ceilTo(r.Lo, L)
-		e := r.Hi / L * L
-		if k == len(runs)-1 {
-			e = ceilTo(r.Hi, L)
+		p := placeRun(L, cpos, r, k == len(runs)-1, minFiller, unfilled[k])
+		if p.region.Len > 0 {
+			p.region.Run = k
+			fl.Regions = append(fl.Regions, p.region)
 		}
-		if f < e && !unfilled[k] {
-			h := f - r.Lo
-			X := ceilTo(cpos+h, L)
-			g := X - h - cpos
-			if !fillable(g) && minFiller > 0 && minFiller <= L {
-				X, g = X+L, g+L
-			}
-			if fillable(g) {
-				if g > 0 {
-					fl.Regions = append(fl.Regions, region{At: cpos, Len: g, Run: k})
-				}
-				fl.Verbatim = append(fl.Verbatim, verbatim{Chunk: int(X / L), Parent: int(f / L), N: int((e - f) / L)})
-				fl.Shift[k] = f - X
-				cpos = X + r.Hi - f
-				continue
-			}
-			fl.Encoded++
-		} else if f < e {
+		if p.verbatim.N > 0 {
+			fl.Verbatim = append(fl.Verbatim, p.verbatim)
+		}
+		if p.encoded {
 			fl.Encoded++
 		}
-		fl.Shift[k] = r.Lo - cpos
-		cpos += r.Hi - r.Lo
+		fl.Shift[k] = p.shift
+		cpos = p.end
 	}
 	fl.DataLength = cpos
-	fl.Chunks = int(ceilTo(cpos, L) / L)
-	if cpos%L == 0 {
-		// Data ending on a chunk boundary ends with an empty chunk, as Cassandra writes it.
-		fl.Chunks++
-	}
+	fl.Chunks = chunksFor(cpos, L)
 	return fl
+}
+
+// chunksFor is the chunk count of data of length n: data ending on a chunk boundary ends with
+// an empty chunk, as Cassandra writes it.
+func chunksFor(n, L int64) int {
+	c := int(ceilTo(n, L) / L)
+	if n%L == 0 {
+		c++
+	}
+	return c
+}
+
+// placement is where planFill puts one run: its shift (child position = parent position -
+// shift), the filler region before it (Len 0: none), its verbatim chunks (N 0: none) and where
+// the child's stream ends after it.
+type placement struct {
+	shift    int64
+	region   region
+	verbatim verbatim
+	end      int64
+	// encoded: the run holds a whole parent chunk but is placed off the grid (its gap could
+	// not be filled), every chunk of it re-encoded.
+	encoded bool
+}
+
+// placeRun places run r after the child's stream has reached cpos (planFill's step; a
+// streaming fill places each run as its first key arrives). last: the child's last run, whose
+// last chunk may be taken whole. unfilled: no filler can be made for its gap.
+func placeRun(L, cpos int64, r RunPlan, last bool, minFiller int64, unfilled bool) placement {
+	fillable := func(g int64) bool { return g == 0 || (minFiller > 0 && g >= minFiller) }
+	f := ceilTo(r.Lo, L)
+	e := r.Hi / L * L
+	if last {
+		e = ceilTo(r.Hi, L)
+	}
+	if f < e && !unfilled {
+		h := f - r.Lo
+		X := ceilTo(cpos+h, L)
+		g := X - h - cpos
+		if !fillable(g) && minFiller > 0 && minFiller <= L {
+			X, g = X+L, g+L
+		}
+		if fillable(g) {
+			p := placement{shift: f - X, end: X + r.Hi - f,
+				verbatim: verbatim{Chunk: int(X / L), Parent: int(f / L), N: int((e - f) / L)}}
+			if g > 0 {
+				p.region = region{At: cpos, Len: g}
+			}
+			return p
+		}
+	}
+	return placement{shift: r.Lo - cpos, end: cpos + r.Hi - r.Lo, encoded: f < e}
 }
 
 func ceilTo(x, L int64) int64 { return (x + L - 1) / L * L }

@@ -103,6 +103,25 @@ type Builder struct {
 	prevPos     int64 // child position of the previous partition
 	first, last []byte
 	lastTok     token.Token
+
+	// runs, when set, lays out each segment of lay (one per run) as its first partition comes
+	// (an in-place fill, InPlaceFill): the run's shift and the filler partitions before it.
+	runs RunEntrant
+	// lasts are the parent positions of each entered run's last partition so far.
+	lasts []int64
+	// over, when positive, is an empty partition's size less its key: the child positions of
+	// partitions of exactly a filler's size are kept (maybeFillers), which the caller reads to
+	// tell the fillers a sluice-filled parent passed on from real partitions.
+	over         int64
+	maybeFillers []int64
+	prevFiller   bool
+}
+
+// RunEntrant lays out a child's runs as its rebuild reaches them: Enter is given run k's first
+// partition (its key and parent position) and returns the run's shift (child position = parent
+// position - shift) and the filler partitions before it.
+type RunEntrant interface {
+	Enter(k int, key []byte, pos int64) (int64, []FillerPartition, error)
 }
 
 // filterBatch is how many keys' filter bits a Builder sets at once.
@@ -177,6 +196,9 @@ func (b *Builder) Expect(n int64) error {
 
 // Add appends one partition of the parent (positions as in the parent).
 func (b *Builder) Add(p *sstable.Partition) error {
+	if b.runs != nil {
+		return b.addInRun(p)
+	}
 	pos, seg, err := b.lay.mapFrom(b.seg, p.Position)
 	b.seg = seg
 	if err != nil {
@@ -184,6 +206,44 @@ func (b *Builder) Add(p *sstable.Partition) error {
 	}
 	return b.addAt(p, pos)
 }
+
+// addInRun appends p to the run it starts or continues: every partition lies in a run, each
+// run's first exactly at its start (RunEntrant checks), so no byte of the child is left to no
+// partition.
+func (b *Builder) addInRun(p *sstable.Partition) error {
+	segs := b.lay.Segments
+	k := len(b.lasts) - 1
+	if k < 0 || p.Position >= segs[k].PHi {
+		k++
+		if k >= len(segs) || p.Position >= segs[k].PHi {
+			return fmt.Errorf("slice: partition %d at parent position %d: run %d has no partition", p.Ordinal, p.Position, k)
+		}
+		shift, fillers, err := b.runs.Enter(k, p.Key, p.Position)
+		if err != nil {
+			return err
+		}
+		segs[k].Shift = shift
+		for _, f := range fillers {
+			if err := b.AddFiller(f.Key, f.Token, f.Position); err != nil {
+				return err
+			}
+		}
+		b.lasts = append(b.lasts, p.Position)
+		b.seg = k
+	}
+	if p.Position < segs[k].PLo {
+		return fmt.Errorf("slice: partition %d at parent position %d lies before run %d", p.Ordinal, p.Position, k)
+	}
+	b.lasts[k] = p.Position
+	return b.addAt(p, p.Position-segs[k].Shift)
+}
+
+// RunLasts is, with runs laid out as they come, each run's last partition's parent position.
+func (b *Builder) RunLasts() []int64 { return b.lasts }
+
+// MaybeFillers are the child positions of the partitions (not added as fillers) whose size is
+// exactly a filler's, with runs laid out as they come.
+func (b *Builder) MaybeFillers() []int64 { return b.maybeFillers }
 
 // AddFiller appends a filler partition (filler.go) at child position pos: an empty partition
 // the index addresses like any other.
@@ -206,7 +266,11 @@ func (b *Builder) addAt(p *sstable.Partition, pos int64) error {
 	}
 	if b.prevPos >= 0 {
 		b.sizeBucket = b.sizes.AddNear(pos-b.prevPos, b.sizeBucket)
+		if b.over > 0 && !b.prevFiller && pos-b.prevPos == b.over+int64(len(b.last)) {
+			b.maybeFillers = append(b.maybeFillers, b.prevPos)
+		}
 	}
+	b.prevFiller = p.Ordinal == -1 && p.IndexPos == -1 && b.runs != nil
 	b.prevPos = pos
 	if b.count == 0 {
 		b.first = append(b.first[:0], p.Key...)
@@ -286,6 +350,13 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 		return nil, fmt.Errorf("slice: child %s has no partitions", b.desc)
 	}
 	v := b.spec.Version
+	if b.runs != nil {
+		// Laid out run by run: the data's length is known only now.
+		b.lay.DataLength = d.DataLength
+		if b.over > 0 && !b.prevFiller && d.DataLength-b.prevPos == b.over+int64(len(b.last)) {
+			b.maybeFillers = append(b.maybeFillers, b.prevPos)
+		}
+	}
 	b.sizes.Add(b.lay.DataLength - b.prevPos)
 	written := []descriptor.Component{descriptor.Data}
 	if b.pib != nil {
@@ -324,7 +395,9 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 	fp := b.spec.Statistics.Validation.BloomFilterFPChance
 	if bloom.Needed(fp) {
 		f := b.filter
-		if f != nil && b.count != b.expected {
+		// (Filler partitions a child's runs are laid out with as they come are not known up
+		// front: the filter, sized for the rest, takes them too.)
+		if f != nil && b.count != b.expected && !(b.runs != nil && b.count-b.fillers == b.expected) {
 			return nil, fmt.Errorf("slice: %d partitions added to a child expected to hold %d", b.count, b.expected)
 		}
 		if f != nil {

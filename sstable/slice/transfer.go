@@ -766,6 +766,9 @@ type RebuildOptions struct {
 	// its CompressionInfo: the keys are read from it.
 	Data        io.ReaderAt
 	Compression *compress.Info
+	// Fill, when set, lays the child out as the index slice reaches each run (an in-place
+	// fill): lay is then FillLayout's, one segment per run, shifts set as runs are entered.
+	Fill RunEntrant
 }
 
 // RebuildPartial writes every component of a received child but Data.db, which must already
@@ -794,18 +797,20 @@ type PartialRebuild struct {
 	// IndexPositions: the keys, read from the received Data.db; the rows slice, whose
 	// entries' keys are checked against them; the last record's parent position and layout
 	// segment; the slice's bytes not taken yet, whose keys have not arrived.
-	keys    *receivedKeys
-	rows    []byte
-	lastPos int64
-	seg     int
-	pend    []byte
-	within  *token.Within // nil: no range check
-	carry   []byte        // the start of a record whose end has not arrived
-	taken   int64         // slice bytes before carry
-	ordinal int64
-	prev    token.Token
-	prevKey []byte
-	prevPos int64
+	keys *receivedKeys
+	// fillKeys, filled in place, reads the keys from the child as it is written instead.
+	fillKeys keyAt
+	rows     []byte
+	lastPos  int64
+	seg      int
+	pend     []byte
+	within   *token.Within // nil: no range check
+	carry    []byte        // the start of a record whose end has not arrived
+	taken    int64         // slice bytes before carry
+	ordinal  int64
+	prev     token.Token
+	prevKey  []byte
+	prevPos  int64
 	// firstKey and firstPos are the first record's.
 	firstKey []byte
 	firstPos int64
@@ -824,7 +829,10 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 		return nil, fmt.Errorf("slice: a %s index slice for a %s sstable", opts.Format, spec.Version.Format)
 	}
 	r := &PartialRebuild{p: spec.Partitioner, format: opts.Format, prevPos: -1}
-	if opts.Format == IndexPositions {
+	if ka, ok := opts.Fill.(keyAt); ok && opts.Format == IndexPositions {
+		// Filled in place: the keys are read from the child as it is written.
+		r.fillKeys, r.rows = ka, spec.ParentRows
+	} else if opts.Format == IndexPositions {
 		if opts.Data == nil || opts.Compression == nil || lay == nil {
 			return nil, errors.New("slice: a positions index slice needs the child's compressed Data.db")
 		}
@@ -845,15 +853,28 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 	if err := b.Expect(opts.Partitions); err != nil {
 		return nil, err
 	}
+	if opts.Fill != nil {
+		b.runs = opts.Fill
+		if over, ok := opts.Fill.(interface{ FillerOverhead() int64 }); ok {
+			b.over = over.FillerOverhead()
+		}
+	}
 	r.b = b
 	return r, nil
 }
+
+// RunLasts is, for a rebuild laying runs out as it goes (RebuildOptions.Fill), each run's last
+// partition's parent position.
+func (r *PartialRebuild) RunLasts() []int64 { return r.b.RunLasts() }
+
+// MaybeFillers is Builder.MaybeFillers.
+func (r *PartialRebuild) MaybeFillers() []int64 { return r.b.MaybeFillers() }
 
 // Write takes the next bytes of the index slice, cut anywhere. A record cut by the previous
 // Write is completed from as few of b's first bytes as it needs (doubling what it takes), and
 // the rest of b is read where it is: a frame is not copied to finish one record.
 func (r *PartialRebuild) Write(b []byte) error {
-	if r.keys != nil {
+	if r.keys != nil || r.fillKeys != nil {
 		r.pend = append(r.pend, b...)
 		return r.takePositions(false)
 	}
@@ -882,11 +903,19 @@ func (r *PartialRebuild) Write(b []byte) error {
 // again as more arrives; its records wait (in memory: a few bytes per partition) until the
 // chunks holding their keys are in. Finish takes Data.db as complete. Other formats ignore it.
 func (r *PartialRebuild) Arrived(n int64) error {
-	if r.keys == nil {
+	switch {
+	case r.fillKeys != nil:
+		return r.takePositions(false)
+	case r.keys == nil:
 		return nil
 	}
 	r.keys.arrived = n
 	return r.takePositions(false)
+}
+
+// keyAt reads keys of a child filled in place (InPlaceFill.KeyAt) by parent position.
+type keyAt interface {
+	KeyAt(pos int64) ([]byte, bool, error)
 }
 
 // takePositions adds the records at the start of r.pend whose keys have arrived.
@@ -902,8 +931,10 @@ func (r *PartialRebuild) Records() int64 { return r.ordinal }
 
 // Finish checks that the slice ended on a record's end and writes the components.
 func (r *PartialRebuild) Finish(data DataResult) ([]descriptor.Component, error) {
-	if r.keys != nil {
-		r.keys.arrived = r.b.lay.FileLength
+	if r.keys != nil || r.fillKeys != nil {
+		if r.keys != nil {
+			r.keys.arrived = r.b.lay.FileLength
+		}
 		if err := r.takePositions(true); err != nil {
 			return nil, err
 		}
@@ -999,11 +1030,17 @@ func (r *PartialRebuild) positions(buf []byte, last bool) (int, error) {
 			return off, fmt.Errorf("index slice record %d: position increase %d", r.ordinal, increase)
 		}
 		pt.Position, pt.Ordinal, pt.Promoted = r.lastPos+int64(increase), r.ordinal, nil
-		child, seg, err := r.b.lay.mapFrom(r.seg, pt.Position)
-		if err != nil {
+		var key []byte
+		var in bool
+		var err error
+		child, seg := pt.Position, r.seg
+		if r.fillKeys != nil {
+			key, in, err = r.fillKeys.KeyAt(pt.Position)
+		} else if child, seg, err = r.b.lay.mapFrom(r.seg, pt.Position); err != nil {
 			return off, fmt.Errorf("index slice record %d: %w", r.ordinal, err)
+		} else {
+			key, in, err = r.keys.at(child)
 		}
-		key, in, err := r.keys.at(child)
 		if err != nil {
 			return off, fmt.Errorf("index slice record %d: key at child Data.db position %d (parent %d): %w", r.ordinal, child, pt.Position, err)
 		}

@@ -1,0 +1,746 @@
+package slice
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/sluicedb/sluice/internal/lib/crcx"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/compress"
+	"github.com/sluicedb/sluice/sstable/rows"
+	"github.com/sluicedb/sluice/sstable/schema"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// InPlaceFill makes a received compressed partial into the filled child (fill.go) as its
+// Data.db arrives, writing every byte once: the sender's whole parent chunks come in order, the
+// chunks a run keeps whole are written through at their place in the child, and only the
+// chunks at the runs' edges (a few per run) wait in memory to be re-encoded with the filler
+// partitions between runs. Receiving into a scratch file and filling a copy of it afterwards
+// (slice.Slice over the received partial) costs a second write of every byte.
+//
+// The child is laid out run by run (placeRun, planFill's step) as each run's first key becomes
+// known — from the data (the writer) or from the index slice (the rebuild, Enter), whichever
+// comes first; both must name the same key. Positions here are the received partial's
+// uncompressed positions (the sender's segments of whole parent chunks, back to back), whose
+// chunk grid is the parent's.
+//
+// Write is called from one goroutine (the data plane), Enter from another (the rebuild):
+// placement is shared under mu; the written file and its metadata are the writer's alone.
+type InPlaceFill struct {
+	mu     sync.Mutex
+	L      int64
+	info   *compress.Info // the received partial's CompressionInfo
+	recvFL int64          // the received partial's Data.db length
+	codec  compress.Codec
+	rawAt  int
+	runs   []RunPlan // received positions, exact ends
+	shifts []int64   // per run: parent position - received position
+	fm     *fillerMaker
+	fmWhy  string
+	pieces *Pieces
+	p      token.Partitioner
+	table  *schema.Table
+	v      version.Version
+	over   int64 // an empty partition's size less its key (0: unknown)
+	dst    io.WriterAt
+	src    io.ReaderAt // dst read back: keys of the written child (KeyAt)
+
+	// Placement, under mu.
+	placed []placement
+	keys   [][]byte // each placed run's first key
+	fills  [][]byte // each placed run's filler bytes (nil: no region)
+	fkeys  [][]fillerKey
+	cpos   int64 // where the child's stream ends after the placed runs
+
+	// The writer's state.
+	in       int64          // received Data.db bytes taken
+	cur      int            // the received chunk in progress
+	through  bool           // cur is written through at its place in the child
+	buf      map[int][]byte // received records held (whole once cur has passed them)
+	plain    map[int][]byte // held records decoded
+	reader   *compress.Reader
+	emitted  int     // child chunks written
+	off      int64   // child Data.db bytes written
+	offsets  []int64 // the child's chunk offsets so far
+	crc      uint32
+	hasCRC   bool
+	content  []byte
+	rec      []byte
+	encBytes int64
+	err      error
+
+	// KeyAt's reader over the written chunks, remade as more are written (the rebuild's).
+	keyReader  *compress.Reader
+	keysChunks int
+	keyChunk   int
+	keyBytes   []byte
+}
+
+// InPlaceOptions is what NewInPlaceFill needs besides the received partial's shape.
+type InPlaceOptions struct {
+	Spec   *Spec
+	Ranges token.RangeSet // the session's ranges: fillers take tokens inside them
+	// Runs are the child's runs in parent positions, each ending exactly at its last
+	// partition's end (the sender's claim, checked by VerifyEnds once the child is written).
+	Runs []RunPlan
+}
+
+// NewInPlaceFill prepares the fill of a received partial of layout recv and CompressionInfo
+// info into dst; src reads dst back (KeyAt).
+func NewInPlaceFill(recv *Layout, info *compress.Info, opts InPlaceOptions, dst io.WriterAt, src io.ReaderAt) (*InPlaceFill, error) {
+	if info == nil || !recv.Compressed || len(opts.Runs) == 0 {
+		return nil, errors.New("slice: an in-place fill takes a compressed partial with runs")
+	}
+	codec, err := compress.CodecFor(info.Compressor, info.Options)
+	if err != nil {
+		return nil, err
+	}
+	t, err := schema.Compile(opts.Spec.Statistics.Header)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := NewPieces(opts.Spec.Partitioner, opts.Ranges)
+	if err != nil {
+		return nil, err
+	}
+	f := &InPlaceFill{L: int64(info.ChunkLength), info: info, recvFL: recv.FileLength, codec: codec,
+		rawAt: int(info.MaxCompressedLength), pieces: ps, p: opts.Spec.Partitioner, table: t, v: opts.Spec.Version, dst: dst, src: src, keyChunk: -1,
+		buf: map[int][]byte{}, plain: map[int][]byte{}}
+	if f.rawAt <= 0 {
+		f.rawAt = math.MaxInt32
+	}
+	f.fm, f.fmWhy = newFillerMaker(t, opts.Spec.Version, opts.Spec.Partitioner)
+	if over, err := sstable.EmptyOverhead(t, opts.Spec.Version); err == nil {
+		f.over = over
+	}
+	// The runs in received positions: each lies inside one segment of the sender's layout.
+	seg := 0
+	var prevHi int64 = -1
+	for k, r := range opts.Runs {
+		if r.Lo >= r.Hi || r.Lo < prevHi {
+			return nil, fmt.Errorf("slice: run %d [%d, %d) is empty or out of order", k, r.Lo, r.Hi)
+		}
+		prevHi = r.Hi
+		for seg < len(recv.Segments) && recv.Segments[seg].PHi < r.Hi {
+			seg++
+		}
+		if seg == len(recv.Segments) || r.Lo < recv.Segments[seg].PLo {
+			return nil, fmt.Errorf("slice: run %d [%d, %d) lies in no segment the sender sends", k, r.Lo, r.Hi)
+		}
+		s := recv.Segments[seg].Shift
+		f.runs = append(f.runs, RunPlan{FirstOrdinal: r.FirstOrdinal, Partitions: r.Partitions, Lo: r.Lo - s, Hi: r.Hi - s})
+		f.shifts = append(f.shifts, s)
+	}
+	if last := f.runs[len(f.runs)-1]; last.Hi > recv.DataLength {
+		return nil, fmt.Errorf("slice: the last run ends at %d, past the received data's %d", last.Hi, recv.DataLength)
+	}
+	f.reader, err = compress.NewReader(heldRecords{f}, f.recvFL, info)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// heldRecords serves the held received records to a compress.Reader, which decodes them.
+type heldRecords struct{ f *InPlaceFill }
+
+func (h heldRecords) ReadAt(p []byte, off int64) (int, error) {
+	k := recordAt(h.f.info.Offsets, off)
+	b, ok := h.f.buf[k]
+	start := h.f.info.Offsets[k]
+	if !ok || off-start+int64(len(p)) > int64(len(b)) {
+		return 0, fmt.Errorf("slice: received chunk %d is not held", k)
+	}
+	return copy(p, b[off-start:]), nil
+}
+
+// recordAt is the record whose offset is the last at or below off.
+func recordAt(offsets []int64, off int64) int {
+	lo, hi := 0, len(offsets)
+	for lo+1 < hi {
+		m := (lo + hi) / 2
+		if offsets[m] <= off {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// recordEnd is where received record j ends.
+func (f *InPlaceFill) recordEnd(j int) int64 {
+	if j+1 < len(f.info.Offsets) {
+		return f.info.Offsets[j+1]
+	}
+	return f.recvFL
+}
+
+// Write takes the next received Data.db bytes, in order. Their chunks' CRCs are checked by
+// the caller as they pass (a record is decoded here only after its own CRC check too).
+func (f *InPlaceFill) Write(p []byte) error {
+	if f.err != nil {
+		return f.err
+	}
+	for len(p) > 0 {
+		if f.cur >= len(f.info.Offsets) {
+			return f.fail(fmt.Errorf("slice: %d bytes past the received Data.db's end", len(p)))
+		}
+		start, end := f.info.Offsets[f.cur], f.recordEnd(f.cur)
+		if f.in == start {
+			f.mu.Lock()
+			f.through = f.writesThrough(f.cur)
+			f.mu.Unlock()
+		}
+		k := min(int64(len(p)), end-f.in)
+		if f.through {
+			if _, err := f.dst.WriteAt(p[:k], f.off+f.in-start); err != nil {
+				return f.fail(err)
+			}
+			f.fold(crc32.ChecksumIEEE(p[:k]), k)
+		} else {
+			f.buf[f.cur] = append(f.buf[f.cur], p[:k]...)
+		}
+		f.in += k
+		p = p[k:]
+		if f.in == end {
+			if err := f.recordDone(); err != nil {
+				return f.fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+func (f *InPlaceFill) fail(err error) error {
+	if f.err == nil {
+		f.err = err
+	}
+	return f.err
+}
+
+// writesThrough says whether received chunk j goes straight to its place: a chunk its run
+// keeps whole, every child chunk before it written.
+func (f *InPlaceFill) writesThrough(j int) bool {
+	c, ok := f.verbatimChild(j)
+	return ok && c == f.emitted
+}
+
+// verbatimChild is the child chunk received chunk j becomes, when a placed run keeps it whole.
+func (f *InPlaceFill) verbatimChild(j int) (int, bool) {
+	for k := len(f.placed) - 1; k >= 0; k-- {
+		v := f.placed[k].verbatim
+		if v.N > 0 && j >= v.Parent && j < v.Parent+v.N {
+			return v.Chunk + j - v.Parent, true
+		}
+		if v.N > 0 && j >= v.Parent+v.N {
+			break
+		}
+	}
+	return 0, false
+}
+
+// recordDone finishes received chunk cur: written through, or held and decoded; then lays out
+// what it makes possible and writes what it can.
+func (f *InPlaceFill) recordDone() error {
+	j := f.cur
+	f.cur++
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.through {
+		f.through = false
+		f.offsets = append(f.offsets, f.off)
+		f.off += f.recordEnd(j) - f.info.Offsets[j]
+		f.emitted++
+	} else {
+		b, err := f.reader.ReadChunk(j, nil)
+		if err != nil {
+			return err
+		}
+		f.plain[j] = b
+	}
+	return f.advance()
+}
+
+// advance places the runs whose first keys are held and writes the child chunks whose bytes
+// are all here.
+func (f *InPlaceFill) advance() error {
+	for {
+		progressed := false
+		for len(f.placed) < len(f.runs) {
+			k := len(f.placed)
+			key, ok, err := f.heldKey(f.runs[k].Lo)
+			if err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				break
+			}
+			if err := f.place(k, key); err != nil {
+				return err
+			}
+			progressed = true
+		}
+		for {
+			ok, err := f.emitNext()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			progressed = true
+		}
+		if !progressed {
+			f.evict()
+			return nil
+		}
+	}
+}
+
+// heldKey reads the key of the partition at received position pos from held chunks.
+func (f *InPlaceFill) heldKey(pos int64) ([]byte, bool, error) {
+	var n [2]byte
+	if !f.heldBytes(n[:], pos) {
+		return nil, false, nil
+	}
+	key := make([]byte, int(n[0])<<8|int(n[1]))
+	if !f.heldBytes(key, pos+2) {
+		return nil, false, nil
+	}
+	return key, true, nil
+}
+
+// heldBytes fills b from the decoded held chunks at received position pos, or says they are
+// not all here.
+func (f *InPlaceFill) heldBytes(b []byte, pos int64) bool {
+	for len(b) > 0 {
+		j := int(pos / f.L)
+		c, ok := f.plain[j]
+		at := pos - int64(j)*f.L
+		if !ok || at >= int64(len(c)) {
+			return false
+		}
+		n := copy(b, c[at:])
+		b, pos = b[n:], pos+int64(n)
+	}
+	return true
+}
+
+// place lays out run k, whose first partition's key is key, after the runs before it.
+func (f *InPlaceFill) place(k int, key []byte) error {
+	r := f.runs[k]
+	last := k == len(f.runs)-1
+	minF := f.fm.minRegion()
+	p := placeRun(f.L, f.cpos, r, last, minF, false)
+	var fill []byte
+	var fkeys []fillerKey
+	if p.region.Len > 0 {
+		tok := f.p.Token(key)
+		i, in := f.pieces.locate(tok)
+		if !in {
+			return fmt.Errorf("%w: the partition at %d (token %s) lies in none of the ranges", ErrCorrupt, r.Lo+f.shifts[k], tok)
+		}
+		var err error
+		fill, fkeys, err = f.fm.region(p.region.Len, f.pieces.pieces[i].r.Left, tok, key)
+		if errors.Is(err, errNoFiller) {
+			// No filler fits the gap: the run goes right after the one before, re-encoded.
+			p, fill, fkeys = placeRun(f.L, f.cpos, r, last, minF, true), nil, nil
+		} else if err != nil {
+			return err
+		}
+		for i := range fkeys {
+			fkeys[i].Off += p.region.At
+		}
+	}
+	f.placed = append(f.placed, p)
+	f.keys = append(f.keys, key)
+	f.fills = append(f.fills, fill)
+	f.fkeys = append(f.fkeys, fkeys)
+	f.cpos = p.end
+	return nil
+}
+
+// Enter is the rebuild reaching run k's first partition (key, parent position pos): it lays
+// the run out if the data has not yet, and returns the run's shift (child position = parent
+// position - shift) and the filler partitions before it, at child positions.
+func (f *InPlaceFill) Enter(k int, key []byte, pos int64) (int64, []FillerPartition, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if k >= len(f.runs) || k > len(f.placed) {
+		return 0, nil, fmt.Errorf("slice: the index slice enters run %d of %d before run %d", k, len(f.runs), len(f.placed))
+	}
+	if r := f.runs[k]; pos-f.shifts[k] != r.Lo {
+		return 0, nil, fmt.Errorf("%w: run %d starts at %d, its first partition in the index slice at %d", ErrCorrupt, k, r.Lo+f.shifts[k], pos)
+	}
+	if k == len(f.placed) {
+		if err := f.place(k, append([]byte(nil), key...)); err != nil {
+			return 0, nil, err
+		}
+	} else if !bytes.Equal(f.keys[k], key) {
+		return 0, nil, fmt.Errorf("%w: run %d's first key is %x in Data.db, %x in the index slice", ErrCorrupt, k, f.keys[k], key)
+	}
+	var out []FillerPartition
+	for _, fk := range f.fkeys[k] {
+		out = append(out, FillerPartition{Key: fk.Key, Token: fk.Tok, Position: fk.Off})
+	}
+	return f.shifts[k] + f.placed[k].shift, out, nil
+}
+
+// FillerPartition is a filler partition of an in-place fill, at a child position.
+type FillerPartition struct {
+	Key      []byte
+	Token    token.Token
+	Position int64
+}
+
+// laidOut is how far the child's stream is laid out: its end once every run is placed.
+func (f *InPlaceFill) laidOut() (int64, bool) { return f.cpos, len(f.placed) == len(f.runs) }
+
+// emitNext writes the next child chunk if its bytes are all here.
+func (f *InPlaceFill) emitNext() (bool, error) {
+	c := f.emitted
+	a := int64(c) * f.L
+	end, all := f.laidOut()
+	if !all && a+f.L > end {
+		return false, nil // the chunk reaches past the runs laid out so far
+	}
+	if all && c >= chunksFor(end, f.L) {
+		return false, nil
+	}
+	if j, ok := f.verbatimParent(c); ok {
+		b, held := f.buf[j]
+		if !held || j >= f.cur {
+			return false, nil // not yet here: written through as it arrives
+		}
+		if err := f.emit(b); err != nil {
+			return false, err
+		}
+		delete(f.buf, j)
+		return true, nil
+	}
+	b := min(a+f.L, end)
+	f.content = f.content[:0]
+	for pos := a; pos < b; {
+		k, region := f.stretchAt(pos)
+		switch {
+		case region:
+			p := f.placed[k]
+			n := min(b, p.region.At+p.region.Len) - pos
+			f.content = append(f.content, f.fills[k][pos-p.region.At:pos-p.region.At+n]...)
+			pos += n
+		default:
+			r, p := f.runs[k], f.placed[k]
+			n := min(b, r.Hi-p.shift) - pos
+			at := len(f.content)
+			f.content = append(f.content, make([]byte, n)...)
+			if !f.heldBytes(f.content[at:], pos+p.shift) {
+				return false, nil
+			}
+			pos += n
+		}
+	}
+	var err error
+	if f.rec, err = compress.AppendRecord(f.rec[:0], f.codec, f.content, f.rawAt); err != nil {
+		return false, err
+	}
+	f.encBytes += int64(len(f.rec))
+	return true, f.emit(f.rec)
+}
+
+// verbatimParent is the received chunk child chunk c keeps whole, if any.
+func (f *InPlaceFill) verbatimParent(c int) (int, bool) {
+	for k := len(f.placed) - 1; k >= 0; k-- {
+		v := f.placed[k].verbatim
+		if v.N > 0 && c >= v.Chunk && c < v.Chunk+v.N {
+			return v.Parent + c - v.Chunk, true
+		}
+		if v.N > 0 && c >= v.Chunk+v.N {
+			break
+		}
+	}
+	return 0, false
+}
+
+// stretchAt is the placed run whose region (region) or bytes hold child position pos.
+func (f *InPlaceFill) stretchAt(pos int64) (int, bool) {
+	for k := len(f.placed) - 1; k >= 0; k-- {
+		p := f.placed[k]
+		if pos >= f.runs[k].Lo-p.shift {
+			return k, false
+		}
+		if p.region.Len > 0 && pos >= p.region.At {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// emit writes one whole record at the child's end.
+func (f *InPlaceFill) emit(rec []byte) error {
+	if _, err := f.dst.WriteAt(rec, f.off); err != nil {
+		return err
+	}
+	f.fold(crc32.ChecksumIEEE(rec), int64(len(rec)))
+	f.offsets = append(f.offsets, f.off)
+	f.off += int64(len(rec))
+	f.emitted++
+	return nil
+}
+
+func (f *InPlaceFill) fold(crc uint32, n int64) {
+	if !f.hasCRC {
+		f.crc, f.hasCRC = crc, true
+		return
+	}
+	f.crc = crcx.Combine(f.crc, crc, n)
+}
+
+// evict drops held chunks nothing still to be written needs: those before the received
+// position of the next child chunk's first byte.
+func (f *InPlaceFill) evict() {
+	need := f.needFrom()
+	for j := range f.buf {
+		if j < need && j < f.cur {
+			delete(f.buf, j)
+		}
+	}
+	for j := range f.plain {
+		if j < need {
+			delete(f.plain, j)
+		}
+	}
+}
+
+// needFrom is the first received chunk the child chunks not yet written may read.
+func (f *InPlaceFill) needFrom() int {
+	a := int64(f.emitted) * f.L
+	for k := range f.placed {
+		r, p := f.runs[k], f.placed[k]
+		if a < r.Hi-p.shift {
+			return int(max(r.Lo, a+p.shift) / f.L)
+		}
+	}
+	if k := len(f.placed); k < len(f.runs) {
+		return int(f.runs[k].Lo / f.L)
+	}
+	return math.MaxInt
+}
+
+// RebuildLayout is the layout a rebuild of the filled child maps positions with
+// (RebuildOptions.Fill): one segment per run, in parent positions, each shift set as the
+// rebuild enters the run, the data's length set by Finish.
+func (f *InPlaceFill) RebuildLayout() *Layout {
+	l := &Layout{Compressed: true, ChunkLength: f.L, DataLength: math.MaxInt64, FileLength: math.MaxInt64}
+	for k, r := range f.runs {
+		l.Segments = append(l.Segments, Segment{PLo: r.Lo + f.shifts[k], PHi: r.Hi + f.shifts[k], Runs: 1})
+	}
+	return l
+}
+
+// Written is how many bytes of the child's Data.db are written from its start.
+func (f *InPlaceFill) Written() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.off
+}
+
+// FilledData is what an in-place fill made.
+type FilledData struct {
+	Info                                        *compress.Info
+	DataLength, FileLength                      int64
+	Digest                                      uint32
+	Runs                                        int
+	FillerPartitions, FillerBytes, EncodedBytes int64
+	Reencoded                                   int // runs placed off the grid, every chunk re-encoded
+}
+
+// Finish writes what is left once every received byte was taken and returns the child's
+// Data.db facts (its CompressionInfo, lengths and digest).
+func (f *InPlaceFill) Finish() (FilledData, error) {
+	if f.err != nil {
+		return FilledData{}, f.err
+	}
+	if f.cur != len(f.info.Offsets) || f.in != f.recvFL {
+		return FilledData{}, fmt.Errorf("slice: in-place fill finished after %d of %d received bytes", f.in, f.recvFL)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.advance(); err != nil {
+		return FilledData{}, err
+	}
+	end, all := f.laidOut()
+	if !all {
+		return FilledData{}, fmt.Errorf("%w: run %d's first key is not in the received data", ErrCorrupt, len(f.placed))
+	}
+	if want := chunksFor(end, f.L); f.emitted != want {
+		return FilledData{}, fmt.Errorf("slice: in-place fill wrote %d of %d chunks", f.emitted, want)
+	}
+	c := *f.info
+	c.DataLength = end
+	c.Offsets = f.offsets
+	out := FilledData{Info: &c, DataLength: end, FileLength: f.off, Digest: f.crc, Runs: len(f.runs), EncodedBytes: f.encBytes}
+	for k, p := range f.placed {
+		out.FillerPartitions += int64(len(f.fkeys[k]))
+		out.FillerBytes += p.region.Len
+		if p.encoded {
+			out.Reencoded++
+		}
+	}
+	f.buf, f.plain = nil, nil
+	return out, nil
+}
+
+// Why says why no filler partition can be made for this table ("" when one can).
+func (f *InPlaceFill) Why() string { return f.fmWhy }
+
+// VerifyEnds proves the sender's claim that each run ends exactly where its last partition
+// does: lasts are the parent positions of each run's last partition (the rebuild's), data the
+// written child read through its CompressionInfo. A run with bytes after its last partition
+// would leave bytes no partition owns in the child.
+func (f *InPlaceFill) VerifyEnds(data io.ReaderAt, info *compress.Info, fileLength int64, lasts []int64) error {
+	if len(lasts) != len(f.runs) {
+		return fmt.Errorf("%w: the index slice entered %d of %d runs", ErrCorrupt, len(lasts), len(f.runs))
+	}
+	r, err := compress.NewReader(data, fileLength, info)
+	if err != nil {
+		return err
+	}
+	var cur rows.Cursor
+	var b []byte
+	for k, last := range lasts {
+		shift := f.shifts[k] + f.placed[k].shift
+		pos, end := last-shift, f.runs[k].Hi-f.placed[k].shift
+		if pos < 0 || pos >= end {
+			return fmt.Errorf("%w: run %d's last partition at %d lies outside it", ErrCorrupt, k, last)
+		}
+		b = append(b[:0], make([]byte, end-pos)...)
+		if _, err := r.ReadAt(b, pos); err != nil {
+			return err
+		}
+		err := cur.ResetTrailing(f.table, f.v, b)
+		for err == nil && cur.Next() {
+		}
+		if err == nil {
+			err = cur.Err()
+		}
+		if err != nil || !cur.Done() || int64(cur.End()) != end-pos {
+			return fmt.Errorf("%w: run %d: the partition at parent position %d does not end at the run's end %d (%v)",
+				ErrCorrupt, k, last, f.runs[k].Hi+f.shifts[k], err)
+		}
+	}
+	return nil
+}
+
+// FillerOverhead is an empty partition's size less its key (0: unknown): the rebuild keeps
+// the positions of partitions of a filler's size (RunEntrant's optional method).
+func (f *InPlaceFill) FillerOverhead() int64 { return f.over }
+
+// CountFillers counts the partitions at positions (child positions of partitions of a
+// filler's size, PartialRebuild.MaybeFillers) that are filler partitions: a sluice-filled
+// parent's fillers, passed on as partitions, which the child's partition count leaves out.
+func (f *InPlaceFill) CountFillers(data io.ReaderAt, info *compress.Info, fileLength int64, positions []int64) (int64, error) {
+	if len(positions) == 0 || f.over <= 0 {
+		return 0, nil
+	}
+	r, err := compress.NewReader(data, fileLength, info)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var b []byte
+	for _, pos := range positions {
+		var l [2]byte
+		if _, err := r.ReadAt(l[:], pos); err != nil {
+			return 0, err
+		}
+		b = append(b[:0], make([]byte, f.over+int64(int(l[0])<<8|int(l[1])))...)
+		if _, err := r.ReadAt(b, pos); err != nil {
+			return 0, err
+		}
+		if sstable.IsFiller(f.table, f.v, b) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// KeyAt reads the key of the partition at parent position pos from the child as written: ok is
+// false until the chunks holding it are (an IndexPositions rebuild, whose slice carries no
+// keys, reads them here as the child is written; the key is valid until the next call).
+func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
+	f.mu.Lock()
+	k := -1
+	for i := range f.runs {
+		if pos >= f.runs[i].Lo+f.shifts[i] && pos < f.runs[i].Hi+f.shifts[i] {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		f.mu.Unlock()
+		return nil, false, fmt.Errorf("slice: parent position %d lies in no run", pos)
+	}
+	if k >= len(f.placed) {
+		f.mu.Unlock()
+		return nil, false, nil
+	}
+	child := pos - f.shifts[k] - f.placed[k].shift
+	if f.keyReader == nil || f.keysChunks != f.emitted {
+		c := *f.info
+		c.Offsets = f.offsets[:f.emitted]
+		c.DataLength = int64(f.emitted) * f.L
+		if end, all := f.laidOut(); all && f.emitted == chunksFor(end, f.L) {
+			c.DataLength = end
+		}
+		r, err := compress.NewReader(f.src, f.off, &c)
+		if err != nil {
+			f.mu.Unlock()
+			return nil, false, err
+		}
+		f.keyReader, f.keysChunks, f.keyChunk = r, f.emitted, -1
+	}
+	r, emitted := f.keyReader, f.emitted
+	f.mu.Unlock()
+	var n [2]byte
+	if ok, err := f.keyBytesAt(r, emitted, n[:], child); !ok || err != nil {
+		return nil, false, err
+	}
+	key := make([]byte, int(n[0])<<8|int(n[1]))
+	if ok, err := f.keyBytesAt(r, emitted, key, child+2); !ok || err != nil {
+		return nil, false, err
+	}
+	return key, true, nil
+}
+
+// keyBytesAt fills b from the written child at position pos through r, a reader over its
+// first emitted chunks; false when they do not reach that far yet.
+func (f *InPlaceFill) keyBytesAt(r *compress.Reader, emitted int, b []byte, pos int64) (bool, error) {
+	for len(b) > 0 {
+		c := int(pos / f.L)
+		if c >= emitted {
+			return false, nil
+		}
+		if c != f.keyChunk {
+			var err error
+			if f.keyBytes, err = r.ReadChunk(c, f.keyBytes[:0]); err != nil {
+				return false, err
+			}
+			f.keyChunk = c
+		}
+		at := pos - int64(c)*f.L
+		if at >= int64(len(f.keyBytes)) {
+			return false, nil
+		}
+		n := copy(b, f.keyBytes[at:])
+		b, pos = b[n:], pos+int64(n)
+	}
+	return true, nil
+}
