@@ -25,7 +25,7 @@ func newCassandraCmd() *cobra.Command {
 		Long: `Commands of a sluice node whose configuration has a cassandra: section (the sidecar of a
 live Cassandra node), through its admin API.`,
 	}
-	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd(), newCassandraRebuildCmd(), newCassandraLoadCmd())
+	cmd.AddCommand(newCassandraRingCmd(), newCassandraImportCmd(), newCassandraRebuildCmd(), newCassandraLoadCmd(), newCassandraReplaceCmd())
 	return cmd
 }
 
@@ -190,6 +190,57 @@ were imported stay.`,
 		},
 	}
 	cmd.Flags().StringVar(&keyspace, "keyspace", "", "rebuild only this keyspace")
+	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
+	return cmd
+}
+
+func newCassandraReplaceCmd() *cobra.Command {
+	var admin, into, native, keyspace string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "replace DEAD_ADDRESS --into DIR [--native HOST:PORT] [--keyspace KS] [--admin HOST:PORT] [--json]",
+		Short: "Fill a replacement Cassandra node's data directory with a dead node's ranges, before its first start",
+		Long: `Fill DIR, the data directory of a Cassandra node that will replace the dead node DEAD_ADDRESS
+(its address or host id; DOWN in the ring) and has not started yet, with every range the dead
+node replicated: for every keyspace with replication to its DC (or only --keyspace; never the
+system keyspaces) each range comes from one other replica that is UP and whose sluice sidecar
+is up, the ranges spread over them, as sluice cassandra rebuild does. The ring (the dead node's
+tokens included, from system.peers_v2) is read from the sidecar's own Cassandra node, or with
+--native from another live node's CQL port (a replacement's sidecar has no live node yet).
+
+Each table's sstables arrive zero-copy in a scratch directory inside DIR, are verified
+strictly, and are moved into DIR/<keyspace>/<table>-<id>/ under fresh generations, Data.db
+last: never a half-written sstable Cassandra would open. DIR is a path on the sidecar's host
+and must not be a data directory of the sidecar's live node. Then start the replacement with
+auto_bootstrap: false, -Dcassandra.replace_address_first_boot=DEAD_ADDRESS and
+-Dcassandra.allow_unsafe_replace=true, and repair it (docs/OPERATIONS.md says why).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("%s: want one DEAD_ADDRESS, got %q", cmd.CommandPath(), args)
+			}
+			if into == "" {
+				return usagef("%s: --into DIR is required", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyspace != "" {
+				if err := checkNames("cassandra replace", keyspace, "", false); err != nil {
+					return err
+				}
+			}
+			abs, err := filepath.Abs(into)
+			if err != nil {
+				return err
+			}
+			req := adminapi.CassandraReplaceRequest{Dead: args[0], Into: abs, Native: native, Keyspace: keyspace}
+			return runCassandraOp(cmd, admin, "replace", req, asJSON, "installed", "table(s)")
+		},
+	}
+	cmd.Flags().StringVar(&into, "into", "", "the replacement node's data directory (on the sidecar's host)")
+	cmd.Flags().StringVar(&native, "native", "", "host:port of a live Cassandra node's CQL port to read the ring from (default: the sidecar's own node)")
+	cmd.Flags().StringVar(&keyspace, "keyspace", "", "replace only this keyspace's data")
 	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
 	return cmd

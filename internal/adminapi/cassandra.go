@@ -22,6 +22,26 @@ type CassandraBackend interface {
 	// StartCassandraLoad starts OpCassandraLoad: sstables of directories on the sidecar's
 	// host, sent to every replica's sidecar, which imports them.
 	StartCassandraLoad(req CassandraLoadRequest) (OpStatus, error)
+	// StartCassandraReplace starts OpCassandraReplace: every range a dead Cassandra node
+	// replicated, fetched from other replicas' sidecars into a directory for its replacement.
+	StartCassandraReplace(req CassandraReplaceRequest) (OpStatus, error)
+}
+
+// OpCassandraReplace is the kind of a sidecar's replace in OpStatus.Kind.
+const OpCassandraReplace = "cassandra-replace"
+
+// CassandraReplaceRequest is the body of POST /v1/cassandra/replace: fill Into (an absolute
+// path on the sidecar's host: the data directory of a replacement Cassandra node that has not
+// started yet) with every range the dead node Dead (its address or host id, DOWN in the ring)
+// replicated, from the other replicas' sidecars, in Cassandra's layout
+// Into/<keyspace>/<table>-<id>/. Native, when set, is host:port of a live Cassandra node's CQL
+// port to read the ring from (the sidecar's own node's when empty: a replacement's sidecar
+// has no live node of its own yet). Keyspace limits it to one keyspace.
+type CassandraReplaceRequest struct {
+	Dead     string `json:"dead"`
+	Into     string `json:"into"`
+	Native   string `json:"native,omitempty"`
+	Keyspace string `json:"keyspace,omitempty"`
 }
 
 // OpCassandraLoad is the kind of a sidecar's load in OpStatus.Kind.
@@ -202,6 +222,7 @@ var errNotSidecar = Conflict(errors.New("this node has no cassandra section: it 
 //	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult (synchronous)
 //	POST /v1/cassandra/rebuild CassandraRebuildRequest (may be {}) → OpStatus (follow GET /v1/ops)
 //	POST /v1/cassandra/load    CassandraLoadRequest → OpStatus (follow GET /v1/ops)
+//	POST /v1/cassandra/replace CassandraReplaceRequest → OpStatus (follow GET /v1/ops)
 func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 	cb, _ := s.b.(CassandraBackend)
 	mux.HandleFunc("GET /v1/cassandra/ring", func(w http.ResponseWriter, r *http.Request) {
@@ -220,6 +241,9 @@ func (s *Server) cassandraRoutes(mux *http.ServeMux) {
 	})
 	postCassandra(mux, "POST /v1/cassandra/rebuild", cb, func(_ *http.Request, req CassandraRebuildRequest) (any, error) {
 		return cb.StartCassandraRebuild(req)
+	})
+	postCassandra(mux, "POST /v1/cassandra/replace", cb, func(_ *http.Request, req CassandraReplaceRequest) (any, error) {
+		return cb.StartCassandraReplace(req)
 	})
 }
 

@@ -98,6 +98,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	GET  /v1/cassandra/ring    CassandraRing (a Cassandra sidecar; cassandra.go)
 //	POST /v1/cassandra/import  CassandraImportRequest → CassandraImportResult
 //	POST /v1/cassandra/rebuild CassandraRebuildRequest (may be {}) → OpStatus
+//	POST /v1/cassandra/replace CassandraReplaceRequest → OpStatus
 //	POST /v1/cassandra/load    CassandraLoadRequest → OpStatus
 //
 // The POST /v1/ops/{kind} endpoints start the operation and answer at once with its status;

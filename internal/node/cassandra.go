@@ -536,3 +536,11 @@ func (d driverLog) Printf(format string, v ...any) {
 	d.log.Debug().Msg(strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
 func (d driverLog) Println(v ...any) { d.log.Debug().Msg(strings.TrimSpace(fmt.Sprintln(v...))) }
+
+func (b adminBackend) StartCassandraReplace(req adminapi.CassandraReplaceRequest) (OpStatus, error) {
+	st, err := b.Node.StartCassandraReplace(req)
+	if errors.Is(err, ErrNotSidecar) {
+		return st, sidecarErr(err)
+	}
+	return opErr(st, err)
+}

@@ -26,6 +26,14 @@ type cassandraRing struct {
 	self    string                 // this sidecar's member name
 	members func() []gossip.Member // gossip's members, read with the ring
 	log     zerolog.Logger
+	// as, when set, is the host id of a dead node this ring plays the part of (a replace):
+	// Self is it, Keyspaces and Peer answer for it (its data comes to this sidecar), and it
+	// must not be UP. readRing, when set, reads the ring instead of the sidecar's own node;
+	// remote says that node is not this sidecar's (then it is a source like any other node,
+	// served by its own sidecar).
+	as       string
+	readRing func(ctx context.Context) (cassandra.Snapshot, string, error)
+	remote   bool
 
 	mu          sync.Mutex
 	snap        cassandra.Snapshot
@@ -38,7 +46,11 @@ var _ ops.Ring = (*cassandraRing)(nil)
 
 // Settled reads the ring afresh; a stale read (Cassandra does not answer) is refused.
 func (r *cassandraRing) Settled(ctx context.Context) (ring.Ring, error) {
-	snap, stale, err := r.s.snapshot(ctx)
+	read := r.readRing
+	if read == nil {
+		read = r.s.snapshot
+	}
+	snap, stale, err := read(ctx)
 	if err != nil {
 		return ring.Ring{}, err
 	}
@@ -49,6 +61,18 @@ func (r *cassandraRing) Settled(ctx context.Context) (ring.Ring, error) {
 	if !ok {
 		return ring.Ring{}, errors.New("the ring read has no local node")
 	}
+	reader := local
+	if r.as != "" {
+		if local, ok = snap.Node(r.as); !ok {
+			return ring.Ring{}, fmt.Errorf("%w: the ring read from %s has no node %s", ErrBadState, reader.Address, r.as)
+		}
+		if local.State == cassandra.Up {
+			return ring.Ring{}, fmt.Errorf("%w: Cassandra node %s (%s) is UP in the ring read from %s: only a dead node is replaced", ErrBadState, local.Address, local.HostID, reader.Address)
+		}
+		if r.remote {
+			snap = withoutLocal(snap)
+		}
+	}
 	rg, _, err := snap.Ring()
 	if err != nil {
 		return ring.Ring{}, err
@@ -57,10 +81,23 @@ func (r *cassandraRing) Settled(ctx context.Context) (ring.Ring, error) {
 		return ring.Ring{}, fmt.Errorf("%w: the local Cassandra node %s owns no tokens", ErrBadState, local.HostID)
 	}
 	up, unavailable := upSidecars(snap, r.self, r.members())
+	if r.as != "" && !r.remote && reader.State == cassandra.Up {
+		up[reader.HostID] = r.self // this sidecar's own node is a source like the others
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.snap, r.local, r.up, r.unavailable = snap, local, up, unavailable
 	return rg, nil
+}
+
+// withoutLocal is snap with no node marked local: read from a node this sidecar does not sit
+// beside, every node's sidecar is found by the host id it announces.
+func withoutLocal(snap cassandra.Snapshot) cassandra.Snapshot {
+	snap.Nodes = slices.Clone(snap.Nodes)
+	for i := range snap.Nodes {
+		snap.Nodes[i].Local = false
+	}
+	return snap
 }
 
 // read is the last read; ok is false before Settled.
