@@ -72,12 +72,13 @@ type Config struct {
 	// goes at 64 MiB received, before an sstable of 64 MiB or more, and when nothing more is
 	// to arrive. Default 64; 1 commits each sstable alone (still while the next streams).
 	CommitBatch int
-	// FillInPlaceMax: a receiver fills a compressed partial whose Data.db is at most this
-	// many bytes as its runs arrive, writing every byte once (wire.FeatureFillInPlace); a
-	// session that ends in the middle of such an sstable restarts it whole. A larger one is
-	// received as the sender laid it out, resumable from its verified prefix, then filled
-	// into a second copy. Default 1 GiB; negative: never in place.
-	FillInPlaceMax int64
+	// FillAfterReceive makes a receiver take a compressed partial as the sender laid it out
+	// (whole parent chunks, other partitions between runs), then fill a copy of it: every
+	// byte written twice. By default it fills the partial as its runs arrive (every byte
+	// written once, wire.FeatureFillInPlace), which needs each run to end exactly where its
+	// last partition does; a parent with bytes no partition owns (written by sluice before
+	// filler partitions) fails that check by name, and this is the way to take it anyway.
+	FillAfterReceive bool
 
 	// recordsOnly makes a receiver's Hello leave out wire.FeatureIndexBig and
 	// wire.FeatureIndexPositions, as a receiver that rebuilds only from records would (tests).
@@ -214,21 +215,8 @@ func (c Config) hello() wire.Hello {
 	if f := c.dataFeature(); f != "" {
 		h.Features = append(h.Features, f)
 	}
-	if c.fillInPlaceMax() > 0 {
+	if !c.FillAfterReceive {
 		h.Features = append(h.Features, wire.FeatureFillInPlace)
 	}
 	return h
-}
-
-// DefaultFillInPlaceMax is Config.FillInPlaceMax's default.
-const DefaultFillInPlaceMax = 1 << 30
-
-func (c Config) fillInPlaceMax() int64 {
-	switch {
-	case c.FillInPlaceMax < 0:
-		return 0
-	case c.FillInPlaceMax == 0:
-		return DefaultFillInPlaceMax
-	}
-	return c.FillInPlaceMax
 }

@@ -247,7 +247,7 @@ func TestTornWriteCaughtOnResume(t *testing.T) {
 	n.srv.SetThroughput(8<<20, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, err := Fetch(ctx, Config{storage: store, FillInPlaceMax: -1}, ca.client(t, ca), req, func(st SessionStatus) {
+	res, err := Fetch(ctx, Config{storage: store}, ca.client(t, ca), req, func(st SessionStatus) {
 		if st.BytesDone >= 3<<20 {
 			cancel()
 		}
@@ -268,7 +268,7 @@ func TestTornWriteCaughtOnResume(t *testing.T) {
 	n.srv.SetThroughput(0, 0)
 
 	req.Resume = true
-	res, err = Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
+	res, err = Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
 	if err == nil || len(res.Failed) != 1 || !errors.Is(res.Failed[0], ErrChecksum) {
 		t.Fatalf("resume over a torn prefix: %v", err)
 	}

@@ -121,13 +121,25 @@ func (f *installFiles) fillErr(err error) error {
 	return f.writeErr(err)
 }
 
-// data is the Data.db kept for a resume: none when filled in place (its bytes are not the
-// sender's layout, which a resume replays).
-func (c *childInstaller) data() Writable {
-	if c.child.fill != nil {
-		return nil
+// resumeFill restarts the in-place fill after the clean point st of an earlier session,
+// whose written child Data.db is kept at path: the prefix is copied and proven (every
+// chunk's CRC, the digest), and the received bytes' accounting taken up after it.
+func (p *partialInstaller) resumeFill(path string, st slice.FillState) error {
+	if p.child.fill == nil {
+		return fmt.Errorf("%w: %s's kept prefix was filled in place, this receive is not", ErrManifest, p.in.ID)
 	}
-	return c.dataW
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := p.child.fill.Resume(st, f); err != nil {
+		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrCorrupt) {
+			return fmt.Errorf("%w: the kept Data.db prefix %s: %w", ErrChecksum, path, err)
+		}
+		return fmt.Errorf("the kept Data.db prefix %s: %w", path, err)
+	}
+	return p.in.resumedAt(st.Chunks, st.Bytes, st.RecvDigest)
 }
 
 func (p *partialInstaller) publishes() (descriptor.Descriptor, bool) {
@@ -256,6 +268,7 @@ func (c *childRebuild) startFill() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrManifest, err)
 	}
+	in.fillClean = c.fill.Clean
 	return nil
 }
 

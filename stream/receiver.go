@@ -300,9 +300,12 @@ type Incoming struct {
 	Layout *slice.Layout
 	// CRCChunkLength is the CRC.db chunk length of an uncompressed partial child.
 	CRCChunkLength int
-	// Spans, for a compressed partial filled as it arrives (Config.FillInPlaceMax), are its
+	// Spans, for a compressed partial filled as it arrives (not Config.FillAfterReceive), are its
 	// runs in parent positions, from the Manifest; nil otherwise.
 	Spans []slice.RunPlan
+	// fillClean, filling in place, is the fill's last clean point: a checkpoint records it
+	// instead of the verified chunks (slice.InPlaceFill.Clean).
+	fillClean func() (slice.FillState, bool)
 	// DataComponent is the index of Data.db in Manifest.Components (entire), else -1.
 	DataComponent int
 	// Ranges are the ranges the session asked for, in the sstable's partitioner: a partial's or
@@ -584,7 +587,7 @@ func (r *Receiver) validatePartial(in *Incoming, m *wire.Manifest) error {
 		if in.Info == nil {
 			return bad("spans for an uncompressed partial")
 		}
-		if max := r.cfg.fillInPlaceMax(); max > 0 && int64(m.DataFileLength) <= max {
+		if !r.cfg.FillAfterReceive {
 			in.Spans = make([]slice.RunPlan, len(m.Spans))
 			for i, sp := range m.Spans {
 				if sp.Lo >= sp.Hi || sp.Hi > 1<<62 {
@@ -772,6 +775,17 @@ func (in *Incoming) Progress(n int64) (checkpoint bool) {
 		return true
 	}
 	return false
+}
+
+// resumedAt takes up a receive filled in place after the first chunks received bytes of
+// Data.db, whose CRC32 is digest, proven and kept by an earlier session.
+func (in *Incoming) resumedAt(chunks int, bytes int64, digest uint32) error {
+	if in.checker == nil || int64(in.got[0]) != 0 || bytes < 0 || uint64(bytes) > in.want[0] {
+		return fmt.Errorf("%w: resuming %s at %d bytes", ErrManifest, in.ID, bytes)
+	}
+	in.got[0], in.digest = uint64(bytes), digest
+	in.checker.Skip(chunks)
+	return nil
 }
 
 // CheckpointAt is Checkpoint when a record of it is worth writing: some chunks verified, and

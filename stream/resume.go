@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -57,6 +58,9 @@ type partialState struct {
 	VerifiedChunks uint64 `json:"verified_chunks"`
 	Bytes          int64  `json:"bytes"`
 	Manifest       string `json:"manifest"`
+	// Fill, for a partial filled in place, is the fill's clean point Bytes is: Path then holds
+	// the child as written (its first Fill.Written bytes), not the sender's layout.
+	Fill *slice.FillState `json:"fill,omitempty"`
 }
 
 // Names of the files a Fetch keeps in its target directory besides installs. None starts
@@ -78,6 +82,15 @@ func stateKey(peer, keyspace, table, ranges string) string {
 
 func statePath(dir, peer, keyspace, table, ranges string) string {
 	return filepath.Join(dir, statePrefix+stateKey(peer, keyspace, table, ranges)+".json")
+}
+
+// keptLength is how many bytes the kept file holds for this prefix: the received bytes, or
+// the child written from them when filled in place.
+func (p *partialState) keptLength() int64 {
+	if p.Fill != nil {
+		return p.Fill.Written
+	}
+	return p.Bytes
 }
 
 // partPattern and scratchPattern are os.CreateTemp / MkdirTemp patterns for this request.
@@ -128,7 +141,7 @@ func loadState(dir, peer, keyspace, table, ranges string, resume bool) *resumeSt
 		}
 	}
 	if p := old.Partial; p != nil && st.ownsPart(p.Path) && p.VerifiedChunks > 0 && p.VerifiedChunks != ResumeInstalled && p.Bytes > 0 {
-		if fi, err := os.Lstat(filepath.Join(dir, p.Path)); err == nil && fi.Mode().IsRegular() && fi.Size() >= p.Bytes {
+		if fi, err := os.Lstat(filepath.Join(dir, p.Path)); err == nil && fi.Mode().IsRegular() && fi.Size() >= p.keptLength() {
 			if _, done := st.Installed[p.ID]; !done {
 				st.Partial = p
 			}
@@ -218,21 +231,21 @@ func (st *resumeState) points() (points []wire.ResumePoint, skipped []string) {
 // replayFor says which kept prefix, of how many bytes, must fill the gap before the offset
 // the sender restarts in's Data.db at (0 when it sends the sstable whole); a record that
 // does not match in's manifest fails the sstable.
-func (st *resumeState) replayFor(in *Incoming) (path string, n int64, err error) {
+func (st *resumeState) replayFor(in *Incoming) (path string, n int64, fill *slice.FillState, err error) {
 	v, ok := st.pending[in.ID]
 	if !ok {
-		return "", 0, nil
+		return "", 0, nil, nil
 	}
 	delete(st.pending, in.ID)
 	off, ok := in.ResumeOffset(v)
 	if !ok {
-		return "", 0, nil
+		return "", 0, nil, nil
 	}
 	p := st.Partial
 	if p == nil || p.ID != in.ID || p.VerifiedChunks != v || p.Bytes != off || p.Manifest != in.manifestHash() {
-		return "", 0, fmt.Errorf("%w: the kept Data.db prefix of %s was received under another manifest", ErrManifest, in.ID)
+		return "", 0, nil, fmt.Errorf("%w: the kept Data.db prefix of %s was received under another manifest", ErrManifest, in.ID)
 	}
-	return filepath.Join(st.dir, p.Path), off, nil
+	return filepath.Join(st.dir, p.Path), off, p.Fill, nil
 }
 
 // replay feeds the first n bytes of a Data.db kept by an interrupted session (path) through
@@ -297,6 +310,16 @@ func (st *resumeState) checkpoint(in *Incoming, data Writable, part string) erro
 	if !ok {
 		return nil
 	}
+	var fill *slice.FillState
+	if in.fillClean != nil {
+		// Filled in place: the last point the fill can take up again, before the verified
+		// chunks (its bytes are written too; what follows may wait on later chunks).
+		fs, ok := in.fillClean()
+		if !ok {
+			return nil
+		}
+		chunks, off, fill = uint64(fs.Chunks), fs.Bytes, &fs
+	}
 	var err error
 	if data != nil {
 		err = data.Sync()
@@ -307,7 +330,7 @@ func (st *resumeState) checkpoint(in *Incoming, data Writable, part string) erro
 		return err
 	}
 	old := st.Partial
-	st.Partial = &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: in.manifestHash()}
+	st.Partial = &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: in.manifestHash(), Fill: fill}
 	if err := st.save(); err != nil {
 		return err
 	}

@@ -61,6 +61,11 @@ func checkNothingHalfInstalled(t testing.TB, dir string, installed []Fetched) {
 // progress shows at least after bytes of its first sstable: by cancelling the Fetch's
 // context, or with cancelBy when set.
 func cancelledFetch(t *testing.T, ca *testCA, req FetchRequest, after int64, cancelBy func()) (*FetchResult, error) {
+	return cancelledFetchWith(t, Config{}, ca, req, after, cancelBy)
+}
+
+// cancelledFetchWith is cancelledFetch with the receiver's Config cfg.
+func cancelledFetchWith(t *testing.T, cfg Config, ca *testCA, req FetchRequest, after int64, cancelBy func()) (*FetchResult, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,7 +74,7 @@ func cancelledFetch(t *testing.T, ca *testCA, req FetchRequest, after int64, can
 		stop = cancelBy
 	}
 	var fired bool
-	return Fetch(ctx, resumable, ca.client(t, ca), req, func(st SessionStatus) {
+	return Fetch(ctx, cfg, ca.client(t, ca), req, func(st SessionStatus) {
 		if !fired && st.FilesDone == 0 && st.BytesDone >= after {
 			fired = true
 			stop()
@@ -86,11 +91,17 @@ func TestFetchResumesMidSSTable(t *testing.T) {
 	for _, tc := range []struct {
 		name, version, compression, ranges string
 		rows                               bool
+		cfg                                Config // the receiver's
 	}{
-		{"partial_lz4", "oa", "lz4", "(-8000000000000000000,8000000000000000000]", false},
-		{"entire_none", "nb", "none", "(0,0]", false},
-		{"partial_bti_none", "da", "none", "(-8000000000000000000,8000000000000000000]", false},
-		{"rows_lz4", "oa", "lz4", "(-8000000000000000000,8000000000000000000]", true},
+		// Filled in place: the kept prefix is the child as written, taken up as it is.
+		{"partial_lz4", "oa", "lz4", "(-8000000000000000000,8000000000000000000]", false, Config{}},
+		{"partial_lz4_two_runs", "oa", "lz4", "(-8000000000000000000,-1000000000000000000],(0,8000000000000000000]", false, Config{}},
+		{"partial_bti_lz4", "da", "lz4", "(-8000000000000000000,-1000000000000000000],(0,8000000000000000000]", false, Config{}},
+		// Received as the sender laid it out, then filled: the kept prefix is replayed.
+		{"partial_lz4_received_whole", "oa", "lz4", "(-8000000000000000000,-1000000000000000000],(0,8000000000000000000]", false, receivedWhole},
+		{"entire_none", "nb", "none", "(0,0]", false, Config{}},
+		{"partial_bti_none", "da", "none", "(-8000000000000000000,8000000000000000000]", false, Config{}},
+		{"rows_lz4", "oa", "lz4", "(-8000000000000000000,8000000000000000000]", true, Config{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ca := newTestCA(t)
@@ -118,7 +129,7 @@ func TestFetchResumesMidSSTable(t *testing.T) {
 			dir := t.TempDir()
 			req := FetchRequest{Peer: n.addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
 			n.srv.SetThroughput(8<<20, 0)
-			res1, err := cancelledFetch(t, ca, req, 3<<20, nil)
+			res1, err := cancelledFetchWith(t, tc.cfg, ca, req, 3<<20, nil)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled fetch: %v", err)
 			}
@@ -134,7 +145,7 @@ func TestFetchResumesMidSSTable(t *testing.T) {
 			if st.Partial == nil || st.Partial.VerifiedChunks == 0 || st.Partial.Bytes < 1<<20 || st.Partial.Bytes >= total {
 				t.Fatalf("resume record after the cancel: %+v", st.Partial)
 			}
-			if fi, err := os.Stat(filepath.Join(dir, st.Partial.Path)); err != nil || fi.Size() < st.Partial.Bytes {
+			if fi, err := os.Stat(filepath.Join(dir, st.Partial.Path)); err != nil || fi.Size() < st.Partial.keptLength() {
 				t.Fatalf("kept Data.db: %v %v", fi, err)
 			}
 			t.Logf("kept %d chunks, %d of %d bytes", st.Partial.VerifiedChunks, st.Partial.Bytes, total)
@@ -142,7 +153,7 @@ func TestFetchResumesMidSSTable(t *testing.T) {
 			n.srv.SetThroughput(0, 0)
 			req.Resume = true
 			before = n.sent.Load()
-			res2, err := Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
+			res2, err := Fetch(context.Background(), tc.cfg, ca.client(t, ca), req, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,12 +205,12 @@ func TestFetchResumeRejectsDamagedPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt(make([]byte, 100), st.Partial.Bytes/2); err != nil {
+	if _, err := f.WriteAt(make([]byte, 100), st.Partial.keptLength()/2); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	req.Resume = true
-	res, err := Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
+	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
 	var sse *SSTableError
 	if !errors.Is(err, ErrChecksum) || !errors.As(err, &sse) || len(res.SSTables) != 0 {
 		t.Fatalf("resume over a damaged prefix: %v %+v", err, res)
@@ -210,7 +221,7 @@ func TestFetchResumeRejectsDamagedPrefix(t *testing.T) {
 	if _, err := os.Stat(kept); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("damaged prefix kept: %v", err)
 	}
-	res, err = Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
+	res, err = Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +261,7 @@ func TestFetchSenderStopsMidStream(t *testing.T) {
 
 	n2 := startNode(t, Config{}, dirCatalog{root}, ca.server(t), n.addr)
 	req.Resume = true
-	res2, err := Fetch(context.Background(), resumable, ca.client(t, ca), req, nil)
+	res2, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,51 +371,6 @@ func TestResumeRecordIsConfinedToItsDirectory(t *testing.T) {
 	}
 }
 
-// resumable is a receiver's Config that receives every compressed partial as the sender laid
-// it out, resumable from its verified prefix, rather than filling it in place.
-var resumable = Config{FillInPlaceMax: -1}
-
-// A compressed partial filled as it arrives keeps no prefix: a Fetch cancelled in the middle
-// of one leaves nothing behind but its record, and the resumed Fetch receives it whole and
-// ends with exactly the partitions, filled (every byte owned by a partition).
-func TestFetchFilledInPlaceRestartsWhole(t *testing.T) {
-	ca := newTestCA(t)
-	root := t.TempDir()
-	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{31}, partitions: bigPartitions})
-	n := startNode(t, Config{FrameSize: 64 << 10}, dirCatalog{root}, ca.server(t), "127.0.0.1:0")
-	ranges, _ := token.ParseRanges(token.Murmur3, "(-8000000000000000000,-1000000000000000000],(0,8000000000000000000]")
-	dir := t.TempDir()
-	req := FetchRequest{Peer: n.addr, Keyspace: "ks", Table: "t", Ranges: ranges, Dir: dir}
-	n.srv.SetThroughput(8<<20, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	var fired bool
-	_, err := Fetch(ctx, Config{}, ca.client(t, ca), req, func(st SessionStatus) {
-		if !fired && st.FilesDone == 0 && st.BytesDone >= 3<<20 {
-			fired = true
-			cancel()
-		}
-	})
-	cancel()
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled fetch: %v", err)
-	}
-	if v := visible(t, dir); len(v) != 0 {
-		t.Fatalf("visible after a cancelled fetch: %v", v)
-	}
-	if st := loadState(dir, req.Peer, "ks", "t", ranges.String(), true); st.Partial != nil {
-		t.Fatalf("a partial filled in place kept a prefix: %+v", st.Partial)
-	}
-	n.srv.SetThroughput(0, 0)
-	req.Resume = true
-	res, err := Fetch(context.Background(), Config{}, ca.client(t, ca), req, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.SSTables) != 1 || res.SSTables[0].Kind != "partial" || res.SSTables[0].FillerPartitions == 0 {
-		t.Fatalf("resumed fetch: %+v, want one partial with filler partitions between its two runs", res.SSTables)
-	}
-	checkFetched(t, parents, ranges, res)
-	if l := leftovers(t, dir); len(l) != 0 {
-		t.Errorf("left behind: %v", l)
-	}
-}
+// receivedWhole is a receiver's Config that receives every compressed partial as the sender
+// laid it out, then fills a copy, rather than filling it in place.
+var receivedWhole = Config{FillAfterReceive: true}

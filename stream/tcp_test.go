@@ -139,7 +139,7 @@ func TestFetchOverTCPCancelMidStream(t *testing.T) {
 			srv.SetThroughput(8<<20, 0)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			res, err := Fetch(ctx, Config{Transport: tr, FillInPlaceMax: -1}, ca.client(t, ca), req, func(st SessionStatus) {
+			res, err := Fetch(ctx, Config{Transport: tr}, ca.client(t, ca), req, func(st SessionStatus) {
 				if st.BytesDone >= 3<<20 {
 					cancel()
 				}
@@ -156,7 +156,7 @@ func TestFetchOverTCPCancelMidStream(t *testing.T) {
 			}
 			srv.SetThroughput(0, 0)
 			req.Resume = true
-			res, err = Fetch(context.Background(), Config{Transport: tr, FillInPlaceMax: -1}, ca.client(t, ca), req, nil)
+			res, err = Fetch(context.Background(), Config{Transport: tr}, ca.client(t, ca), req, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -72,13 +72,24 @@ func (t *transfer) begin() *stop {
 		return stopped(err, false)
 	}
 	t.inst = inst
-	path, off, err := rs.state.replayFor(in)
+	path, off, fill, err := rs.state.replayFor(in)
 	if err != nil {
 		return stopped(err, false)
 	}
 	if off > 0 {
-		// The sender restarts Data.db at off: the kept prefix fills the gap.
-		if err := replay(inst, in, path, off); err != nil {
+		// The sender restarts Data.db at off: the kept prefix fills the gap, replayed through
+		// the installer, or (filled in place) taken up as the child it already is.
+		if fill != nil {
+			p, ok := inst.(*partialInstaller)
+			if !ok {
+				err = fmt.Errorf("%w: %s's kept prefix was filled in place, this receive is not", ErrManifest, in.ID)
+			} else {
+				err = p.resumeFill(path, *fill)
+			}
+		} else {
+			err = replay(inst, in, path, off)
+		}
+		if err != nil {
 			return stopped(err, false)
 		}
 		t.replayed = off

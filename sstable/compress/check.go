@@ -83,6 +83,16 @@ func (c *ChunkChecker) Write(p []byte) (int, error) {
 	return total, nil
 }
 
+// Skip passes over the first k chunk records, verified earlier (a resumed receive whose
+// prefix was proven as it was kept): the next bytes fed are chunk k's first.
+func (c *ChunkChecker) Skip(k int) {
+	c.k, c.crc, c.verified = k, 0, uint64(k)
+	c.pos = c.fileLen
+	if k < len(c.offsets) {
+		c.pos = c.offsets[k]
+	}
+}
+
 // Done says whether every chunk was complete and verified.
 func (c *ChunkChecker) Done() bool { return c.k == len(c.offsets) && c.pos == c.fileLen }
 

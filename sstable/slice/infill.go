@@ -2,6 +2,7 @@ package slice
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -74,7 +75,13 @@ type InPlaceFill struct {
 	content  []byte
 	rec      []byte
 	encBytes int64
+	encLens  []int64 // each re-encoded record's length, in the child's order
+	recvCRC  uint32  // CRC32 of the received bytes taken
 	err      error
+	// clean is the last point a resume may restart from: a received chunk written through,
+	// nothing held (FillState's counts; Clean materialises the lists).
+	clean    FillState
+	cleanOK  bool
 
 	// KeyAt's reader over the written chunks, remade as more are written (the rebuild's).
 	keyReader  *compress.Reader
@@ -204,9 +211,12 @@ func (f *InPlaceFill) Write(p []byte) error {
 			if _, err := f.dst.WriteAt(p[:k], f.off+f.in-start); err != nil {
 				return f.fail(err)
 			}
-			f.fold(crc32.ChecksumIEEE(p[:k]), k)
+			c := crc32.ChecksumIEEE(p[:k])
+			f.fold(c, k)
+			f.recvCRC = combineAfter(f.recvCRC, f.in, c, k)
 		} else {
 			f.buf[f.cur] = append(f.buf[f.cur], p[:k]...)
+			f.recvCRC = combineAfter(f.recvCRC, f.in, crc32.ChecksumIEEE(p[:k]), k)
 		}
 		f.in += k
 		p = p[k:]
@@ -259,13 +269,21 @@ func (f *InPlaceFill) recordDone() error {
 		f.offsets = append(f.offsets, f.off)
 		f.off += f.recordEnd(j) - f.info.Offsets[j]
 		f.emitted++
-	} else {
-		b, err := f.reader.ReadChunk(j, nil)
-		if err != nil {
+		if err := f.advance(); err != nil {
 			return err
 		}
-		f.plain[j] = b
+		if len(f.buf) == 0 {
+			f.clean = FillState{Chunks: f.cur, Bytes: f.in, Written: f.off, Emitted: f.emitted, Digest: f.crc,
+				RecvDigest: f.recvCRC, placed: len(f.placed), encoded: len(f.encLens)}
+			f.cleanOK = true
+		}
+		return nil
 	}
+	b, err := f.reader.ReadChunk(j, nil)
+	if err != nil {
+		return err
+	}
+	f.plain[j] = b
 	return f.advance()
 }
 
@@ -452,6 +470,7 @@ func (f *InPlaceFill) emitNext() (bool, error) {
 		return false, err
 	}
 	f.encBytes += int64(len(f.rec))
+	f.encLens = append(f.encLens, int64(len(f.rec)))
 	return true, f.emit(f.rec)
 }
 
@@ -743,4 +762,117 @@ func (f *InPlaceFill) keyBytesAt(r *compress.Reader, emitted int, b []byte, pos 
 		b, pos = b[n:], pos+int64(n)
 	}
 	return true, nil
+}
+
+// combineAfter folds crc, the CRC32 of n bytes that follow at bytes of data whose CRC32 is
+// acc, into it (acc is ignored when at is 0).
+func combineAfter(acc uint32, at int64, crc uint32, n int64) uint32 {
+	if at == 0 {
+		return crc
+	}
+	return crcx.Combine(acc, crc, n)
+}
+
+// FillState is where an in-place fill may resume: the received chunks and bytes taken, the
+// child's bytes and chunks written, the CRC32s of both so far, the first keys of the runs
+// laid out and the lengths of the re-encoded chunks written (the child's chunk offsets follow
+// from them and the received chunks' lengths).
+type FillState struct {
+	Chunks     int      `json:"chunks"`
+	Bytes      int64    `json:"bytes"`
+	Written    int64    `json:"written"`
+	Emitted    int      `json:"emitted"`
+	Digest     uint32   `json:"digest"`
+	RecvDigest uint32   `json:"recv_digest"`
+	Keys       [][]byte `json:"keys"`
+	Encoded    []int64  `json:"encoded"`
+
+	placed, encoded int // the counts the lists are cut to (Clean)
+}
+
+// Clean returns the last point the fill may resume from (false: none yet).
+func (f *InPlaceFill) Clean() (FillState, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.cleanOK {
+		return FillState{}, false
+	}
+	st := f.clean
+	st.Keys = append([][]byte(nil), f.keys[:st.placed]...)
+	st.Encoded = append([]int64(nil), f.encLens[:st.encoded]...)
+	return st, true
+}
+
+// Resume restarts the fill at st, a clean point of an earlier fill of the same partial whose
+// written child prefix kept holds: it lays the runs out again from their keys, copies the
+// prefix into dst proving every chunk record's CRC and the prefix's digest, and takes up
+// the received bytes after st.Bytes. Call it before the first Write.
+func (f *InPlaceFill) Resume(st FillState, kept io.ReaderAt) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.in != 0 || len(f.placed) != 0 {
+		return errors.New("slice: an in-place fill resumes before it takes any byte")
+	}
+	n := len(f.info.Offsets)
+	if st.Chunks <= 0 || st.Chunks > n || (st.Chunks < n && st.Bytes != f.info.Offsets[st.Chunks]) ||
+		(st.Chunks == n && st.Bytes != f.recvFL) || len(st.Keys) > len(f.runs) || st.Emitted <= 0 || st.Written <= 0 {
+		return fmt.Errorf("%w: resume point %+v does not fit the received partial", ErrCorrupt, st)
+	}
+	for k, key := range st.Keys {
+		if err := f.place(k, key); err != nil {
+			return err
+		}
+	}
+	// The child's chunk offsets, from the layout and the re-encoded lengths.
+	offsets := make([]int64, 0, st.Emitted)
+	var off int64
+	e := 0
+	for c := 0; c < st.Emitted; c++ {
+		offsets = append(offsets, off)
+		if j, ok := f.verbatimParent(c); ok {
+			off += f.recordEnd(j) - f.info.Offsets[j]
+			continue
+		}
+		if e >= len(st.Encoded) {
+			return fmt.Errorf("%w: resume point: chunk %d's length is not recorded", ErrCorrupt, c)
+		}
+		off += st.Encoded[e]
+		e++
+	}
+	if off != st.Written || e != len(st.Encoded) {
+		return fmt.Errorf("%w: resume point: %d chunks make %d bytes, the record says %d", ErrCorrupt, st.Emitted, off, st.Written)
+	}
+	// Copied record by record, each proven by its own CRC, the whole by the digest.
+	var rec []byte
+	var crc uint32
+	for c, o := range offsets {
+		end := st.Written
+		if c+1 < len(offsets) {
+			end = offsets[c+1]
+		}
+		rec = append(rec[:0], make([]byte, end-o)...)
+		if _, err := kept.ReadAt(rec, o); err != nil {
+			return fmt.Errorf("reading the kept child Data.db at %d: %w", o, err)
+		}
+		body := rec[:len(rec)-compress.CRCLength]
+		if len(rec) < compress.CRCLength || crc32.ChecksumIEEE(body) != binary.BigEndian.Uint32(rec[len(body):]) {
+			return fmt.Errorf("%w: chunk %d of the kept child Data.db at %d: stored CRC does not match", compress.ErrChecksum, c, o)
+		}
+		if _, err := f.dst.WriteAt(rec, o); err != nil {
+			return err
+		}
+		crc = combineAfter(crc, o, crc32.ChecksumIEEE(rec), int64(len(rec)))
+	}
+	if crc != st.Digest {
+		return fmt.Errorf("%w: the kept child Data.db's first %d bytes have CRC32 %08x, the record says %08x", compress.ErrChecksum, st.Written, crc, st.Digest)
+	}
+	f.encLens = append(f.encLens, st.Encoded...)
+	for _, n := range st.Encoded {
+		f.encBytes += n
+	}
+	f.offsets, f.off, f.emitted, f.crc, f.hasCRC = offsets, st.Written, st.Emitted, st.Digest, true
+	f.in, f.cur, f.recvCRC = st.Bytes, st.Chunks, st.RecvDigest
+	f.clean, f.cleanOK = st, true
+	f.clean.placed, f.clean.encoded = len(st.Keys), len(st.Encoded)
+	return nil
 }
