@@ -176,8 +176,20 @@ func (n *Node) receive(ctx context.Context, snap cassandra.Snapshot, sp receiveS
 	if err != nil {
 		return out, err
 	}
+	parents := map[string]bool{}
+	defer func() {
+		for p := range parents {
+			os.Remove(p) // only once empty: a share kept for an unknown outcome stays
+		}
+	}()
 	for _, sh := range shares {
 		base := sp.base(sh.staging)
+		if len(shares) > 1 {
+			// Data directories on one file system share a staging directory: a directory of
+			// each share's own.
+			parents[base] = true
+			base = filepath.Join(base, fmt.Sprint(sh.disk))
+		}
 		dir := filepath.Join(base, sp.keyspace, sp.table+"-"+sp.tableID)
 		start := time.Now()
 		res, err := n.fetchFrom(ctx, sp.src, sp.source, sp.keyspace, sp.table, sh.ranges, dir)
