@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/catalog"
+	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/internal/testkit/loopfs"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 )
@@ -187,5 +188,48 @@ func TestImportJBODTwoFileSystems(t *testing.T) {
 	// Pairing says so at start-up.
 	if _, problems := PairStaging(g.data, g.staging[:1]); len(problems) != 1 || !strings.Contains(problems[0], g.data[1]) {
 		t.Errorf("problems %q", problems)
+	}
+}
+
+// A data directory whose disk has no room for what must be copied onto it is named, and
+// nothing moves: the sstables stay in the source.
+func TestImportJBODFullDisk(t *testing.T) {
+	mnt, unmount, err := loopfs.Mount(t.TempDir(), 4<<20, "mkfs.ext4", "e2fsprogs", "-q")
+	if errors.Is(err, loopfs.ErrUnavailable) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	f := newJBODFixture(t, 1, mnt)
+	ls, err := catalog.ListLive(f.src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every sstable bound for the second disk, and more to copy there than it has free.
+	f.im.Boundaries = []int64{math.MinInt64, math.MaxInt64}
+	big := ls[0].Desc.Path(descriptor.Data)
+	fh, err := os.OpenFile(big, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fh.Write(make([]byte, 8<<20))
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.im.Verify = func(string) error { return nil } // the padding is not an sstable's: only the space check matters here
+	_, err = f.im.Import(context.Background(), f.req())
+	var nse *fsx.NoSpaceError
+	if !errors.As(err, &nse) || !strings.Contains(err.Error(), f.staging[1]) {
+		t.Fatalf("%v", err)
+	}
+	if countLive(t, f.src) != 1 || len(f.calls) != 0 {
+		t.Errorf("source %d, nodetool calls %d", countLive(t, f.src), len(f.calls))
 	}
 }
