@@ -58,8 +58,9 @@ func newInstaller(dir, scratchPrefix string, store storage, in *Incoming) (insta
 		// The received child, its rewrite and the published copy of the rewrite; a rewrite
 		// is at most the uncompressed data plus its index.
 		need = 2*need + int64(in.Manifest.DataLength)
-	case in.Kind == wire.KindPartial && in.Info != nil:
-		// The received partial and its filled copy, until the first is removed.
+	case in.Kind == wire.KindPartial && in.Info != nil && len(in.Spans) == 0:
+		// The received partial and its filled copy, until the first is removed (filled in
+		// place, the one copy).
 		need *= 2
 	}
 	if err := fsx.CheckFreeSpace(dir, need); err != nil {

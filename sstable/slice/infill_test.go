@@ -1,0 +1,342 @@
+package slice
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/internal/testkit/fixtures"
+	"github.com/sluicedb/sluice/internal/testkit/sstabletest"
+	"github.com/sluicedb/sluice/sstable"
+	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/gen"
+	"github.com/sluicedb/sluice/sstable/token"
+	"github.com/sluicedb/sluice/sstable/version"
+)
+
+// A compressed partial filled as it arrives, from nothing but what the wire carries (the
+// sender's whole parent chunks per segment, in pieces cut anywhere, the index slice in pieces
+// between them, each run's exact span): the child verifies (extended), a sequential reader
+// finds exactly its index's partitions from byte 0 (fillers between runs), and it holds exactly
+// the parent's partitions in the ranges. Many small ranges make many runs, some sharing a
+// chunk, some starting on a chunk boundary.
+func TestInPlaceFillFromShippedMaterial(t *testing.T) {
+	for _, vn := range []string{"oa", "da"} {
+		for _, comp := range []string{"lz4"} {
+			forms := []IndexFormat{IndexRecords, IndexBig}
+			if vn == "da" {
+				forms = []IndexFormat{IndexRecords, IndexPositions}
+			}
+			for _, form := range forms {
+				for _, rs := range []string{
+					"(-6000000000000000000,-1000000000000000000],(2000000000000000000,-8000000000000000000]",
+					vnodeRanges(40, 7),
+				} {
+					name := fmt.Sprintf("%s/%s/%s/%d-ranges", vn, comp, form, len(mustRanges(t, rs)))
+					t.Run(name, func(t *testing.T) {
+						parent, ranges := inPlaceParent(t, vn, comp, rs)
+						partials, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Format: form})
+						if err != nil || len(partials) != 1 {
+							t.Fatalf("partials: %v (%d)", err, len(partials))
+						}
+						d := receiveInPlace(t, parent, partials[0], ranges, t.TempDir(), nil)
+						checkInPlaceChild(t, parent, ranges, d)
+					})
+				}
+			}
+		}
+	}
+}
+
+// A fill cut at its last clean point resumes in a second fill from the child as written: the
+// prefix copied and proven, the rest of the received bytes taken after it; the child is the
+// same as an uninterrupted one's.
+func TestInPlaceFillResumesFromItsCleanPoint(t *testing.T) {
+	parent, ranges := inPlaceParent(t, "oa", "lz4", vnodeRanges(12, 3))
+	partials, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Format: IndexBig})
+	if err != nil || len(partials) != 1 {
+		t.Fatalf("partials: %v (%d)", err, len(partials))
+	}
+	whole := receiveInPlace(t, parent, partials[0], ranges, t.TempDir(), nil)
+	cut := &inPlaceCut{at: partials[0].Layout.FileLength / 2}
+	resumed := receiveInPlace(t, parent, partials[0], ranges, t.TempDir(), cut)
+	if cut.state.Chunks == 0 || cut.state.Written == 0 {
+		t.Fatalf("no clean point before %d bytes: %+v", cut.at, cut.state)
+	}
+	checkInPlaceChild(t, parent, ranges, resumed)
+	a, _ := os.ReadFile(whole.Path(descriptor.Data))
+	b, _ := os.ReadFile(resumed.Path(descriptor.Data))
+	if string(a) != string(b) {
+		t.Errorf("the resumed child's Data.db differs from an uninterrupted one's (%d and %d bytes)", len(b), len(a))
+	}
+}
+
+// inPlaceCut stops a fill after at received bytes, keeping the child as written and its
+// clean point, and resumes a second fill from them.
+type inPlaceCut struct {
+	at    int64
+	state FillState
+}
+
+func mustRanges(t *testing.T, s string) token.RangeSet {
+	t.Helper()
+	r, err := token.ParseRanges(token.Murmur3, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// vnodeRanges is n disjoint ranges of random widths across the ring, as vnodes make.
+func vnodeRanges(n int, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	toks := make([]int64, 0, 2*n)
+	for len(toks) < 2*n {
+		toks = append(toks, rng.Int64()-rng.Int64()/2)
+	}
+	sortInt64(toks)
+	s := ""
+	for i := 0; i+1 < len(toks); i += 2 {
+		if toks[i] == toks[i+1] {
+			continue
+		}
+		if s != "" {
+			s += ","
+		}
+		s += fmt.Sprintf("(%d,%d]", toks[i], toks[i+1])
+	}
+	return s
+}
+
+func sortInt64(a []int64) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+func inPlaceParent(t *testing.T, vn, comp, rs string) (*sstable.Table, token.RangeSet) {
+	t.Helper()
+	v, _ := version.ParseWritable(vn)
+	res, err := gen.Generate(context.Background(), t.TempDir(), gen.Options{Version: v, Partitions: 400,
+		PartitionSize: 3 << 10, RowSize: 300, IndexBlockSize: 1 << 10, Compression: comp, ChunkLength: 4 << 10, Seed: 23})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openTable(t, res.Desc.Prefix()), mustRanges(t, rs)
+}
+
+// receiveInPlace plays the receiver of a compressed partial filled in place: Data.db bytes in
+// pieces of 1 to 9,000 bytes, the index slice in pieces between them, the rebuild told of each.
+// With cut, the first fill stops after cut.at bytes and a second one resumes from its clean
+// point.
+func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges token.RangeSet, dir string, cut *inPlaceCut) descriptor.Descriptor {
+	t.Helper()
+	if pt.Index == nil {
+		r, err := IndexReader(parent, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pt.Index, err = io.ReadAll(r); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := make([]Segment, len(pt.Layout.Segments))
+	var sent []byte
+	for i, s := range pt.Layout.Segments {
+		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
+		b := make([]byte, s.Length())
+		if _, err := parent.DataFile().ReadAt(b, s.SrcOff); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, b...)
+	}
+	lay, err := ReceivedLayout(true, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := SpecFromStatistics(parent.Version(), statsBytes, pt.Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := InPlaceOptions{Spec: spec, Ranges: ranges, Runs: pt.Plan.Runs}
+
+	start := func(d descriptor.Descriptor) (*fsx.Install, *os.File, *InPlaceFill, *PartialRebuild) {
+		inst, err := fsx.NewInstall(d.Dir, d.Filename(descriptor.TOC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := inst.Create(d.Filename(descriptor.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill, err := NewInPlaceFill(lay, pt.Info, opts, f, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewPartialRebuild(spec, inst, d, fill.RebuildLayout(), RebuildOptions{Partitions: pt.Plan.Partitions,
+			Format: pt.IndexFormat, Ranges: ranges, Fill: fill})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst, f, fill, r
+	}
+	rng := rand.New(rand.NewPCG(5, 9))
+	feed := func(fill *InPlaceFill, r *PartialRebuild, data []byte, index []byte) {
+		for len(data) > 0 || len(index) > 0 {
+			if len(data) > 0 {
+				k := min(len(data), 1+rng.IntN(9000))
+				if err := fill.Write(data[:k]); err != nil {
+					t.Fatal(fmt.Errorf("fill: %w", err))
+				}
+				data = data[k:]
+				if err := r.Arrived(0); err != nil {
+					t.Fatal(fmt.Errorf("rebuild: %w", err))
+				}
+			}
+			if len(index) > 0 && rng.IntN(3) == 0 {
+				k := min(len(index), 1+rng.IntN(700))
+				if err := r.Write(index[:k]); err != nil {
+					t.Fatal(fmt.Errorf("rebuild: %w", err))
+				}
+				index = index[k:]
+			}
+		}
+	}
+
+	d := descriptor.Descriptor{Dir: dir, Version: parent.Version(), ID: "1"}
+	received := int64(0)
+	var kept *os.File
+	if cut != nil {
+		inst, f, fill, _ := start(d)
+		rest := sent
+		for received < cut.at {
+			k := min(int64(len(rest)), 1+rng.Int64N(9000))
+			if err := fill.Write(rest[:k]); err != nil {
+				t.Fatal(err)
+			}
+			rest, received = rest[k:], received+k
+		}
+		st, ok := fill.Clean()
+		if !ok {
+			t.Fatal("no clean point")
+		}
+		cut.state = st
+		if kept, err = os.CreateTemp(dir, "kept-"); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, st.Written)
+		if _, err := f.ReadAt(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		kept.Write(b)
+		inst.Abort()
+		defer os.Remove(kept.Name())
+		d.ID = "2"
+	}
+	inst, _, fill, r := start(d)
+	defer inst.Abort()
+	data := sent
+	if cut != nil {
+		if err := fill.Resume(cut.state, kept); err != nil {
+			t.Fatal(err)
+		}
+		data = sent[cut.state.Bytes:]
+	}
+	feed(fill, r, data, pt.Index)
+	fd, err := fill.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Finish(DataResult{Compression: fd.Info, DataLength: fd.DataLength, FileLength: fd.FileLength, Digest: fd.Digest, HasDigest: true}); err != nil {
+		t.Fatal(fmt.Errorf("rebuild: %w", err))
+	}
+	if err := inst.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	data2, err := os.Open(d.Path(descriptor.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer data2.Close()
+	if err := fill.VerifyEnds(data2, fd.Info, fd.FileLength, r.RunLasts()); err != nil {
+		t.Errorf("run ends: %v", err)
+	}
+	return d
+}
+
+func checkInPlaceChild(t *testing.T, parent *sstable.Table, ranges token.RangeSet, d descriptor.Descriptor) {
+	t.Helper()
+	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Extended: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		t.Errorf("filled child: %s", p)
+	}
+	parts := readAll(t, d.Prefix())
+	if err := sstabletest.CheckScannable(d.Prefix(), sstabletest.Keys(parts)); err != nil {
+		t.Errorf("filled child is not what its index says to a sequential reader: %v", err)
+	}
+	want := map[string][]byte{}
+	for _, p := range readAll(t, parent.Desc.Prefix()) {
+		if ranges.Contains(p.Token) {
+			want[string(p.Key)] = p.Bytes
+		}
+	}
+	got := 0
+	for _, p := range parts {
+		if len(p.Bytes) == 0 {
+			continue // a filler
+		}
+		if w, ok := want[string(p.Key)]; !ok || string(w) != string(p.Bytes) {
+			t.Errorf("filled child: partition %x is not the parent's", p.Key)
+		}
+		got++
+	}
+	if got != len(want) {
+		t.Errorf("filled child holds %d partitions, want %d", got, len(want))
+	}
+}
+
+// Every compressed fixture Cassandra wrote (each compressor, both formats, every key type)
+// filled in place from the material one multi-run child per parent ships.
+func TestInPlaceFillEveryFixture(t *testing.T) {
+	for _, f := range fixtures.All(t) {
+		ranges, ok := fixtureRanges(t, f)
+		if !ok {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			parent := openTable(t, f.Prefix)
+			if parent.Compression == nil {
+				t.Skip("uncompressed: received back to back, nothing to fill")
+			}
+			if rep, err := sstable.Verify(f.Prefix, sstable.VerifyOptions{}); err != nil || !rep.Scannable {
+				t.Skipf("a parent with bytes no partition owns is filled after receiving (%v)", err)
+			}
+			forms := []IndexFormat{IndexRecords, IndexBig}
+			if parent.Version().Format == version.BTI {
+				forms = []IndexFormat{IndexRecords, IndexPositions}
+			}
+			for _, form := range forms {
+				partials, reason, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}, Format: form})
+				if err != nil || len(partials) != 1 {
+					t.Fatalf("%s: %d partials (%s): %v", form, len(partials), reason, err)
+				}
+				d := receiveInPlace(t, parent, partials[0], ranges, t.TempDir(), nil)
+				checkInPlaceChild(t, parent, ranges, d)
+			}
+		})
+	}
+}
