@@ -80,8 +80,8 @@ type InPlaceFill struct {
 	err      error
 	// clean is the last point a resume may restart from: a received chunk written through,
 	// nothing held (FillState's counts; Clean materialises the lists).
-	clean    FillState
-	cleanOK  bool
+	clean   FillState
+	cleanOK bool
 
 	// KeyAt's reader over the written chunks, remade as more are written (the rebuild's).
 	keyReader  *compress.Reader
