@@ -306,19 +306,9 @@ func (st *resumeState) keep(data Writable) (string, error) {
 // installer is gone (a rows sstable whose Finish failed): then the kept name is synced, the
 // same inode.
 func (st *resumeState) checkpoint(in *Incoming, data Writable, part string) error {
-	chunks, off, ok := in.CheckpointAt(len(st.pending))
+	p, ok := st.prefix(in, part)
 	if !ok {
 		return nil
-	}
-	var fill *slice.FillState
-	if in.fillClean != nil {
-		// Filled in place: the last point the fill can take up again, before the verified
-		// chunks (its bytes are written too; what follows may wait on later chunks).
-		fs, ok := in.fillClean()
-		if !ok {
-			return nil
-		}
-		chunks, off, fill = uint64(fs.Chunks), fs.Bytes, &fs
 	}
 	var err error
 	if data != nil {
@@ -329,12 +319,38 @@ func (st *resumeState) checkpoint(in *Incoming, data Writable, part string) erro
 	if err != nil {
 		return err
 	}
+	return st.record(p)
+}
+
+// prefix is the record of in's verified prefix kept in part, as a checkpoint now would write
+// it; false when none is worth writing.
+func (st *resumeState) prefix(in *Incoming, part string) (*partialState, bool) {
+	chunks, off, ok := in.CheckpointAt(len(st.pending))
+	if !ok {
+		return nil, false
+	}
+	var fill *slice.FillState
+	if in.fillClean != nil {
+		// Filled in place: the last point the fill can take up again, before the verified
+		// chunks (its bytes are written too; what follows may wait on later chunks).
+		fs, ok := in.fillClean()
+		if !ok {
+			return nil, false
+		}
+		chunks, off, fill = uint64(fs.Chunks), fs.Bytes, &fs
+	}
+	return &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: in.manifestHash(), Fill: fill}, true
+}
+
+// record writes p, whose bytes are durable, as the partial sstable of this request,
+// replacing any earlier kept file.
+func (st *resumeState) record(p *partialState) error {
 	old := st.Partial
-	st.Partial = &partialState{ID: in.ID, Path: part, VerifiedChunks: chunks, Bytes: off, Manifest: in.manifestHash(), Fill: fill}
+	st.Partial = p
 	if err := st.save(); err != nil {
 		return err
 	}
-	if old != nil && old.Path != part {
+	if old != nil && old.Path != p.Path {
 		return removeIfExists(filepath.Join(st.dir, old.Path))
 	}
 	return nil

@@ -32,7 +32,12 @@ func (rs *recvSession) receive(ctx context.Context, in *Incoming) error {
 	if st != nil {
 		return t.fail(st)
 	}
-	if st := t.pump(); st != nil {
+	st = t.pump()
+	// A checkpoint still syncing is recorded before the sstable is installed or failed.
+	if err := t.settle(); err != nil && st == nil {
+		st = stopped(err, false)
+	}
+	if st != nil {
 		return t.fail(st)
 	}
 	if st := t.install(); st != nil {
@@ -52,6 +57,10 @@ type transfer struct {
 	part       string // the kept Data.db (a hard link to the installer's), or ""
 	replayed   int64  // bytes of a kept prefix replayed instead of received
 	sinceRport int64
+	// syncing is a checkpoint's fsync of the kept Data.db in progress beside the receive
+	// loop, whose record (synced) is written once it is done (settle).
+	syncing chan error
+	synced  *partialState
 }
 
 // stop is why a transfer stopped: err, and whether every byte accepted so far was also
@@ -147,12 +156,44 @@ func (t *transfer) account(n int64) *stop {
 		t.sinceRport = 0
 		rs.progress(func(s *SessionStatus) { s.BytesDone = rs.res.BytesReceived })
 	}
-	if t.in.Progress(n) && t.part != "" {
-		if err := rs.state.checkpoint(t.in, t.inst.data(), t.part); err != nil {
-			return stopped(err, false)
+	if t.syncing != nil {
+		select {
+		case err := <-t.syncing:
+			if err := t.recordSynced(err); err != nil {
+				return stopped(err, false)
+			}
+		default:
+		}
+	}
+	if t.in.Progress(n) && t.part != "" && t.syncing == nil {
+		// The prefix is recorded once it is durable: its fsync runs beside the receive loop
+		// (a checkpoint every 64 MiB would otherwise stop it for the disk each time), and a
+		// checkpoint due while one is in flight is left to the next.
+		if p, ok := rs.state.prefix(t.in, t.part); ok {
+			data, done := t.inst.data(), make(chan error, 1)
+			t.synced, t.syncing = p, done
+			go func() { done <- data.Sync() }()
 		}
 	}
 	return nil
+}
+
+// settle waits for a checkpoint's fsync in progress and writes its record.
+func (t *transfer) settle() error {
+	if t.syncing == nil {
+		return nil
+	}
+	return t.recordSynced(<-t.syncing)
+}
+
+// recordSynced writes the record of the checkpoint whose fsync ended with err.
+func (t *transfer) recordSynced(err error) error {
+	p := t.synced
+	t.syncing, t.synced = nil, nil
+	if err != nil {
+		return err
+	}
+	return t.rs.state.record(p)
 }
 
 // install completes the sstable and queues it to be finished and committed with a batch
