@@ -72,7 +72,11 @@
 //     directory, under a per-directory lock held until the first file of that generation
 //     exists, so concurrent Fetches into one directory never collide; a final name another
 //     process published meanwhile moves on to the next generation), writes each frame at
-//     its offset through the sstable's installer (see Receive side) into an fsx.Install,
+//     its offset through the sstable's installer (see Receive side) into an fsx.Install
+//     (a compressed partial whose Manifest carries Spans, offered with
+//     wire.FeatureFillInPlace, is filled as it arrives: slice.InPlaceFill writes each chunk
+//     a run keeps whole once, at its place in the filled child, and re-encodes the runs'
+//     edges with filler partitions),
 //     checks chunks and digest as bytes arrive, then
 //     rebuilds the other components as the index slice arrives (slice.PartialRebuild; for
 //     BTI once the rows slice is in, index frames arriving before it waiting) or, entire, writes the
@@ -248,7 +252,8 @@
 //
 // Chunk level: the Data.db of the sstable being received gets a second name, a hard link
 // ".sluice-part-<key>-<random>" beside the install's temporary, which survives the
-// install's abort. A checkpoint fsyncs that file, then records its verified prefix: the
+// install's abort. A checkpoint fsyncs that file (beside the receive loop, which goes on),
+// then records its verified prefix: the
 // chunks whose CRC matched (compressed), or the whole chunks of the CRC grid that arrived
 // (uncompressed; the grid is the manifest's chunk length, 64 KiB when it has none), and
 // their byte length. Checkpoints happen every 64 MiB of received data and when the session
@@ -259,7 +264,12 @@
 // the receiver, given a manifest whose hash matches the record, copies the kept prefix
 // into the new install through the same Accept and write path as received frames, in one
 // sequential read that re-verifies every compressed chunk and rebuilds the digest and
-// CRC.db state, and receives the rest. A prefix under another manifest, or one that fails
+// CRC.db state, and receives the rest. A partial filled in place keeps the child as
+// written instead, recorded at the fill's last clean point (a chunk written through,
+// nothing held; slice.FillState: the runs' first keys and the re-encoded chunks' lengths
+// with the counts and CRC32s of both sides): the resumed fill lays the runs out again from
+// the keys, copies the kept child prefix proving every chunk's CRC and its digest, and
+// takes up the received bytes after it. A prefix under another manifest, or one that fails
 // its CRCs, fails that sstable (and is dropped; the next resume fetches it whole).
 //
 // Crash argument. (1) The kept file's bytes are fsynced before a record names them, and
