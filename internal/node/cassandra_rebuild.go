@@ -21,8 +21,10 @@ import (
 // rebuild does, is sluice's rebuild (ops.Cluster.Rebuild) run over the Cassandra ring
 // (cassandraRing): every range the local Cassandra node replicates is fetched from another
 // live replica's sidecar with the stream protocol, table by table, into
-// <staging_dir>/rebuild-<random>/<n>/<keyspace>/<table>-<id>/ (on the data directories' file
-// system), then handed to the live node by the Importer (cassandraInstall: strict
+// <staging>/rebuild-<random>/<n>/<keyspace>/<table>-<id>/ (the staging directory on the file
+// system of the data directory that will hold it: with several, the ranges are cut at
+// Cassandra's disk boundaries, cassandra_disks.go), then handed to the live node by the
+// Importer (cassandraInstall: strict
 // verification, nodetool import, confirmation by inode), and the staging directory is
 // removed. The sending sidecars serve their node's live sstables through hard-link holds as
 // for any fetch. It keeps no journal: nothing of it is written beside Cassandra's data.
