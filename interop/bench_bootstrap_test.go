@@ -356,42 +356,12 @@ func (n *benchNode) launch(t *testing.T, bootstrap bool, tokens []string) (wait 
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	yaml := fmt.Sprintf(`cluster_name: sluice-bench-bootstrap
-num_tokens: 16
-partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-data_file_directories: [%[1]s/data]
-commitlog_directory: %[1]s/commitlog
-saved_caches_directory: %[1]s/saved_caches
-hints_directory: %[1]s/hints
-cdc_raw_directory: %[1]s/cdc_raw
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-endpoint_snitch: SimpleSnitch
-seed_provider:
-  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
-    parameters:
-      - seeds: "127.0.2.1:%[2]d"
-listen_address: %[4]s
-rpc_address: %[4]s
-storage_port: %[2]d
-native_transport_port: %[3]d
-start_native_transport: true
-storage_compatibility_mode: NONE
-concurrent_compactors: 1
-auto_snapshot: false
-stream_throughput_outbound: 0MiB/s
-entire_sstable_stream_throughput_outbound: 0MiB/s
-auto_bootstrap: %[5]v
-`, n.dir, n.storage, n.native, n.host, bootstrap)
-	if len(tokens) > 0 {
-		yaml += "initial_token: " + strings.Join(tokens, ",") + "\n"
-	}
-	conf := filepath.Join(n.dir, "cassandra.yaml")
+	yaml := cassandraConf{Cluster: "sluice-bench-bootstrap", Dir: n.dir, Host: n.host, Seed: "127.0.2.1", Storage: n.storage, Native: n.native,
+		InitialToken: strings.Join(tokens, ","), Bootstrap: &bootstrap,
+		Extra: "stream_throughput_outbound: 0MiB/s\nentire_sstable_stream_throughput_outbound: 0MiB/s\n"}.yaml()
 	logback := filepath.Join(n.dir, "logback.xml")
 	n.log = filepath.Join(n.dir, "node.log")
-	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCassandraYAML(t, n.dir, yaml)
 	if err := os.WriteFile(logback, []byte(`<configuration>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">
     <file>`+n.log+`</file>
@@ -402,55 +372,20 @@ auto_bootstrap: %[5]v
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"java", "-Dcassandra.config=file://" + conf, "-Dcassandra-foreground=yes", "-Dlogback.configurationFile=" + logback,
-		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.jmx), "-Dcassandra.storagedir=" + n.dir, "-Dcassandra.ring_delay_ms=1000"}
+	props := []string{"-Dlogback.configurationFile=" + logback}
 	if n.host == "127.0.2.1" {
 		// The seed, alone: nothing to wait for. Node 2 waits for gossip to settle, so that it
 		// knows node 1 and the schema before it computes what to stream.
-		args = append(args, "-Dcassandra.skip_wait_for_gossip_to_settle=0")
+		props = append(props, gossipSettle)
 	}
-	node := exec.Command(filepath.Join(repo, "interop", "cassandra.sh"), append(args, "org.apache.cassandra.service.CassandraDaemon")...)
-	out, err := os.Create(filepath.Join(n.dir, "stdout.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Stdout, node.Stderr = out, out
-	node.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	n.pid = node.Process.Pid // cassandra.sh execs java
-	exited := make(chan error, 1)
-	go func() { exited <- node.Wait(); out.Close() }()
-	stopped := false
-	n.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = node.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			_ = syscall.Kill(-node.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}
-	t.Cleanup(n.stop)
-	begin := time.Now()
+	p := cassandraProc(t, "Cassandra "+n.host, n.dir, n.jmx, props...)
+	p.out, p.logFile = filepath.Join(n.dir, "stdout.log"), n.log
+	p.start(t)
+	n.pid = p.pid()
+	n.stop = func() { p.stop(syscall.SIGTERM, 60*time.Second) }
 	return func() {
 		t.Helper()
-		for !addrOpen(fmt.Sprintf("%s:%d", n.host, n.native)) || !portOpen(n.jmx) {
-			select {
-			case err := <-exited:
-				b, _ := os.ReadFile(n.log)
-				t.Fatalf("Cassandra %s exited while starting: %v\n%s", n.host, err, tail(string(b), 4000))
-			case <-time.After(200 * time.Millisecond):
-			}
-			if time.Since(begin) > 30*time.Minute {
-				t.Fatalf("Cassandra %s did not open its CQL port", n.host)
-			}
-		}
+		p.waitCassandra(t, n.host, n.native, n.jmx, 30*time.Minute, 0)
 	}
 }
 
@@ -718,34 +653,15 @@ func parseSize(s string) (int64, error) {
 // procCPU is pid's user + system CPU seconds, its waited-for children's included.
 func procCPU(t *testing.T, pid int) float64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := statCPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	var ticks float64
-	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime (fields 14-17)
-		v, _ := strconv.ParseFloat(f[i], 64)
-		ticks += v
-	}
-	return ticks / 100 // USER_HZ
+	return d.Seconds()
 }
 
 // procTreeCPU is procCPU of pid and of every live descendant (the sidecar's JMX client).
-func procTreeCPU(t *testing.T, pid int) float64 {
-	t.Helper()
-	sum := procCPU(t, pid)
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, task := range tasks {
-		b, _ := os.ReadFile(task)
-		for _, c := range strings.Fields(string(b)) {
-			if cp, err := strconv.Atoi(c); err == nil {
-				sum += procTreeCPU(t, cp)
-			}
-		}
-	}
-	return sum
-}
+func procTreeCPU(t *testing.T, pid int) float64 { return cpuTree(t, pid).Seconds() }
 
 // procReadBytes is /proc/PID/io's read_bytes: what pid caused to be read from the device.
 func procReadBytes(t *testing.T, pid int) int64 {
@@ -802,53 +718,18 @@ func startBenchSidecar(t *testing.T, n *benchNode, name, tlsDir, importVia strin
 	t.Helper()
 	s := &benchSidecar{stream: fmt.Sprintf("%s:%d", n.host, freePort(t, "udp")), admin: fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp")),
 		token: filepath.Join(n.dir, "admin.token")}
-	nodetool, _ := json.Marshal(n.nodetool())
-	imp := "  nodetool: " + string(nodetool) + "\n"
+	conf := sidecarConf{Name: name, TLSDir: tlsDir, Stream: s.stream, Admin: s.admin, Token: s.token, Transport: "tls",
+		Host: n.host, Native: n.native, Data: filepath.Join(n.dir, "data"), Staging: filepath.Join(n.dir, "staging")}
 	if importVia == "jmx" {
-		imp = fmt.Sprintf("  jmx_address: 127.0.0.1:%d\n", n.jmx)
+		conf.JMX = n.jmx
+	} else {
+		conf.NodetoolJSON = nodetoolJSON(n.jmx)
 	}
-	conf := fmt.Sprintf(`name: %s
-tls_dir: %s
-stream_addr: %s
-admin_addr: %s
-admin_token_file: %s
-transport: tls
-cassandra:
-  native_address: %s:%d
-  data_file_directories: [%s]
-  staging_dir: %s
-%s`, name, tlsDir, s.stream, s.admin, s.token, n.host, n.native, filepath.Join(n.dir, "data"), filepath.Join(n.dir, "staging"), imp)
-	path := filepath.Join(n.dir, "sluice.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(n.dir, "sidecar.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "--config", path, "--log-format", "json")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.pid = cmd.Process.Pid
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
-	stopped := false
-	s.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	t.Cleanup(s.stop)
+	side := sidecarProc(t, n.dir, conf, nil)
+	side.out = filepath.Join(n.dir, "sidecar.log")
+	side.start(t)
+	s.pid = side.pid()
+	s.stop = func() { side.stop(syscall.SIGINT, 15*time.Second) }
 	tokenFile := s.token
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if _, err := os.Stat(tokenFile); err == nil {

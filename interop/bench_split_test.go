@@ -3,11 +3,9 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,11 +41,8 @@ func TestBenchSplitAgainstSSTableSplit(t *testing.T) {
 	// A live node creates the keyspace and table, then drains and stops: sstablesplit is an
 	// offline tool that reads the schema from the node's system tables.
 	storage, native, jmx := freePort(t, "tcp"), freePort(t, "tcp"), freePort(t, "tcp")
-	yamlPath := filepath.Join(dir, "cassandra.yaml")
-	if err := os.WriteFile(yamlPath, []byte(liveYAML(dir, storage, native)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stop := runCassandra(t, dir, yamlPath, native, jmx)
+	node := startCassandra(t, dir, liveYAML(dir, storage, native), native, jmx)
+	stop := func() { node.stop(syscall.SIGTERM, 60*time.Second) }
 	cl := gocql.NewCluster("127.0.0.1")
 	cl.Port, cl.Timeout, cl.ConnectTimeout = native, 30*time.Second, 30*time.Second
 	s, err := cl.CreateSession()
@@ -96,7 +91,7 @@ func TestBenchSplitAgainstSSTableSplit(t *testing.T) {
 	copyDir(t, parentDir, tableDir)
 	dropCaches(t)
 	cmd := exec.Command(filepath.Join(repo, "interop", "cassandra.sh"), "java",
-		"-Dcassandra.config=file://"+yamlPath, "-Dcassandra.storagedir="+dir,
+		"-Dcassandra.config=file://"+filepath.Join(dir, "cassandra.yaml"), "-Dcassandra.storagedir="+dir,
 		"org.apache.cassandra.tools.StandaloneSplitter", "-s", "128", "--no-snapshot", filepath.Join(tableDir, "oa-1-big-Data.db"))
 	wall, cpu, out := timed(t, cmd)
 	kids, _ := filepath.Glob(filepath.Join(tableDir, "*-Data.db"))
@@ -151,52 +146,6 @@ func TestBenchSplitAgainstSSTableSplit(t *testing.T) {
 	for _, r := range results {
 		t.Logf("| %s | %.2f | %.2f | %d | %.1fx | %s |", r.what, r.wall, r.cpu, r.children, ref/r.wall, r.description)
 	}
-}
-
-// runCassandra starts a CassandraDaemon with yaml and returns a function that stops it (and
-// waits), which the test's end calls too.
-func runCassandra(t *testing.T, dir, yaml string, native, jmx int) func() {
-	t.Helper()
-	var logs strings.Builder
-	node := exec.Command(filepath.Join(repo, "interop", "cassandra.sh"), "java",
-		"-Dcassandra.config=file://"+yaml, "-Dcassandra-foreground=yes",
-		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", jmx), "-Dcassandra.storagedir="+dir,
-		"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000",
-		"org.apache.cassandra.service.CassandraDaemon")
-	node.Stdout, node.Stderr = &logs, &logs
-	node.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- node.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = node.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			_ = node.Process.Kill()
-			<-exited
-		}
-	}
-	t.Cleanup(stop)
-	start := time.Now()
-	for !addrOpen(net.JoinHostPort("127.0.0.1", strconv.Itoa(native))) {
-		select {
-		case err := <-exited:
-			t.Fatalf("Cassandra exited while starting: %v\n%s", err, tail(logs.String(), 4000))
-		case <-time.After(500 * time.Millisecond):
-		}
-		if time.Since(start) > 4*time.Minute {
-			t.Fatalf("Cassandra did not open its CQL port in 4 minutes:\n%s", tail(logs.String(), 4000))
-		}
-	}
-	return stop
 }
 
 // timed runs cmd and returns its wall and CPU seconds (user + system, from its rusage) and

@@ -1,45 +1,16 @@
 package interop
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // liveYAML is a single node on loopback with its own ports, data under dir.
 func liveYAML(dir string, storage, native int) string {
-	return fmt.Sprintf(`cluster_name: sluice-interop
-num_tokens: 1
-initial_token: 0
-partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-data_file_directories: [%[1]s/data]
-commitlog_directory: %[1]s/commitlog
-saved_caches_directory: %[1]s/saved_caches
-hints_directory: %[1]s/hints
-cdc_raw_directory: %[1]s/cdc_raw
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-endpoint_snitch: SimpleSnitch
-seed_provider:
-  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
-    parameters:
-      - seeds: "127.0.0.1:%[2]d"
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
-storage_port: %[2]d
-native_transport_port: %[3]d
-start_native_transport: true
-storage_compatibility_mode: NONE
-concurrent_compactors: 1
-auto_snapshot: false
-`, dir, storage, native)
+	return cassandraConf{Cluster: "sluice-interop", Dir: dir, Storage: storage, Native: native, NumTokens: 1, InitialToken: "0"}.yaml()
 }
 
 // A live single-node Cassandra 5.0 (CassandraDaemon from the same jars, 1 GiB heap, loopback,
@@ -63,44 +34,7 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	storage, native, jmx := freePort(t, "tcp"), freePort(t, "tcp"), freePort(t, "tcp")
-	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(liveYAML(dir, storage, native)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	node := exec.Command(filepath.Join(repo, "interop", "cassandra.sh"), "java",
-		"-Dcassandra.config=file://"+filepath.Join(dir, "cassandra.yaml"), "-Dcassandra-foreground=yes",
-		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", jmx), "-Dcassandra.storagedir="+dir,
-		"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000",
-		"org.apache.cassandra.service.CassandraDaemon")
-	node.Stdout, node.Stderr = &logs, &logs
-	node.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	start := time.Now()
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- node.Wait() }()
-	defer func() {
-		// cassandra.sh execs java: the process we started is the JVM.
-		_ = node.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = node.Process.Kill()
-			<-exited
-		}
-	}()
-	for !portOpen(native) || !portOpen(jmx) {
-		select {
-		case err := <-exited:
-			t.Fatalf("Cassandra exited while starting: %v\n%s", err, tail(logs.String(), 4000))
-		case <-time.After(500 * time.Millisecond):
-		}
-		if time.Since(start) > 4*time.Minute {
-			t.Fatalf("Cassandra did not open its CQL and JMX ports in 4 minutes:\n%s", tail(logs.String(), 4000))
-		}
-	}
-	t.Logf("Cassandra 5.0 up in %.1fs", time.Since(start).Seconds())
+	node := startCassandra(t, dir, liveYAML(dir, storage, native), native, jmx)
 
 	for _, name := range []string{"wide_big_lz4", "statics_bti_lz4", "collections_bti_deflate", "deletions_big_none"} {
 		t.Run(name, func(t *testing.T) {
@@ -160,22 +94,10 @@ func TestLiveNodeImportsSluiceOutput(t *testing.T) {
 			liveCheck(t, args, name+"_rechunk", tables[1:], true)
 		})
 	}
-	if t.Failed() {
-		t.Logf("Cassandra's log:\n%s", tail(logs.String(), 6000))
-	}
-	if s := logs.String(); strings.Contains(s, "CorruptSSTableException") {
+	if s := node.logs.String(); strings.Contains(s, "CorruptSSTableException") {
 		i := strings.Index(s, "CorruptSSTableException")
 		t.Logf("Cassandra logged: %s", strings.SplitN(s[i:], "\n", 3)[0]+" / "+strings.SplitN(s[i:], "\n", 3)[1])
 	}
-}
-
-func portOpen(port int) bool {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // fixtureSchemas returns the CREATE TABLE and CREATE TYPE statements of the fixture tables,

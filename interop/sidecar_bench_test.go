@@ -3,7 +3,9 @@ package interop
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,21 +25,13 @@ import (
 // that of its live descendants (a sidecar's persistent JMX client).
 func cpuTree(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	d, err := statCPU(pid)
+	if errors.Is(err, fs.ErrNotExist) {
 		return 0 // exited meanwhile: counted by its parent
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from 3 on
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime: fields 14-17
-		v, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			t.Fatalf("/proc/%d/stat: %v", pid, err)
-		}
-		ticks += v
+	if err != nil {
+		t.Fatal(err)
 	}
-	d := time.Duration(ticks) * time.Second / 100 // USER_HZ
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, task := range tasks {
 		b, _ := os.ReadFile(task)
@@ -48,6 +42,26 @@ func cpuTree(t *testing.T, pid int) time.Duration {
 		}
 	}
 	return d
+}
+
+// statCPU is pid's user + system CPU, its waited-for children's included (utime, stime,
+// cutime, cstime of /proc/PID/stat).
+func statCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from 3 on
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime: fields 14-17
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ
 }
 
 // cpuOf sums procCPU over running processes.

@@ -1,11 +1,9 @@
 package interop
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,9 +26,10 @@ import (
 // on node 2's sidecar fills it: every row at LOCAL_ONE through node 2, sstables in both data
 // directories, each in the one Cassandra's disk boundaries (computed here from the ring, as
 // the sidecar does) give its first token: Cassandra put every sstable where sluice staged it
-// for. Then node 2 is stopped, `sluice cassandra replace 127.0.0.2 --into DIR` on node 1's
-// sidecar fills a fresh directory (node 1, the other replica, is its source, served by that
-// same sidecar), and node 3 (127.0.0.3, dc2) starts on it with auto_bootstrap: false,
+// for. Then node 2 is killed, and a sidecar for node 3 (127.0.0.3, dc2), whose Cassandra has
+// not started, runs `sluice cassandra replace 127.0.0.2 --into DIR --native <node 1>`: the
+// ring read from node 1, node 2's ranges fetched from node 1's sidecar (the other replica)
+// into node 3's data directory. Node 3 then starts on it with auto_bootstrap: false,
 // replace_address_first_boot and allow_unsafe_replace: every row at LOCAL_ONE through node 3.
 func TestCassandraSidecarJBODAndReplace(t *testing.T) {
 	need(t)
@@ -52,13 +51,8 @@ func TestCassandraSidecarJBODAndReplace(t *testing.T) {
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	data2 := filepath.Join(n2.dir, "data2")
 	yamlOf := func(n liveNode, bootstrap bool) (string, string) {
-		props := filepath.Join(n.dir, "cassandra-rackdc.properties")
-		if err := os.WriteFile(props, []byte("dc="+n.dc+"\nrack=rack1\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		yaml := strings.NewReplacer("listen_address: 127.0.0.1", "listen_address: "+n.host, "rpc_address: 127.0.0.1", "rpc_address: "+n.host,
-			"cluster_name: sluice-sidecar", "cluster_name: sluice-jbod").Replace(sidecarYAML(n.dir, storage, native))
-		return yaml + fmt.Sprintf("auto_bootstrap: %v\n", bootstrap), "-Dcassandra-rackdc.properties=file://" + props
+		return cassandraConf{Cluster: "sluice-jbod", Dir: n.dir, Host: n.host, Storage: storage, Native: native,
+			Snitch: "GossipingPropertyFileSnitch", Bootstrap: &bootstrap}.yaml(), rackDC(t, n.dir, n.dc, "rack1")
 	}
 	y1, p1 := yamlOf(n1, true)
 	startCassandraOn(t, n1.dir, y1, n1.host, native, n1.jmx, p1)
@@ -92,52 +86,12 @@ func TestCassandraSidecarJBODAndReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tlsDir := filepath.Join(root, "tls")
-	if _, err := sluice(t, "cert", "ca", "--dir", tlsDir); err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(root, "cluster.key")
-	if err := os.WriteFile(keyFile, []byte("00112233445566778899aabbccddeeff\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	var admins, tokens []string
-	for i, n := range nodes[:2] {
-		name := fmt.Sprintf("side%d", i+1)
-		if _, err := sluice(t, "cert", "node", "--dir", tlsDir, "--name", name); err != nil {
-			t.Fatal(err)
-		}
-		g := seed
-		if i > 0 {
-			g = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-		}
-		data := n.data()
-		if i == 1 {
-			data += ", " + data2 // the sidecar's data directories are Cassandra's two, in its order
-		}
-		a, tk := startJBODSidecar(t, n, data, name, tlsDir, keyFile, g, seed, native)
-		admins, tokens = append(admins, a), append(tokens, tk)
-	}
+	sides := newSidecarCluster(t, root, native)
+	sides.add(t, n1, n1.data())
+	sides.add(t, n2, n2.data()+", "+data2) // the sidecar's data directories are Cassandra's two, in its order
+	admins, tokens := sides.admins, sides.tokens
 	ringOf := func(i int, wantUp int) adminapi.CassandraRing {
-		t.Setenv(adminapi.TokenEnv, tokens[i])
-		var r adminapi.CassandraRing
-		for deadline := time.Now().Add(2 * time.Minute); ; {
-			up := 0
-			if out, err := sluice(t, "cassandra", "ring", "--json", "--admin", admins[i]); err == nil && json.Unmarshal([]byte(out), &r) == nil {
-				for _, cn := range r.Nodes {
-					if cn.State == "UP" && cn.Sidecar == adminapi.SidecarUp {
-						up++
-					}
-				}
-			}
-			if up == wantUp {
-				return r
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("side%d sees %d nodes UP with their sidecars up, want %d: %+v", i+1, up, wantUp, r)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		return waitSidecarsUp(t, i, admins[i], tokens[i], wantUp)
 	}
 	ringOf(0, 2)
 	r2 := ringOf(1, 2)
@@ -194,12 +148,31 @@ func TestCassandraSidecarJBODAndReplace(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	// The replacement's own sidecar, beside node 3 that has not started: it reads the ring from
+	// node 1 (--native) and fills node 3's data directory.
 	into := n3.data()
-	rpStart := time.Now()
-	out, err = sluice(t, "cassandra", "replace", n2.host, "--into", into, "--admin", admins[0], "--json")
+	if err := os.MkdirAll(into, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	admin3, token3 := sides.add(t, n3, into)
+	t.Setenv(adminapi.TokenEnv, token3)
 	var rp adminapi.CassandraRebuildResult
-	if jerr := json.Unmarshal([]byte(out), &rp); jerr != nil || err != nil || rp.State != adminapi.OpComplete || len(rp.Failed) != 0 || rp.SSTables == 0 {
-		t.Fatalf("sluice cassandra replace: %v %v\n%s", err, jerr, out)
+	rpStart := time.Now()
+	for deadline := time.Now().Add(time.Minute); ; {
+		out, err = sluice(t, "cassandra", "replace", n2.host, "--into", into, "--native", fmt.Sprintf("%s:%d", n1.host, native), "--admin", admin3, "--json")
+		jerr := json.Unmarshal([]byte(out), &rp)
+		if jerr == nil && err == nil && rp.State == adminapi.OpComplete && len(rp.Failed) == 0 && rp.SSTables > 0 {
+			break
+		}
+		// Until side3 has proven side1 in gossip, the plan has no source: nothing was fetched.
+		if time.Now().After(deadline) || rp.SSTables > 0 {
+			t.Fatalf("sluice cassandra replace: %v %v\n%s", err, jerr, out)
+		}
+		time.Sleep(2 * time.Second)
+		rpStart = time.Now()
+	}
+	if len(rp.Imported) == 0 || rp.Imported[0].From != "side1" {
+		t.Errorf("replace sources: %+v", rp.Imported)
 	}
 	if left, _ := filepath.Glob(filepath.Join(into, ".sluice-replace-*")); len(left) != 0 {
 		t.Errorf("the replace left %v", left)
@@ -221,34 +194,6 @@ func TestCassandraSidecarJBODAndReplace(t *testing.T) {
 		t.Errorf("the replacement returns %d rows at LOCAL_ONE, want the %d written", len(got), len(want))
 	}
 	t.Logf("replacement node 3 returns all %d rows at LOCAL_ONE; whole test %.1fs", len(got), time.Since(begin).Seconds())
-}
-
-// startJBODSidecar is startSidecar with the sidecar's data_file_directories given (a list's
-// inside, "a, b").
-func startJBODSidecar(t *testing.T, n liveNode, data, name, tlsDir, keyFile, gossip, seed string, native int) (admin, token string) {
-	t.Helper()
-	admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	token = filepath.Join(n.dir, "admin.token")
-	nodetool, _ := json.Marshal(n.nodetool())
-	conf := sidecarConfig(name, tlsDir, freePort(t, "udp"), admin, token, gossip, seed, keyFile, n.host, native, data, string(nodetool), filepath.Join(n.dir, "staging"))
-	path := filepath.Join(n.dir, "sluice.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	side := exec.Command(bin, "run", "--config", path, "--log-format", "json")
-	side.Stdout, side.Stderr = &logs, &logs
-	if err := side.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = side.Process.Signal(os.Interrupt)
-		_ = side.Wait()
-		if t.Failed() {
-			t.Logf("sidecar %s log:\n%s", name, tail(logs.String(), 8000))
-		}
-	})
-	return admin, token
 }
 
 // killCassandra kills (SIGKILL) the Cassandra JVM this test started with storage directory

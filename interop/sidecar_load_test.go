@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,83 +38,6 @@ type loadCluster struct {
 	seed            string
 	jmx             bool   // imports through the persistent JMX client
 	transport       string // the sidecars' stream data plane; "" is the default (quic)
-}
-
-// proc is a process the test started and may stop (its process group: a JVM and whatever a
-// sidecar runs, nodetool import included) and start again.
-type proc struct {
-	name   string
-	argv   []string
-	env    []string
-	logs   *lockedBuffer
-	cmd    *exec.Cmd
-	exited chan error
-}
-
-// lockedBuffer is a process's output, safe to read while the process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lockedBuffer) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Len()
-}
-
-func (p *proc) start(t *testing.T) {
-	t.Helper()
-	p.logs = &lockedBuffer{}
-	p.cmd = exec.Command(p.argv[0], p.argv[1:]...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	p.cmd.Env = p.env
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.exited = make(chan error, 1)
-	go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(p.cmd, p.exited)
-}
-
-// running reports whether the process has not exited.
-func (p *proc) running() bool {
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case err := <-p.exited:
-		p.exited <- err
-		return false
-	default:
-		return true
-	}
-}
-
-// stop signals the process group and waits (SIGKILL after grace).
-func (p *proc) stop(sig syscall.Signal, grace time.Duration) {
-	if !p.running() {
-		return
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
 }
 
 // startLoadCluster starts the three dc1 nodes and their sidecars (SLUICE_INTEROP_LIVE=0
@@ -183,28 +105,10 @@ func (c *loadCluster) addNode(host, dc string, bootstrap bool) {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	props := filepath.Join(n.dir, "cassandra-rackdc.properties")
-	if err := os.WriteFile(props, []byte("dc="+dc+"\nrack=rack1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	yaml := strings.NewReplacer("listen_address: 127.0.0.1", "listen_address: "+n.host, "rpc_address: 127.0.0.1", "rpc_address: "+n.host,
-		"cluster_name: sluice-sidecar", "cluster_name: sluice-load").Replace(sidecarYAML(n.dir, c.storage, c.native))
-	yaml += fmt.Sprintf("auto_bootstrap: %v\n", bootstrap)
-	if err := os.WriteFile(filepath.Join(n.dir, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: "cassandra " + n.host, env: os.Environ(), argv: []string{filepath.Join(repo, "interop", "cassandra.sh"), "java",
-		"-Dcassandra.config=file://" + filepath.Join(n.dir, "cassandra.yaml"), "-Dcassandra-foreground=yes",
-		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.jmx), "-Dcassandra.storagedir=" + n.dir,
-		"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000",
-		"-Dcassandra-rackdc.properties=file://" + props, "org.apache.cassandra.service.CassandraDaemon"}}
+	writeCassandraYAML(t, n.dir, cassandraConf{Cluster: "sluice-load", Dir: n.dir, Host: n.host, Storage: c.storage, Native: c.native,
+		Snitch: "GossipingPropertyFileSnitch", Bootstrap: &bootstrap}.yaml())
+	p := cassandraProc(t, "cassandra "+n.host, n.dir, n.jmx, gossipSettle, rackDC(t, n.dir, dc, "rack1"))
 	c.nodes, c.cass = append(c.nodes, n), append(c.cass, p)
-	t.Cleanup(func() {
-		p.stop(syscall.SIGTERM, 30*time.Second)
-		if t.Failed() && p.logs != nil {
-			t.Logf("%s log:\n%s", p.name, tail(p.logs.String(), 4000))
-		}
-	})
 	c.startNode(len(c.nodes) - 1)
 }
 
@@ -223,60 +127,32 @@ func (c *loadCluster) addSidecar(i int) {
 	}
 	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 	token := filepath.Join(n.dir, "admin.token")
-	nodetool, _ := json.Marshal(n.nodetool())
-	conf := sidecarConfig(sname, c.tlsDir, freePort(t, "udp"), admin, token, g, c.seed, c.keyFile, n.host, c.native, n.data(), string(nodetool), c.staging(i))
+	conf := sidecarConf{Name: sname, TLSDir: c.tlsDir, Stream: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")), Admin: admin, Token: token,
+		Transport: c.transport, Gossip: g, Seed: c.seed, KeyFile: c.keyFile, Host: n.host, Native: c.native, Data: n.data(),
+		NodetoolJSON: nodetoolJSON(n.jmx), Staging: c.staging(i), Refresh: "2s"}
 	if c.jmx {
-		conf += fmt.Sprintf("  jmx_address: 127.0.0.1:%d\n", n.jmx)
+		conf.JMX = n.jmx
 	}
-	if c.transport != "" {
-		conf += "transport: " + c.transport + "\n"
-	}
-	path := filepath.Join(n.dir, "sluice.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	argv := []string{bin, "run", "--config", path, "--log-format", "json"}
+	var args []string
 	if dir := os.Getenv("SLUICE_SIDECAR_CPUPROFILE"); dir != "" { // a CPU profile per sidecar, written when it stops
-		argv = append(argv, "--cpu-profile", filepath.Join(dir, sname+".pprof"))
+		args = append(args, "--cpu-profile", filepath.Join(dir, sname+".pprof"))
 	}
-	p := &proc{name: "sidecar " + sname, env: os.Environ(), argv: argv}
+	p := startSidecar(t, n.dir, conf, nil, args...)
 	c.side, c.admins, c.tokens = append(c.side, p), append(c.admins, admin), append(c.tokens, token)
-	t.Cleanup(func() {
-		p.stop(syscall.SIGINT, 15*time.Second)
-		if t.Failed() && p.logs != nil {
-			t.Logf("%s log:\n%s", p.name, tail(p.logs.String(), 6000))
-		}
-	})
-	p.start(t)
 }
 
 func (c *loadCluster) staging(i int) string { return filepath.Join(c.nodes[i].dir, "staging") }
 
-// startNode starts Cassandra node i and waits for its CQL and JMX ports.
+// startNode starts Cassandra node i and waits for its CQL and JMX ports. On a loaded machine a
+// joining node can give up on a seed that is slow to answer gossip; it is started again
+// (twice at most).
 func (c *loadCluster) startNode(i int) {
 	t := c.t
 	t.Helper()
 	p, n := c.cass[i], c.nodes[i]
 	start := time.Now()
 	p.start(t)
-	retries := 2
-	for !addrOpen(fmt.Sprintf("%s:%d", n.host, c.native)) || !portOpen(n.jmx) {
-		if !p.running() {
-			// On a loaded machine a joining node can give up on a seed that is slow to
-			// answer gossip; it is started again (twice at most).
-			if retries > 0 && strings.Contains(p.logs.String(), "Unable to contact any seeds") {
-				retries--
-				t.Logf("Cassandra %s could not reach its seed; starting it again", n.host)
-				p.start(t)
-				continue
-			}
-			t.Fatalf("Cassandra %s exited while starting:\n%s", n.host, tail(p.logs.String(), 4000))
-		}
-		if time.Since(start) > 4*time.Minute {
-			t.Fatalf("Cassandra %s did not open its ports in 4 minutes:\n%s", n.host, tail(p.logs.String(), 4000))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	p.waitCassandra(t, n.host, c.native, n.jmx, 4*time.Minute, 2)
 	t.Logf("Cassandra %s up in %.1fs", n.host, time.Since(start).Seconds())
 }
 
@@ -359,19 +235,7 @@ func (c *loadCluster) session(i int, cl gocql.Consistency) *gocql.Session {
 	if i >= 0 {
 		cc.HostFilter = gocql.WhiteListHostFilter(c.nodes[i].host)
 	}
-	var s *gocql.Session
-	var err error
-	for deadline := time.Now().Add(time.Minute); ; {
-		if s, err = cc.CreateSession(); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return cqlSession(t, cc)
 }
 
 // cells reads every row of loaded.<table> through s: "pk/ck" → value@writetime.

@@ -1,13 +1,11 @@
 package interop
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,10 +28,7 @@ type liveNode struct {
 
 func (n liveNode) data() string { return filepath.Join(n.dir, "data") }
 
-func (n liveNode) nodetool() []string {
-	return []string{filepath.Join(repo, "interop", "cassandra.sh"), "java", "org.apache.cassandra.tools.NodeTool",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(n.jmx)}
-}
+func (n liveNode) nodetool() []string { return nodetoolArgv(n.jmx) }
 
 // session is a CQL session through node n alone, at LOCAL_ONE in its DC.
 func (n liveNode) session(t *testing.T, native int) *gocql.Session {
@@ -43,19 +38,7 @@ func (n liveNode) session(t *testing.T, native int) *gocql.Session {
 	cc.Consistency = gocql.LocalOne
 	cc.HostFilter = gocql.WhiteListHostFilter(n.host)
 	cc.PoolConfig.HostSelectionPolicy = gocql.DCAwareRoundRobinPolicy(n.dc)
-	var s *gocql.Session
-	var err error
-	for deadline := time.Now().Add(time.Minute); ; {
-		if s, err = cc.CreateSession(); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return cqlSession(t, cc)
 }
 
 // rows reads every row of rebuild.t through s: pk/ck → v.
@@ -74,39 +57,86 @@ func rows(t *testing.T, s *gocql.Session) map[[2]int]string {
 	return out
 }
 
-// startSidecar runs `sluice run` for node n with gossip; it returns the admin address and the
+// sidecar runs `sluice run` for node n with gossip; it returns the admin address and the
 // admin token file.
-func startSidecar(t *testing.T, n liveNode, name, tlsDir, keyFile, gossip, seed string, native int) (admin, token string) {
+func (n liveNode) sidecar(t *testing.T, name, tlsDir, keyFile, gossip, seed string, native int) (admin, token string) {
+	t.Helper()
+	return n.sidecarOn(t, n.data(), name, tlsDir, keyFile, gossip, seed, native)
+}
+
+// sidecarOn is sidecar with the sidecar's data_file_directories given (a list's inside).
+func (n liveNode) sidecarOn(t *testing.T, data, name, tlsDir, keyFile, gossip, seed string, native int) (admin, token string) {
 	t.Helper()
 	admin = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
 	token = filepath.Join(n.dir, "admin.token")
-	nodetool, _ := json.Marshal(n.nodetool())
-	conf := sidecarConfig(name, tlsDir, freePort(t, "udp"), admin, token, gossip, seed, keyFile, n.host, native, n.data(), string(nodetool), filepath.Join(n.dir, "staging"))
-	path := filepath.Join(n.dir, "sluice.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	side := exec.Command(bin, "run", "--config", path, "--log-format", "json")
-	side.Stdout, side.Stderr = &logs, &logs
-	if err := side.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = side.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = side.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = side.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("sidecar %s log:\n%s", name, tail(logs.String(), 8000))
-		}
-	})
+	startSidecar(t, n.dir, sidecarConf{Name: name, TLSDir: tlsDir, Stream: fmt.Sprintf("127.0.0.1:%d", freePort(t, "udp")), Admin: admin,
+		Token: token, Gossip: gossip, Seed: seed, KeyFile: keyFile, Host: n.host, Native: native, Data: data,
+		NodetoolJSON: nodetoolJSON(n.jmx), Staging: filepath.Join(n.dir, "staging"), Refresh: "2s"}, nil)
 	return admin, token
+}
+
+// sidecarCluster is the sidecars of a test's nodes, side1, side2... gossiping with side1 (a
+// cluster key and node certificates of one CA, under root).
+type sidecarCluster struct {
+	tlsDir, keyFile, seed string
+	native                int
+	admins, tokens        []string
+}
+
+func newSidecarCluster(t *testing.T, root string, native int) *sidecarCluster {
+	t.Helper()
+	c := &sidecarCluster{tlsDir: filepath.Join(root, "tls"), keyFile: filepath.Join(root, "cluster.key"), native: native,
+		seed: fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))}
+	if _, err := sluice(t, "cert", "ca", "--dir", c.tlsDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.keyFile, []byte("00112233445566778899aabbccddeeff\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// add starts the next sidecar, beside node n, with data as its data_file_directories (a
+// list's inside); it returns its admin address and token file.
+func (c *sidecarCluster) add(t *testing.T, n liveNode, data string) (admin, token string) {
+	t.Helper()
+	name := fmt.Sprintf("side%d", len(c.admins)+1)
+	if _, err := sluice(t, "cert", "node", "--dir", c.tlsDir, "--name", name); err != nil {
+		t.Fatal(err)
+	}
+	g := c.seed
+	if len(c.admins) > 0 {
+		g = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
+	}
+	admin, token = n.sidecarOn(t, data, name, c.tlsDir, c.keyFile, g, c.seed, c.native)
+	c.admins, c.tokens = append(c.admins, admin), append(c.tokens, token)
+	return admin, token
+}
+
+// waitSidecarsUp waits (2 minutes at most) until sidecar i (admin address and token file)
+// sees want nodes UP with their sidecars up, and returns its ring. The token stays the
+// environment's for the sluice commands after.
+func waitSidecarsUp(t *testing.T, i int, admin, token string, want int) adminapi.CassandraRing {
+	t.Helper()
+	t.Setenv(adminapi.TokenEnv, token)
+	var r adminapi.CassandraRing
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		up := 0
+		if out, err := sluice(t, "cassandra", "ring", "--json", "--admin", admin); err == nil && json.Unmarshal([]byte(out), &r) == nil {
+			for _, cn := range r.Nodes {
+				if cn.State == "UP" && cn.Sidecar == adminapi.SidecarUp {
+					up++
+				}
+			}
+		}
+		if up == want {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("side%d sees %d nodes UP with their sidecars up, want %d: %+v", i+1, up, want, r)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // The sidecar's rebuild against live Cassandra 5.0 nodes: node 1 (127.0.0.1) in dc1 holds a
@@ -139,15 +169,10 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		props := filepath.Join(n.dir, "cassandra-rackdc.properties")
-		if err := os.WriteFile(props, []byte("dc="+n.dc+"\nrack=rack1\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		yaml := strings.NewReplacer("listen_address: 127.0.0.1", "listen_address: "+n.host,
-			"rpc_address: 127.0.0.1", "rpc_address: "+n.host).Replace(sidecarYAML(n.dir, storage, native))
-		yaml += fmt.Sprintf("auto_bootstrap: %v\n", i == 0)
-		yaml = strings.Replace(yaml, "cluster_name: sluice-sidecar", "cluster_name: sluice-rebuild", 1)
-		startCassandraOn(t, n.dir, yaml, n.host, native, n.jmx, "-Dcassandra-rackdc.properties=file://"+props)
+		bootstrap := i == 0
+		yaml := cassandraConf{Cluster: "sluice-rebuild", Dir: n.dir, Host: n.host, Storage: storage, Native: native,
+			Snitch: "GossipingPropertyFileSnitch", Bootstrap: &bootstrap}.yaml()
+		startCassandraOn(t, n.dir, yaml, n.host, native, n.jmx, rackDC(t, n.dir, n.dc, "rack1"))
 	}
 	n1, n2 := nodes[0], nodes[1]
 	c1 := n1.session(t, native)
@@ -238,49 +263,15 @@ func TestCassandraSidecarRebuild(t *testing.T) {
 		t.Fatalf("node 2 returns %d rows before the rebuild", len(got))
 	}
 
-	// A sidecar per node, gossiping (with a cluster key and node certificates of one CA).
-	tlsDir := filepath.Join(root, "tls")
-	if _, err := sluice(t, "cert", "ca", "--dir", tlsDir); err != nil {
-		t.Fatal(err)
+	// A sidecar per node, gossiping (with a cluster key and node certificates of one CA); every
+	// sidecar sees every node UP with its sidecar up.
+	sides := newSidecarCluster(t, root, native)
+	for _, n := range nodes {
+		sides.add(t, n, n.data())
 	}
-	keyFile := filepath.Join(root, "cluster.key")
-	if err := os.WriteFile(keyFile, []byte("00112233445566778899aabbccddeeff\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	seed := fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-	admins, tokens := make([]string, len(nodes)), make([]string, len(nodes))
-	for i, n := range nodes {
-		name := fmt.Sprintf("side%d", i+1)
-		if _, err := sluice(t, "cert", "node", "--dir", tlsDir, "--name", name); err != nil {
-			t.Fatal(err)
-		}
-		g := seed
-		if i > 0 {
-			g = fmt.Sprintf("127.0.0.1:%d", freePort(t, "tcp"))
-		}
-		admins[i], tokens[i] = startSidecar(t, n, name, tlsDir, keyFile, g, seed, native)
-	}
-	// Every sidecar sees every node UP with its sidecar up.
+	admins, tokens := sides.admins, sides.tokens
 	for i := range nodes {
-		t.Setenv(adminapi.TokenEnv, tokens[i])
-		var ring adminapi.CassandraRing
-		for deadline := time.Now().Add(2 * time.Minute); ; {
-			up := 0
-			if out, err := sluice(t, "cassandra", "ring", "--json", "--admin", admins[i]); err == nil && json.Unmarshal([]byte(out), &ring) == nil {
-				for _, cn := range ring.Nodes {
-					if cn.State == "UP" && cn.Sidecar == adminapi.SidecarUp {
-						up++
-					}
-				}
-			}
-			if up == len(nodes) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("side%d sees %d of %d nodes UP with their sidecars up: %+v", i+1, up, len(nodes), ring)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		waitSidecarsUp(t, i, admins[i], tokens[i], len(nodes))
 	}
 	admin2 := admins[1]
 	t.Setenv(adminapi.TokenEnv, tokens[1])
@@ -431,24 +422,4 @@ func testSidecarLoad(t *testing.T, nodes []liveNode, native, storage int, admin,
 	}
 	t.Logf("sstableloader (BulkLoader) of the same sstables: %.2fs, SELECT COUNT(*) = %d; sluice cassandra load / sstableloader = %.2f",
 		bwall.Seconds(), count2, wall.Seconds()/bwall.Seconds())
-}
-
-// sidecarConfig is the sluice.yaml of a sidecar beside the Cassandra node at host: its stream
-// port, admin address and token file, gossip address and seed, and the cassandra: section.
-func sidecarConfig(name, tlsDir string, streamPort int, admin, token, gossip, seed, keyFile, host string, native int, data, nodetool, staging string) string {
-	return fmt.Sprintf(`name: %s
-tls_dir: %s
-stream_addr: 127.0.0.1:%d
-admin_addr: %s
-admin_token_file: %s
-gossip_addr: %s
-seeds: [%s]
-cluster_key_file: %s
-cassandra:
-  native_address: %s:%d
-  data_file_directories: [%s]
-  nodetool: %s
-  staging_dir: %s
-  refresh_interval: 2s
-`, name, tlsDir, streamPort, admin, token, gossip, seed, keyFile, host, native, data, nodetool, staging)
 }

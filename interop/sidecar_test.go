@@ -1,14 +1,11 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,92 +24,13 @@ import (
 // sidecarYAML is one Cassandra 5.0 node on loopback with 16 vnodes, placed by
 // GossipingPropertyFileSnitch in a DC and rack of the test's naming.
 func sidecarYAML(dir string, storage, native int) string {
-	return fmt.Sprintf(`cluster_name: sluice-sidecar
-num_tokens: 16
-partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-data_file_directories: [%[1]s/data]
-commitlog_directory: %[1]s/commitlog
-saved_caches_directory: %[1]s/saved_caches
-hints_directory: %[1]s/hints
-cdc_raw_directory: %[1]s/cdc_raw
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-endpoint_snitch: GossipingPropertyFileSnitch
-seed_provider:
-  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
-    parameters:
-      - seeds: "127.0.0.1:%[2]d"
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
-storage_port: %[2]d
-native_transport_port: %[3]d
-start_native_transport: true
-storage_compatibility_mode: NONE
-concurrent_compactors: 1
-auto_snapshot: false
-`, dir, storage, native)
+	return cassandraConf{Cluster: "sluice-sidecar", Dir: dir, Storage: storage, Native: native, Snitch: "GossipingPropertyFileSnitch"}.yaml()
 }
 
 const (
 	sidecarDC   = "sidecar_dc"
 	sidecarRack = "sidecar_rack"
 )
-
-// startCassandra starts one CassandraDaemon (cassandra.sh java, the same jars as the
-// harness) with the configuration yaml in dir, and stops it when the test ends. It returns
-// once the CQL and JMX ports are open, with the log buffer.
-func startCassandra(t *testing.T, dir, yaml string, native, jmx int, props ...string) *bytes.Buffer {
-	t.Helper()
-	return startCassandraOn(t, dir, yaml, "127.0.0.1", native, jmx, props...)
-}
-
-// startCassandraOn is startCassandra for a node whose CQL port listens on host (JMX listens
-// on loopback, 127.0.0.1).
-func startCassandraOn(t *testing.T, dir, yaml, host string, native, jmx int, props ...string) *bytes.Buffer {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	args := append([]string{"java",
-		"-Dcassandra.config=file://" + filepath.Join(dir, "cassandra.yaml"), "-Dcassandra-foreground=yes",
-		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", jmx), "-Dcassandra.storagedir=" + dir,
-		"-Dcassandra.skip_wait_for_gossip_to_settle=0", "-Dcassandra.ring_delay_ms=1000"}, props...)
-	node := exec.Command(filepath.Join(repo, "interop", "cassandra.sh"), append(args, "org.apache.cassandra.service.CassandraDaemon")...)
-	node.Stdout, node.Stderr = &logs, &logs
-	node.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	start := time.Now()
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- node.Wait() }()
-	t.Cleanup(func() {
-		// cassandra.sh execs java: the process started is the JVM.
-		_ = node.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = node.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("Cassandra's log:\n%s", tail(logs.String(), 6000))
-		}
-	})
-	for !addrOpen(net.JoinHostPort(host, strconv.Itoa(native))) || !portOpen(jmx) {
-		select {
-		case err := <-exited:
-			t.Fatalf("Cassandra exited while starting: %v\n%s", err, tail(logs.String(), 4000))
-		case <-time.After(500 * time.Millisecond):
-		}
-		if time.Since(start) > 4*time.Minute {
-			t.Fatalf("Cassandra did not open its CQL and JMX ports in 4 minutes:\n%s", tail(logs.String(), 4000))
-		}
-	}
-	t.Logf("Cassandra 5.0 up in %.1fs", time.Since(start).Seconds())
-	return &logs
-}
 
 // The sidecar against a live Cassandra 5.0 node (16 vnodes, its own DC and rack): `sluice run`
 // with a cassandra: section reads the ring over CQL, and `sluice cassandra ring --json` lists
@@ -134,12 +52,8 @@ func TestCassandraSidecar(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	props := filepath.Join(dir, "cassandra-rackdc.properties")
-	if err := os.WriteFile(props, []byte("dc="+sidecarDC+"\nrack="+sidecarRack+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	storage, native, jmx := freePort(t, "tcp"), freePort(t, "tcp"), freePort(t, "tcp")
-	startCassandra(t, dir, sidecarYAML(dir, storage, native), native, jmx, "-Dcassandra-rackdc.properties=file://"+props)
+	startCassandra(t, dir, sidecarYAML(dir, storage, native), native, jmx, rackDC(t, dir, sidecarDC, sidecarRack))
 
 	// The sidecar.
 	tlsDir := filepath.Join(dir, "tls")
@@ -153,63 +67,16 @@ func TestCassandraSidecar(t *testing.T) {
 	tokenFile := filepath.Join(dir, "admin.token")
 	staging := filepath.Join(dir, "staging")
 	data := filepath.Join(dir, "data")
-	nodetool, _ := json.Marshal([]string{filepath.Join(repo, "interop", "cassandra.sh"), "java", "org.apache.cassandra.tools.NodeTool",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(jmx)})
-	conf := fmt.Sprintf(`name: side1
-tls_dir: %s
-stream_addr: %s
-admin_addr: %s
-admin_token_file: %s
-cassandra:
-  native_address: 127.0.0.1:%d
-  data_file_directories: [%s]
-  nodetool: %s
-  staging_dir: %s
-  refresh_interval: 2s
-`, tlsDir, streamAddr, adminAddr, tokenFile, native, data, nodetool, staging)
-	confPath := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	side := exec.Command(bin, "run", "--config", confPath, "--log-format", "json")
-	side.Stdout, side.Stderr = &logs, &logs
-	side.Env = append(os.Environ(), adminapi.TokenEnv+"="+tokenFile)
-	if err := side.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = side.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = side.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = side.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("sidecar log:\n%s", tail(logs.String(), 6000))
-		}
-	})
+	side := startSidecar(t, dir, sidecarConf{Name: "side1", TLSDir: tlsDir, Stream: streamAddr, Admin: adminAddr, Token: tokenFile,
+		Host: "127.0.0.1", Native: native, Data: data, NodetoolJSON: nodetoolJSON(jmx), Staging: staging, Refresh: "2s"},
+		[]string{adminapi.TokenEnv + "=" + tokenFile})
 	t.Setenv(adminapi.TokenEnv, tokenFile) // for the sluice commands below
 
 	// The ring, as the sidecar reads it and as CQL shows it.
 	cc := gocql.NewCluster(fmt.Sprintf("127.0.0.1:%d", native))
 	cc.Timeout, cc.ConnectTimeout = 30*time.Second, 30*time.Second
 	cc.Consistency = gocql.One
-	var cql *gocql.Session
-	var err error
-	for deadline := time.Now().Add(time.Minute); ; {
-		if cql, err = cc.CreateSession(); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cql.Close()
+	cql := cqlSession(t, cc)
 	var hostID gocql.UUID
 	var tokens []string
 	var dc, rack string
@@ -224,7 +91,7 @@ cassandra:
 		}
 		if err == nil || time.Now().After(deadline) {
 			if err != nil {
-				t.Fatalf("sluice cassandra ring: %v\n%s", err, tail(logs.String(), 3000))
+				t.Fatalf("sluice cassandra ring: %v\n%s", err, tail(side.logs.String(), 3000))
 			}
 			break
 		}
@@ -371,8 +238,7 @@ cassandra:
 		t.Fatal(err)
 	}
 	var exit0 bool
-	im := &cass.Importer{Node: n.HostID, StagingDir: staging, DataDirs: []string{data}, Nodetool: []string{
-		filepath.Join(repo, "interop", "cassandra.sh"), "java", "org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", strconv.Itoa(jmx)},
+	im := &cass.Importer{Node: n.HostID, StagingDir: staging, DataDirs: []string{data}, Nodetool: nodetoolArgv(jmx),
 		Run: func(ctx context.Context, argv []string) (string, int, error) {
 			argv[len(argv)-1] = empty
 			out, code, err := cass.ExecRunner(ctx, argv)
@@ -431,16 +297,6 @@ cassandra:
 		t.Errorf("holds left in the live table directory: %v", holds)
 	}
 	t.Logf("served: fetched %d sstables, %d partitions, from the live data directory; whole test %.1fs", len(rep.SSTables), parts, time.Since(begin).Seconds())
-}
-
-// addrOpen reports whether a TCP connection to addr succeeds.
-func addrOpen(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // dirEntries lists the names in dir.
