@@ -1,6 +1,26 @@
 package slice
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sluicedb/sluice/internal/lib/crcx"
+)
+
+// digest is the CRC32 of a byte stream made piece by piece: each piece's CRC32 folded in
+// order (a child's Digest.crc32 written record by record).
+type digest struct {
+	crc     uint32
+	started bool
+}
+
+// fold appends a piece of n bytes whose CRC32 is crc.
+func (d *digest) fold(crc uint32, n int64) {
+	if !d.started {
+		d.crc, d.started = crc, true
+		return
+	}
+	d.crc = crcx.Combine(d.crc, crc, n)
+}
 
 // The layout of a zero-copy child that every Cassandra reader reads as it is.
 //

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/sluicedb/sluice/internal/lib/crcx"
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
@@ -46,8 +45,7 @@ type filledWriter struct {
 	rec     []byte
 	out     filledData
 	off     int64
-	crc     uint32
-	hasCRC  bool
+	digest  digest
 	offsets []int64
 }
 
@@ -78,7 +76,7 @@ func writeFilled(parent *sstable.Table, fl *fillLayout, fill [][]byte, dst *os.F
 	c.Offsets = w.offsets
 	w.out.Info = &c
 	w.out.FileLength = w.off
-	w.out.Digest = w.crc
+	w.out.Digest = w.digest.crc
 	return w.out, nil
 }
 
@@ -211,13 +209,7 @@ func (w *filledWriter) emit(b []byte, offsets []int64) error {
 	return nil
 }
 
-func (w *filledWriter) fold(crc uint32, n int64) {
-	if !w.hasCRC {
-		w.crc, w.hasCRC = crc, true
-		return
-	}
-	w.crc = crcx.Combine(w.crc, crc, n)
-}
+func (w *filledWriter) fold(crc uint32, n int64) { w.digest.fold(crc, n) }
 
 // moveChunks moves parent chunks [p, p+n) as they are.
 func (w *filledWriter) moveChunks(p, n int) error {

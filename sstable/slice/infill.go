@@ -10,7 +10,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/sluicedb/sluice/internal/lib/crcx"
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/rows"
@@ -61,23 +60,22 @@ type InPlaceFill struct {
 	cpos   int64 // where the child's stream ends after the placed runs
 
 	// The writer's state.
-	in       int64          // received Data.db bytes taken
-	cur      int            // the received chunk in progress
-	through  bool           // cur is written through at its place in the child
-	buf      map[int][]byte // received records held (whole once cur has passed them)
-	plain    map[int][]byte // held records decoded
-	reader   *compress.Reader
-	emitted  int     // child chunks written
-	off      int64   // child Data.db bytes written
-	offsets  []int64 // the child's chunk offsets so far
-	crc      uint32
-	hasCRC   bool
-	content  []byte
-	rec      []byte
-	encBytes int64
-	encLens  []int64 // each re-encoded record's length, in the child's order
-	recvCRC  uint32  // CRC32 of the received bytes taken
-	err      error
+	in         int64          // received Data.db bytes taken
+	cur        int            // the received chunk in progress
+	through    bool           // cur is written through at its place in the child
+	buf        map[int][]byte // received records held (whole once cur has passed them)
+	plain      map[int][]byte // held records decoded
+	reader     *compress.Reader
+	emitted    int     // child chunks written
+	off        int64   // child Data.db bytes written
+	offsets    []int64 // the child's chunk offsets so far
+	digest     digest  // the child's bytes written
+	content    []byte
+	rec        []byte
+	encBytes   int64
+	encLens    []int64 // each re-encoded record's length, in the child's order
+	recvDigest digest  // the received bytes taken
+	err        error
 	// clean is the last point a resume may restart from: a received chunk written through,
 	// nothing held (FillState's counts; Clean materialises the lists).
 	clean   FillState
@@ -212,11 +210,11 @@ func (f *InPlaceFill) Write(p []byte) error {
 				return f.fail(err)
 			}
 			c := crc32.ChecksumIEEE(p[:k])
-			f.fold(c, k)
-			f.recvCRC = combineAfter(f.recvCRC, f.in, c, k)
+			f.digest.fold(c, k)
+			f.recvDigest.fold(c, k)
 		} else {
 			f.buf[f.cur] = append(f.buf[f.cur], p[:k]...)
-			f.recvCRC = combineAfter(f.recvCRC, f.in, crc32.ChecksumIEEE(p[:k]), k)
+			f.recvDigest.fold(crc32.ChecksumIEEE(p[:k]), k)
 		}
 		f.in += k
 		p = p[k:]
@@ -245,16 +243,36 @@ func (f *InPlaceFill) writesThrough(j int) bool {
 
 // verbatimChild is the child chunk received chunk j becomes, when a placed run keeps it whole.
 func (f *InPlaceFill) verbatimChild(j int) (int, bool) {
+	v, ok := f.placedVerbatim(j, true)
+	return v.Chunk + j - v.Parent, ok
+}
+
+// verbatimParent is the received chunk child chunk c keeps whole, if any.
+func (f *InPlaceFill) verbatimParent(c int) (int, bool) {
+	v, ok := f.placedVerbatim(c, false)
+	return v.Parent + c - v.Chunk, ok
+}
+
+// placedVerbatim is the placed runs' stretch of whole chunks that holds received chunk i
+// (byParent) or child chunk i.
+func (f *InPlaceFill) placedVerbatim(i int, byParent bool) (verbatim, bool) {
 	for k := len(f.placed) - 1; k >= 0; k-- {
 		v := f.placed[k].verbatim
-		if v.N > 0 && j >= v.Parent && j < v.Parent+v.N {
-			return v.Chunk + j - v.Parent, true
+		if v.N == 0 {
+			continue
 		}
-		if v.N > 0 && j >= v.Parent+v.N {
-			break
+		lo := v.Chunk
+		if byParent {
+			lo = v.Parent
+		}
+		switch {
+		case i >= lo+v.N:
+			return verbatim{}, false // runs ascend: none before holds it either
+		case i >= lo:
+			return v, true
 		}
 	}
-	return 0, false
+	return verbatim{}, false
 }
 
 // recordDone finishes received chunk cur: written through, or held and decoded; then lays out
@@ -273,8 +291,8 @@ func (f *InPlaceFill) recordDone() error {
 			return err
 		}
 		if len(f.buf) == 0 {
-			f.clean = FillState{Chunks: f.cur, Bytes: f.in, Written: f.off, Emitted: f.emitted, Digest: f.crc,
-				RecvDigest: f.recvCRC, placed: len(f.placed), encoded: len(f.encLens)}
+			f.clean = FillState{Chunks: f.cur, Bytes: f.in, Written: f.off, Emitted: f.emitted, Digest: f.digest.crc,
+				RecvDigest: f.recvDigest.crc, placed: len(f.placed), encoded: len(f.encLens)}
 			f.cleanOK = true
 		}
 		return nil
@@ -474,20 +492,6 @@ func (f *InPlaceFill) emitNext() (bool, error) {
 	return true, f.emit(f.rec)
 }
 
-// verbatimParent is the received chunk child chunk c keeps whole, if any.
-func (f *InPlaceFill) verbatimParent(c int) (int, bool) {
-	for k := len(f.placed) - 1; k >= 0; k-- {
-		v := f.placed[k].verbatim
-		if v.N > 0 && c >= v.Chunk && c < v.Chunk+v.N {
-			return v.Parent + c - v.Chunk, true
-		}
-		if v.N > 0 && c >= v.Chunk+v.N {
-			break
-		}
-	}
-	return 0, false
-}
-
 // stretchAt is the placed run whose region (region) or bytes hold child position pos.
 func (f *InPlaceFill) stretchAt(pos int64) (int, bool) {
 	for k := len(f.placed) - 1; k >= 0; k-- {
@@ -507,19 +511,11 @@ func (f *InPlaceFill) emit(rec []byte) error {
 	if _, err := f.dst.WriteAt(rec, f.off); err != nil {
 		return err
 	}
-	f.fold(crc32.ChecksumIEEE(rec), int64(len(rec)))
+	f.digest.fold(crc32.ChecksumIEEE(rec), int64(len(rec)))
 	f.offsets = append(f.offsets, f.off)
 	f.off += int64(len(rec))
 	f.emitted++
 	return nil
-}
-
-func (f *InPlaceFill) fold(crc uint32, n int64) {
-	if !f.hasCRC {
-		f.crc, f.hasCRC = crc, true
-		return
-	}
-	f.crc = crcx.Combine(f.crc, crc, n)
 }
 
 // evict drops held chunks nothing still to be written needs: those before the received
@@ -605,7 +601,7 @@ func (f *InPlaceFill) Finish() (FilledData, error) {
 	c := *f.info
 	c.DataLength = end
 	c.Offsets = f.offsets
-	out := FilledData{Info: &c, DataLength: end, FileLength: f.off, Digest: f.crc, Runs: len(f.runs), EncodedBytes: f.encBytes}
+	out := FilledData{Info: &c, DataLength: end, FileLength: f.off, Digest: f.digest.crc, Runs: len(f.runs), EncodedBytes: f.encBytes}
 	for k, p := range f.placed {
 		out.FillerPartitions += int64(len(f.fkeys[k]))
 		out.FillerBytes += p.region.Len
@@ -764,15 +760,6 @@ func (f *InPlaceFill) keyBytesAt(r *compress.Reader, emitted int, b []byte, pos 
 	return true, nil
 }
 
-// combineAfter folds crc, the CRC32 of n bytes that follow at bytes of data whose CRC32 is
-// acc, into it (acc is ignored when at is 0).
-func combineAfter(acc uint32, at int64, crc uint32, n int64) uint32 {
-	if at == 0 {
-		return crc
-	}
-	return crcx.Combine(acc, crc, n)
-}
-
 // FillState is where an in-place fill may resume: the received chunks and bytes taken, the
 // child's bytes and chunks written, the CRC32s of both so far, the first keys of the runs
 // laid out and the lengths of the re-encoded chunks written (the child's chunk offsets follow
@@ -844,7 +831,7 @@ func (f *InPlaceFill) Resume(st FillState, kept io.ReaderAt) error {
 	}
 	// Copied record by record, each proven by its own CRC, the whole by the digest.
 	var rec []byte
-	var crc uint32
+	var d digest
 	for c, o := range offsets {
 		end := st.Written
 		if c+1 < len(offsets) {
@@ -861,17 +848,17 @@ func (f *InPlaceFill) Resume(st FillState, kept io.ReaderAt) error {
 		if _, err := f.dst.WriteAt(rec, o); err != nil {
 			return err
 		}
-		crc = combineAfter(crc, o, crc32.ChecksumIEEE(rec), int64(len(rec)))
+		d.fold(crc32.ChecksumIEEE(rec), int64(len(rec)))
 	}
-	if crc != st.Digest {
-		return fmt.Errorf("%w: the kept child Data.db's first %d bytes have CRC32 %08x, the record says %08x", compress.ErrChecksum, st.Written, crc, st.Digest)
+	if d.crc != st.Digest {
+		return fmt.Errorf("%w: the kept child Data.db's first %d bytes have CRC32 %08x, the record says %08x", compress.ErrChecksum, st.Written, d.crc, st.Digest)
 	}
 	f.encLens = append(f.encLens, st.Encoded...)
 	for _, n := range st.Encoded {
 		f.encBytes += n
 	}
-	f.offsets, f.off, f.emitted, f.crc, f.hasCRC = offsets, st.Written, st.Emitted, st.Digest, true
-	f.in, f.cur, f.recvCRC = st.Bytes, st.Chunks, st.RecvDigest
+	f.offsets, f.off, f.emitted, f.digest = offsets, st.Written, st.Emitted, d
+	f.in, f.cur, f.recvDigest = st.Bytes, st.Chunks, digest{crc: st.RecvDigest, started: true}
 	f.clean, f.cleanOK = st, true
 	f.clean.placed, f.clean.encoded = len(st.Keys), len(st.Encoded)
 	return nil

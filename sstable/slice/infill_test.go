@@ -3,7 +3,6 @@ package slice
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -137,16 +136,7 @@ func inPlaceParent(t *testing.T, vn, comp, rs string) (*sstable.Table, token.Ran
 // point.
 func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges token.RangeSet, dir string, cut *inPlaceCut) descriptor.Descriptor {
 	t.Helper()
-	if pt.Index == nil {
-		r, err := IndexReader(parent, pt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pt.Index, err = io.ReadAll(r); err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-	}
+	pt.Index = indexSlice(t, parent, pt)
 	statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
 	if err != nil {
 		t.Fatal(err)

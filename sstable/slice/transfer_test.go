@@ -99,16 +99,7 @@ func TestPartialTransferRebuildsFromShippedMaterial(t *testing.T) {
 // does).
 func receive(t *testing.T, parent *sstable.Table, pt Partial, statsBytes []byte, ranges token.RangeSet, dir string, gen int) descriptor.Descriptor {
 	t.Helper()
-	if pt.Index == nil {
-		r, err := IndexReader(parent, pt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pt.Index, err = io.ReadAll(r); err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-	}
+	pt.Index = indexSlice(t, parent, pt)
 	spec, err := SpecFromStatistics(parent.Version(), statsBytes, pt.Rows)
 	if err != nil {
 		t.Fatal(err)
@@ -263,4 +254,22 @@ func TestPartialTransferEveryFixture(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexSlice is pt's index slice, made by IndexReader as a sender does when pt holds none.
+func indexSlice(t *testing.T, parent *sstable.Table, pt Partial) []byte {
+	t.Helper()
+	if pt.Index != nil {
+		return pt.Index
+	}
+	r, err := IndexReader(parent, pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
