@@ -211,8 +211,10 @@ tokens included, from system.peers_v2) is read from the sidecar's own Cassandra 
 
 Each table's sstables arrive zero-copy in a scratch directory inside DIR, are verified
 strictly, and are moved into DIR/<keyspace>/<table>-<id>/ under fresh generations, Data.db
-last: never a half-written sstable Cassandra would open. DIR is a path on the sidecar's host
-and must not be a data directory of the sidecar's live node. Then start the replacement with
+last: never a half-written sstable Cassandra would open. DIR is a path on the sidecar's host:
+run it on the replacement's own sidecar (with --native), whose node is not running; DIR may be
+one of a sidecar's data directories only while its node refuses connections. Then start the
+replacement with
 auto_bootstrap: false, -Dcassandra.replace_address_first_boot=DEAD_ADDRESS and
 -Dcassandra.allow_unsafe_replace=true, and repair it (docs/OPERATIONS.md says why).`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -401,22 +401,27 @@ func matchSidecar(cn cassandra.Node, self string, membership bool, members []gos
 			addrs[a] = true
 		}
 	}
-	best := ""
-	for _, m := range members {
-		// A sidecar announces the host id it sits beside; one that announces none (an older
-		// sluice) is matched by the host of its stream or admin address.
-		byID := m.Meta.CassandraHostID != "" && strings.EqualFold(m.Meta.CassandraHostID, cn.HostID)
-		byAddr := m.Meta.CassandraHostID == "" && (hostIn(m.Meta.StreamAddr, addrs) || hostIn(m.Meta.AdminAddr, addrs))
-		if m.Name == self || !(byID || byAddr) {
-			continue
+	// A sidecar announces the host id it sits beside; one that announces none (an older
+	// sluice, or one whose own node has not answered yet: a replacement's) is matched by the
+	// host of its stream or admin address, only when no member announces the host id.
+	for _, byID := range []bool{true, false} {
+		best := ""
+		for _, m := range members {
+			match := m.Meta.CassandraHostID != "" && strings.EqualFold(m.Meta.CassandraHostID, cn.HostID)
+			if !byID {
+				match = m.Meta.CassandraHostID == "" && (hostIn(m.Meta.StreamAddr, addrs) || hostIn(m.Meta.AdminAddr, addrs))
+			}
+			if m.Name == self || !match {
+				continue
+			}
+			if m.Liveness == gossip.StateAlive && m.Identity == gossip.IdentityProven {
+				return adminapi.SidecarUp, m.Name
+			}
+			best = m.Name
 		}
-		if m.Liveness == gossip.StateAlive && m.Identity == gossip.IdentityProven {
-			return adminapi.SidecarUp, m.Name
+		if best != "" {
+			return adminapi.SidecarDown, best
 		}
-		best = m.Name
-	}
-	if best != "" {
-		return adminapi.SidecarDown, best
 	}
 	return adminapi.SidecarMissing, ""
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/adminapi"
 	"github.com/sluicedb/sluice/internal/cassandra"
@@ -56,7 +58,15 @@ func (n *Node) StartCassandraReplace(req adminapi.CassandraReplaceRequest) (OpSt
 	if err != nil {
 		return OpStatus{}, err
 	}
-	if err := checkReplaceRequest(req, s.dirs); err != nil {
+	// The sidecar's own data directories are live unless its node is not running at all (the
+	// sidecar of the replacement itself, whose node has not started: DIR is then one of them).
+	live := s.dirs
+	if conn, err := net.DialTimeout("tcp", s.cfg.NativeAddress, 2*time.Second); err == nil {
+		conn.Close()
+	} else if errors.Is(err, syscall.ECONNREFUSED) {
+		live = nil
+	}
+	if err := checkReplaceRequest(req, live); err != nil {
 		return OpStatus{}, badRequest{err}
 	}
 	into := filepath.Clean(req.Into)
@@ -81,7 +91,7 @@ func checkReplaceRequest(req adminapi.CassandraReplaceRequest, live []string) er
 		d = filepath.Clean(d)
 		sep := string(filepath.Separator)
 		if into == d || strings.HasPrefix(into, d+sep) || strings.HasPrefix(d, into+sep) {
-			return fmt.Errorf("replace: --into %s overlaps data file directory %s of the live node: a replace fills the directory of a node that has not started", into, d)
+			return fmt.Errorf("replace: --into %s overlaps data file directory %s of the sidecar's node, which accepts connections: a replace fills the directory of a node that has not started", into, d)
 		}
 	}
 	if req.Native != "" {

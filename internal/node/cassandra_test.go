@@ -290,6 +290,11 @@ func TestMatchSidecar(t *testing.T) {
 		{"dead", []gossip.Member{member("n2", "10.0.0.2:7400", gossip.StateDead, gossip.IdentityProven)}, true, adminapi.SidecarDown, "n2"},
 		{"unproven", []gossip.Member{member("n2", "10.0.0.2:7400", gossip.StateAlive, gossip.IdentityPending)}, true, adminapi.SidecarDown, "n2"},
 		{"itself never matches a peer", []gossip.Member{member("n1", "10.0.0.2:7400", gossip.StateAlive, gossip.IdentityProven)}, true, adminapi.SidecarMissing, ""},
+		// A sidecar announcing no host id (a replacement's, its node not started) on the same
+		// host never stands for the node whose sidecar announces its host id.
+		{"the host id first", []gossip.Member{member("n9", "10.0.0.2:7400", gossip.StateAlive, gossip.IdentityProven),
+			{Name: "n2", Meta: gossip.NodeMeta{CassandraHostID: "H2", StreamAddr: "10.9.9.9:7400"}, Liveness: gossip.StateAlive, Identity: gossip.IdentityProven}},
+			true, adminapi.SidecarUp, "n2"},
 	} {
 		state, who := matchSidecar(cn, "n1", tc.membership, tc.members)
 		if state != tc.state || who != tc.who {
