@@ -82,18 +82,20 @@ func (e *entireInstaller) write(d *wire.Data) error {
 	return fmt.Errorf("%w: stream %v", ErrProtocol, d.Stream)
 }
 
-func (e *entireInstaller) writable(d *wire.Data) Writable {
+func (e *entireInstaller) writable(d *wire.Data, _ int64) (Writable, int64) {
 	if d.Stream == wire.StreamComponent {
-		return e.comps[d.Component]
+		if w := e.comps[d.Component]; w != nil {
+			return w, int64(d.Offset)
+		}
 	}
-	return nil
+	return nil, 0
 }
 
 // took: nothing waits for an entire sstable's bytes.
 func (e *entireInstaller) took(*wire.Data) {}
 
 // placed: an entire sstable's checks are its Verify.
-func (e *entireInstaller) placed(*wire.Data, []byte) {}
+func (e *entireInstaller) placed(*wire.Data, []byte) error { return nil }
 
 func (e *entireInstaller) publishes() (descriptor.Descriptor, bool) { return e.desc, true }
 

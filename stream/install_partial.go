@@ -97,19 +97,34 @@ func (c *childInstaller) write(d *wire.Data) error {
 	return c.child.write(d)
 }
 
-func (c *childInstaller) writable(d *wire.Data) Writable {
-	if d.Stream == wire.StreamRuns && c.child.fill == nil {
-		return c.dataW
+func (c *childInstaller) writable(d *wire.Data, n int64) (Writable, int64) {
+	if d.Stream != wire.StreamRuns {
+		return nil, 0
 	}
-	return nil
+	if c.child.fill != nil {
+		// Filled in place: only bytes written through at their place in the child.
+		if at, ok := c.child.fill.Placeable(n); ok {
+			return c.dataW, at
+		}
+		return nil, 0
+	}
+	return c.dataW, int64(d.Offset)
 }
-
 func (c *childInstaller) took(d *wire.Data) { c.child.took(d) }
 
-func (c *childInstaller) placed(d *wire.Data, b []byte) {
-	if c.child.crcw != nil && d.Stream == wire.StreamRuns {
+func (c *childInstaller) placed(d *wire.Data, b []byte) error {
+	if d.Stream != wire.StreamRuns {
+		return nil
+	}
+	if c.child.fill != nil {
+		if err := c.child.fill.Placed(b); err != nil {
+			return c.fillErr(err)
+		}
+	}
+	if c.child.crcw != nil {
 		c.child.crcw.Write(b)
 	}
+	return nil
 }
 
 // fillErr says what failed filling the received runs in place: a chunk or layout that does

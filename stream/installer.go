@@ -26,16 +26,17 @@ import (
 type installer interface {
 	// write puts one accepted Data frame's payload in place.
 	write(d *wire.Data) error
-	// writable is the file d's payload goes to at d's offset, for a data plane that places
-	// payloads itself (splice); nil when the payload is kept in memory (the index and rows
-	// slices, an entire sstable's small components).
-	writable(d *wire.Data) Writable
+	// writable is the file d's payload of n bytes goes to, and the offset in it, for a data
+	// plane that places payloads itself (splice); nil when the payload is kept in memory (the
+	// index and rows slices, an entire sstable's small components, a filled partial's bytes
+	// that are not written through).
+	writable(d *wire.Data, n int64) (Writable, int64)
 	// took says d's payload is in place and checked (a rebuild reading keys from Data.db
 	// waits for them).
 	took(d *wire.Data)
 	// placed hands the installer payload bytes of d a data plane placed itself and read back
 	// from the file, as write would have seen them (the CRC.db of an uncompressed child).
-	placed(d *wire.Data, b []byte)
+	placed(d *wire.Data, b []byte) error
 	// data is the Data.db being received: kept under a second name and synced for a resume.
 	data() Writable
 	// publishes is the sstable the installer will publish, when it is named before Finish

@@ -431,8 +431,9 @@ const readBackSize = 256 << 10
 // error the reader's left count says whether the payload was consumed whole.
 func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int, d *wire.Data, n int64) error {
 	var f *os.File
-	if w := inst.writable(d); w != nil && !rs.sealed {
-		f = w.File()
+	var at int64
+	if w, off := inst.writable(d, n); w != nil && !rs.sealed {
+		f, at = w.File(), off
 	}
 	if f == nil {
 		// Bound for memory, or under TLS, where the payload passes through user space to be
@@ -446,7 +447,7 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int,
 		}
 		return takeInMemory(in, inst, s, d)
 	}
-	if err := rs.data.toFile(ctx, f, int64(d.Offset), n); err != nil {
+	if err := rs.data.toFile(ctx, f, at, n); err != nil {
 		return err
 	}
 	in.got[s] += uint64(n)
@@ -456,7 +457,7 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int,
 	if rs.readBack == nil {
 		rs.readBack = make([]byte, readBackSize)
 	}
-	for off, end := int64(d.Offset), int64(d.Offset)+n; off < end; {
+	for off, end := at, at+n; off < end; {
 		b := rs.readBack[:min(int64(len(rs.readBack)), end-off)]
 		if err := readFull(f, "back "+f.Name(), b, off); err != nil {
 			return err
@@ -464,7 +465,9 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int,
 		if err := in.check(b); err != nil {
 			return err
 		}
-		inst.placed(d, b)
+		if err := inst.placed(d, b); err != nil {
+			return err
+		}
 		off += int64(len(b))
 	}
 	return nil

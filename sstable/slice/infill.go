@@ -190,7 +190,33 @@ func (f *InPlaceFill) recordEnd(j int) int64 {
 
 // Write takes the next received Data.db bytes, in order. Their chunks' CRCs are checked by
 // the caller as they pass (a record is decoded here only after its own CRC check too).
-func (f *InPlaceFill) Write(p []byte) error {
+func (f *InPlaceFill) Write(p []byte) error { return f.take(p, true) }
+
+// Placeable says whether the next n received bytes are all written through, and where in the
+// child they go: a data plane may then place them itself (splice) and hand them to Placed.
+func (f *InPlaceFill) Placeable(n int64) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil || f.cur >= len(f.info.Offsets) || n <= 0 {
+		return 0, false
+	}
+	start := f.info.Offsets[f.cur]
+	if f.in == start && !f.writesThrough(f.cur) || f.in != start && !f.through {
+		return 0, false
+	}
+	// Every record the bytes reach must be in the same stretch of whole chunks.
+	v, _ := f.placedVerbatim(f.cur, true)
+	if w, ok := f.placedVerbatim(recordAt(f.info.Offsets, f.in+n-1), true); !ok || w != v {
+		return 0, false
+	}
+	return f.off + f.in - start, true
+}
+
+// Placed takes the next received bytes, which a data plane placed where Placeable said.
+func (f *InPlaceFill) Placed(p []byte) error { return f.take(p, false) }
+
+// take is Write, writing the bytes it writes through only when write is set.
+func (f *InPlaceFill) take(p []byte, write bool) error {
 	if f.err != nil {
 		return f.err
 	}
@@ -206,8 +232,10 @@ func (f *InPlaceFill) Write(p []byte) error {
 		}
 		k := min(int64(len(p)), end-f.in)
 		if f.through {
-			if _, err := f.dst.WriteAt(p[:k], f.off+f.in-start); err != nil {
-				return f.fail(err)
+			if write { // (else the data plane placed them)
+				if _, err := f.dst.WriteAt(p[:k], f.off+f.in-start); err != nil {
+					return f.fail(err)
+				}
 			}
 			c := crc32.ChecksumIEEE(p[:k])
 			f.digest.fold(c, k)

@@ -66,6 +66,9 @@ func TestInPlaceFillResumesFromItsCleanPoint(t *testing.T) {
 	if cut.state.Chunks == 0 || cut.state.Written == 0 {
 		t.Fatalf("no clean point before %d bytes: %+v", cut.at, cut.state)
 	}
+	if cut.placed == 0 {
+		t.Error("no received bytes after the resume were placeable (written through)")
+	}
 	checkInPlaceChild(t, parent, ranges, resumed)
 	a, _ := os.ReadFile(whole.Path(descriptor.Data))
 	b, _ := os.ReadFile(resumed.Path(descriptor.Data))
@@ -77,8 +80,9 @@ func TestInPlaceFillResumesFromItsCleanPoint(t *testing.T) {
 // inPlaceCut stops a fill after at received bytes, keeping the child as written and its
 // clean point, and resumes a second fill from them.
 type inPlaceCut struct {
-	at    int64
-	state FillState
+	at     int64
+	state  FillState
+	placed int // frames the test placed itself after the resume (Placeable)
 }
 
 func mustRanges(t *testing.T, s string) token.RangeSet {
@@ -182,11 +186,22 @@ func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges toke
 		return inst, f, fill, r
 	}
 	rng := rand.New(rand.NewPCG(5, 9))
-	feed := func(fill *InPlaceFill, r *PartialRebuild, data []byte, index []byte) {
+	placed := 0
+	feed := func(fill *InPlaceFill, r *PartialRebuild, f *os.File, data []byte, index []byte) {
 		for len(data) > 0 || len(index) > 0 {
 			if len(data) > 0 {
 				k := min(len(data), 1+rng.IntN(9000))
-				if err := fill.Write(data[:k]); err != nil {
+				// Where the bytes are written through, half the time the test places them
+				// itself, as a splicing data plane does.
+				if at, ok := fill.Placeable(int64(k)); ok && rng.IntN(2) == 0 {
+					if _, err := f.WriteAt(data[:k], at); err != nil {
+						t.Fatal(err)
+					}
+					if err := fill.Placed(data[:k]); err != nil {
+						t.Fatal(fmt.Errorf("fill: %w", err))
+					}
+					placed++
+				} else if err := fill.Write(data[:k]); err != nil {
 					t.Fatal(fmt.Errorf("fill: %w", err))
 				}
 				data = data[k:]
@@ -234,7 +249,7 @@ func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges toke
 		defer os.Remove(kept.Name())
 		d.ID = "2"
 	}
-	inst, _, fill, r := start(d)
+	inst, out, fill, r := start(d)
 	defer inst.Abort()
 	data := sent
 	if cut != nil {
@@ -243,7 +258,10 @@ func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges toke
 		}
 		data = sent[cut.state.Bytes:]
 	}
-	feed(fill, r, data, pt.Index)
+	feed(fill, r, out, data, pt.Index)
+	if cut != nil {
+		cut.placed = placed
+	}
 	fd, err := fill.Finish()
 	if err != nil {
 		t.Fatal(err)
