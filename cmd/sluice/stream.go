@@ -47,7 +47,7 @@ type fetchedSSTable struct {
 
 func newFetchCmd() *cobra.Command {
 	var peer, ks, table, spec, out, tlsDir, name, partitioner, transport, congestion string
-	var asJSON, resume bool
+	var asJSON, resume, fillAfter bool
 	cmd := &cobra.Command{
 		Use:   "fetch --peer HOST:PORT --keyspace KS --table T --ranges SPEC --out DIR [--tls-dir D] [--name NAME] [--json]",
 		Short: "Pull token ranges of a table from a running node into a table directory",
@@ -102,7 +102,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			if asJSON || !term.IsTerminal(int(os.Stderr.Fd())) {
 				progress = nil
 			}
-			res, ferr := stream.Fetch(cmd.Context(), stream.Config{Node: name, Transport: transport, TCPCongestion: congestion}, id.ClientConfig(hostOf(peer)),
+			res, ferr := stream.Fetch(cmd.Context(), stream.Config{Node: name, Transport: transport, TCPCongestion: congestion, FillAfterReceive: fillAfter}, id.ClientConfig(hostOf(peer)),
 				stream.FetchRequest{Peer: peer, Keyspace: ks, Table: table, Ranges: ranges, Dir: out, Resume: resume}, progress)
 			if bar != nil {
 				_ = bar.Finish()
@@ -150,6 +150,7 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 	f.StringVar(&partitioner, "partitioner", "Murmur3Partitioner", "partitioner the ranges are in")
 	f.StringVar(&transport, "transport", stream.TransportQUIC, "data plane: quic; tls (TLS 1.3 over TCP, mutually authenticated: the fast path); or tcp (unencrypted bulk bytes, trusted networks only). tls and tcp are used when the node runs the same transport")
 	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of the tls/tcp data connection, e.g. bbr (default: the kernel's)")
+	f.BoolVar(&fillAfter, "fill-after-receive", false, "receive each compressed partial as the sender laid it out, then fill a copy (twice the writes and free space) instead of filling it as it arrives: for a sender whose sstables hold bytes no partition owns")
 	f.BoolVar(&resume, "resume", false, "skip sstables an interrupted fetch into --out already installed")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

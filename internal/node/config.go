@@ -115,6 +115,9 @@ type Config struct {
 	Transport  Transport  `yaml:"transport"`
 	// TCPCongestion: see tcp_congestion above.
 	TCPCongestion string `yaml:"tcp_congestion"`
+	// FillAfterReceive: a compressed partial is received as the sender laid it out, then
+	// filled into a copy (stream.Config.FillAfterReceive), instead of filled as it arrives.
+	FillAfterReceive bool `yaml:"fill_after_receive"`
 
 	GossipAddr     string                 `yaml:"gossip_addr"`
 	Seeds          []string               `yaml:"seeds"`

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -35,6 +36,20 @@ func TestTheExampleConfigLoadsAndValidates(t *testing.T) {
 	// The example spells out every default, so applying defaults changes nothing.
 	if d := c.withDefaults(); !reflect.DeepEqual(d, want) {
 		t.Fatalf("defaults changed an explicit config: %+v", d)
+	}
+}
+
+// fill_after_receive reaches the stream layer a node's fetches use.
+func TestFillAfterReceiveReachesTheStreamLayer(t *testing.T) {
+	for _, v := range []bool{false, true} {
+		c, err := ParseConfig(fmt.Appendf(nil, "name: n\ndata_dirs: [/d]\ntls_dir: /t\nfill_after_receive: %v\n", v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{cfg: c}
+		if got := StreamSettings(n.streamConfig()).FillAfterReceive; got != v {
+			t.Errorf("fill_after_receive: %v gave stream FillAfterReceive %v", v, got)
+		}
 	}
 }
 

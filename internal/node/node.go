@@ -50,10 +50,12 @@ type StreamConfig struct {
 	Transport Transport // TransportQUIC, TransportTLS or TransportTCP
 	// TCPCongestion is the data connections' TCP congestion control ("" = kernel default).
 	TCPCongestion string
-	Throughput    Throughput
-	Timeouts      Timeouts
-	Memory        Memory
-	Metrics       *Metrics
+	// FillAfterReceive: see Config.FillAfterReceive.
+	FillAfterReceive bool
+	Throughput       Throughput
+	Timeouts         Timeouts
+	Memory           Memory
+	Metrics          *Metrics
 	// Authorize decides per session what a peer certificate may fetch (roles).
 	Authorize stream.Authorizer
 	// Protocols are the node's other protocols on the stream socket (peer operations).
@@ -334,17 +336,18 @@ func (n *Node) serveAdmin(ctx context.Context, srv *http.Server, ln net.Listener
 
 func (n *Node) streamConfig() StreamConfig {
 	return StreamConfig{
-		Name:          n.cfg.Name,
-		Addr:          n.cfg.StreamAddr,
-		TLSDir:        n.cfg.TLSDir,
-		Transport:     n.cfg.Transport,
-		TCPCongestion: n.cfg.TCPCongestion,
-		Throughput:    n.throughput,
-		Timeouts:      n.cfg.Timeouts,
-		Memory:        n.cfg.Memory,
-		Metrics:       n.metrics,
-		Authorize:     n.authorizeStream,
-		Protocols:     map[string]stream.ProtocolHandler{peerrpc.ALPN: n.servePeer},
+		Name:             n.cfg.Name,
+		Addr:             n.cfg.StreamAddr,
+		TLSDir:           n.cfg.TLSDir,
+		Transport:        n.cfg.Transport,
+		TCPCongestion:    n.cfg.TCPCongestion,
+		FillAfterReceive: n.cfg.FillAfterReceive,
+		Throughput:       n.throughput,
+		Timeouts:         n.cfg.Timeouts,
+		Memory:           n.cfg.Memory,
+		Metrics:          n.metrics,
+		Authorize:        n.authorizeStream,
+		Protocols:        map[string]stream.ProtocolHandler{peerrpc.ALPN: n.servePeer},
 	}
 }
 

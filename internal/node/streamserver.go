@@ -44,7 +44,7 @@ func QUICStreamServer(cfg StreamConfig, cat stream.Catalog, log zerolog.Logger) 
 func StreamSettings(cfg StreamConfig) stream.Config {
 	sc := stream.Config{Node: cfg.Name, IdleTimeout: cfg.Timeouts.Idle, KeepAlive: cfg.Timeouts.Keepalive,
 		HandshakeTimeout: cfg.Timeouts.Handshake, Transport: string(cfg.Transport), TCPCongestion: cfg.TCPCongestion,
-		Authorize: cfg.Authorize, Protocols: cfg.Protocols}
+		Authorize: cfg.Authorize, Protocols: cfg.Protocols, FillAfterReceive: cfg.FillAfterReceive}
 	if cfg.Memory.MaxInFlightBytes > 0 {
 		sc.MaxIndexSlice = cfg.Memory.MaxInFlightBytes
 	}
