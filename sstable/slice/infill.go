@@ -645,9 +645,10 @@ func (f *InPlaceFill) Finish() (FilledData, error) {
 func (f *InPlaceFill) Why() string { return f.fmWhy }
 
 // VerifyEnds proves the sender's claim that each run ends exactly where its last partition
-// does: lasts are the parent positions of each run's last partition (the rebuild's), data the
-// written child read through its CompressionInfo. A run with bytes after its last partition
-// would leave bytes no partition owns in the child.
+// does, and that each run begins with the key it was laid out for: lasts are the parent
+// positions of each run's last partition (the rebuild's), data the written child read through
+// its CompressionInfo. A run with bytes after its last partition would leave bytes no
+// partition owns in the child; fillers keyed from another key might sort after the run.
 func (f *InPlaceFill) VerifyEnds(data io.ReaderAt, info *compress.Info, fileLength int64, lasts []int64) error {
 	if len(lasts) != len(f.runs) {
 		return fmt.Errorf("%w: the index slice entered %d of %d runs", ErrCorrupt, len(lasts), len(f.runs))
@@ -659,6 +660,20 @@ func (f *InPlaceFill) VerifyEnds(data io.ReaderAt, info *compress.Info, fileLeng
 	var cur rows.Cursor
 	var b []byte
 	for k, last := range lasts {
+		// The run was laid out (its fillers keyed) from this key: the data's or the index
+		// slice's, whichever came first; the child's bytes must hold it.
+		var n [2]byte
+		start := f.runs[k].Lo - f.placed[k].shift
+		if _, err := r.ReadAt(n[:], start); err != nil {
+			return err
+		}
+		key := make([]byte, int(n[0])<<8|int(n[1]))
+		if _, err := r.ReadAt(key, start+2); err != nil {
+			return err
+		}
+		if !bytes.Equal(key, f.keys[k]) {
+			return fmt.Errorf("%w: run %d starts with key %x, it was laid out for %x", ErrCorrupt, k, key, f.keys[k])
+		}
 		shift := f.shifts[k] + f.placed[k].shift
 		pos, end := last-shift, f.runs[k].Hi-f.placed[k].shift
 		if pos < 0 || pos >= end {

@@ -2,6 +2,7 @@ package slice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -140,6 +141,16 @@ func inPlaceParent(t *testing.T, vn, comp, rs string) (*sstable.Table, token.Ran
 // point.
 func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges token.RangeSet, dir string, cut *inPlaceCut) descriptor.Descriptor {
 	t.Helper()
+	d, err := receiveInPlaceProving(t, parent, pt, ranges, dir, cut)
+	if err != nil {
+		t.Errorf("run ends: %v", err)
+	}
+	return d
+}
+
+// receiveInPlaceProving is receiveInPlace returning what VerifyEnds found of the written child.
+func receiveInPlaceProving(t *testing.T, parent *sstable.Table, pt Partial, ranges token.RangeSet, dir string, cut *inPlaceCut) (descriptor.Descriptor, error) {
+	t.Helper()
 	pt.Index = indexSlice(t, parent, pt)
 	statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
 	if err != nil {
@@ -277,10 +288,44 @@ func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges toke
 		t.Fatal(err)
 	}
 	defer data2.Close()
-	if err := fill.VerifyEnds(data2, fd.Info, fd.FileLength, r.RunLasts()); err != nil {
-		t.Errorf("run ends: %v", err)
+	return d, fill.VerifyEnds(data2, fd.Info, fd.FileLength, r.RunLasts())
+}
+
+// A sender that claims a run ends past its last partition (bytes of the next, unasked-for
+// partition taken in) is caught: the child would hold bytes no partition owns.
+func TestInPlaceFillRefusesARunLongerThanItsPartitions(t *testing.T) {
+	parent, ranges := inPlaceParent(t, "oa", "lz4", vnodeRanges(12, 3))
+	partials, _, err := Partials(parent, ranges, PartialOptions{OnePerParent: true, Format: IndexBig})
+	if err != nil || len(partials) != 1 {
+		t.Fatalf("partials: %v (%d)", err, len(partials))
 	}
-	return d
+	pt := partials[0]
+	pt.Plan.Runs = append([]RunPlan(nil), pt.Plan.Runs...)
+	lied := false
+	for k := range pt.Plan.Runs[:len(pt.Plan.Runs)-1] {
+		r := &pt.Plan.Runs[k]
+		// Ten bytes more, inside the chunks the sender sends for it.
+		if seg := segmentOf(pt.Layout, r.Hi-1); seg >= 0 && r.Hi+10 <= pt.Layout.Segments[seg].PHi && r.Hi+10 <= pt.Plan.Runs[k+1].Lo {
+			r.Hi += 10
+			lied = true
+			break
+		}
+	}
+	if !lied {
+		t.Skip("no run has room to lie about")
+	}
+	if _, err := receiveInPlaceProving(t, parent, pt, ranges, t.TempDir(), nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a run ten bytes longer than its partitions: %v", err)
+	}
+}
+
+func segmentOf(l Layout, pos int64) int {
+	for i, s := range l.Segments {
+		if pos >= s.PLo && pos < s.PHi {
+			return i
+		}
+	}
+	return -1
 }
 
 func checkInPlaceChild(t *testing.T, parent *sstable.Table, ranges token.RangeSet, d descriptor.Descriptor) {
