@@ -103,17 +103,25 @@ func (c *Cluster) runPair(ctx context.Context, o *Op, j pairJob, journal *opJour
 	install := c.installer()
 	var errs []error
 	for _, t := range c.Ring.Tables(j.keyspace, held) {
-		req := FetchOpRequest{Source: j.from, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: j.ranges.String()}
-		key := strings.Join([]string{t.Keyspace, t.Table, t.ID, j.from, j.to, req.Ranges}, "|")
+		// The ranges an earlier attempt of this operation installed into this receiver, from
+		// whichever source, are not fetched again: that would install their partitions twice.
+		key := func(r token.Range) string {
+			return strings.Join([]string{t.Keyspace, t.Table, t.ID, j.to, r.String()}, "|")
+		}
+		var todo token.RangeSet
+		for _, r := range j.ranges {
+			if !journal.has(key(r)) {
+				todo = append(todo, r)
+			}
+		}
+		req := FetchOpRequest{Source: j.from, Keyspace: t.Keyspace, Table: t.Table, TableID: t.ID, Ranges: todo.String()}
 		var idx int
 		o.Update(func(s *OpStatus) {
 			idx = len(s.Transfers)
 			s.Transfers = append(s.Transfers, TransferStatus{From: j.from, To: j.to, Keyspace: t.Keyspace, Table: t.Table,
-				Ranges: req.Ranges, State: adminapi.OpRunning})
+				Ranges: j.ranges.String(), State: adminapi.OpRunning})
 		})
-		if journal.has(key) {
-			// An earlier attempt of this operation completed it: fetching again would install
-			// the same partitions twice.
+		if len(todo) == 0 {
 			o.Update(func(s *OpStatus) { s.Transfers[idx].State = adminapi.OpComplete })
 			continue
 		}
@@ -128,7 +136,11 @@ func (c *Cluster) runPair(ctx context.Context, o *Op, j pairJob, journal *opJour
 			}
 		})
 		if err == nil {
-			err = journal.add(key)
+			keys := make([]string, len(todo))
+			for i, r := range todo {
+				keys[i] = key(r)
+			}
+			err = journal.add(keys...)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.%s %s->%s: %w", t.Keyspace, t.Table, j.from, j.to, err))

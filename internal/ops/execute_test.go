@@ -18,10 +18,11 @@ import (
 // fakePeers stands in for the network: each member's tables, and a fetch that fails for the
 // targets in fail.
 type fakePeers struct {
-	mu      sync.Mutex
-	tabs    map[string][]TableStatus
-	fail    map[string]bool
-	fetched []string // "to<-source ks.table ranges"
+	mu       sync.Mutex
+	tabs     map[string][]TableStatus
+	fail     map[string]bool // receivers whose fetches fail
+	failFrom map[string]bool // sources whose fetches fail
+	fetched  []string        // "to<-source ks.table ranges"
 }
 
 func (f *fakePeers) Tables(_ context.Context, name, keyspace string) ([]TableStatus, error) {
@@ -39,6 +40,9 @@ func (f *fakePeers) Fetch(_ context.Context, to string, req FetchOpRequest) (Fet
 	defer f.mu.Unlock()
 	if f.fail[to] {
 		return FetchOpResponse{}, fmt.Errorf("%s: disk full", to)
+	}
+	if f.failFrom[req.Source] {
+		return FetchOpResponse{}, fmt.Errorf("%s: connection refused", req.Source)
 	}
 	f.fetched = append(f.fetched, fmt.Sprintf("%s<-%s %s.%s %s", to, req.Source, req.Keyspace, req.Table, req.Ranges))
 	return FetchOpResponse{SSTables: []string{"x"}, BytesReceived: 10}, nil
@@ -248,5 +252,39 @@ func TestARebuildRunsOverAnyRing(t *testing.T) {
 	var br BadRequest
 	if _, err := c.RebuildPlans(context.Background(), RebuildRequest{SourceDC: "dc9"}); !errors.As(err, &br) {
 		t.Errorf("unknown DC: %v", err)
+	}
+}
+
+// A retry whose plan takes a range from another source (the first source went down) fetches
+// only the ranges the receiver did not install: what was installed counts, not where it came
+// from (an earlier journal keyed by source installed 174 of 400 keys twice on a bootstrap).
+func TestARetryFromAnotherSourceSkipsWhatWasInstalled(t *testing.T) {
+	f := &fakePeers{
+		tabs: map[string][]TableStatus{
+			"a": {{Keyspace: "ks", Table: "t1", ID: "1"}},
+			"b": {{Keyspace: "ks", Table: "t1", ID: "1"}},
+		},
+	}
+	c := &Cluster{Ring: &fakeRing{self: "me"}, Peers: f, Journal: filepath.Join(t.TempDir(), JournalFile)}
+	first := []Plan{{Keyspace: "ks", Transfers: []ring.Transfer{
+		{From: "a", To: "me", Range: rng(t, "(0,10]")},
+		{From: "b", To: "me", Range: rng(t, "(20,30]")},
+	}}}
+	// a's transfer lands, b's fails.
+	f.failFrom = map[string]bool{"b": true}
+	if err := c.execute(context.Background(), NewOp(&OpStatus{Kind: adminapi.OpBootstrap}), first); err == nil {
+		t.Fatal("the first attempt did not fail")
+	}
+	// b is down: the retry takes both ranges from a.
+	f.failFrom, f.fetched = nil, nil
+	retry := []Plan{{Keyspace: "ks", Transfers: []ring.Transfer{
+		{From: "a", To: "me", Range: rng(t, "(0,10]")},
+		{From: "a", To: "me", Range: rng(t, "(20,30]")},
+	}}}
+	if err := c.execute(context.Background(), NewOp(&OpStatus{Kind: adminapi.OpBootstrap}), retry); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"me<-a ks.t1 (20,30]"}; fmt.Sprint(f.fetched) != fmt.Sprint(want) {
+		t.Fatalf("retry fetched %q, want %q", f.fetched, want)
 	}
 }

@@ -17,12 +17,14 @@ import (
 // JournalFile is the journal's name in a node's first data directory.
 const JournalFile = ".sluice-op-journal.json"
 
-// opJournal remembers durably which transfers of an operation completed, so that an operation
-// retried after a failure or resumed after a restart does not fetch them again: a fetch that
-// completed removed its own resume record, and fetching it again would install the same
-// partitions twice. It is keyed by the operation and the fingerprint of its plan; a different
-// plan (the ring changed) starts afresh. Without a path it remembers only in memory. It is
-// safe for concurrent use.
+// opJournal remembers durably which ranges of which tables each receiver of an operation
+// installed, so that an operation retried after a failure or resumed after a restart does not
+// fetch them again: a fetch that completed removed its own resume record, and fetching it
+// again would install the same partitions twice. What was installed, not where from, is what
+// counts: a retry whose plan takes a range from another source (one was down) still skips it.
+// It is keyed by the operation and the fingerprint of what its plan delivers; a different plan
+// (the ring changed) starts afresh. Without a path it remembers only in memory. It is safe
+// for concurrent use.
 type opJournal struct {
 	mu   sync.Mutex
 	path string
@@ -31,12 +33,13 @@ type opJournal struct {
 	done map[string]bool
 }
 
-// planKey fingerprints an operation: its kind and every transfer of its plan.
+// planKey fingerprints an operation: its kind and what every transfer of its plan delivers
+// (keyspace, receiver, range), whichever source it comes from.
 func planKey(kind string, plans []Plan) string {
 	var parts []string
 	for _, p := range plans {
 		for _, t := range p.Transfers {
-			parts = append(parts, p.Keyspace+"|"+t.From+"|"+t.To+"|"+t.Range.String())
+			parts = append(parts, p.Keyspace+"|"+t.To+"|"+t.Range.String())
 		}
 	}
 	sort.Strings(parts)
@@ -74,17 +77,20 @@ func (j *opJournal) has(key string) bool {
 	return j.done[key]
 }
 
-// add records a completed transfer before the operation goes on (temp file, fsync, rename,
+// add records completed transfers before the operation goes on (temp file, fsync, rename,
 // directory fsync).
-func (j *opJournal) add(key string) error {
+func (j *opJournal) add(keys ...string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.done[key] {
-		return nil
+	fresh := false
+	for _, key := range keys {
+		if !j.done[key] {
+			j.done[key] = true
+			j.Done = append(j.Done, key)
+			fresh = true
+		}
 	}
-	j.done[key] = true
-	j.Done = append(j.Done, key)
-	if j.path == "" {
+	if !fresh || j.path == "" {
 		return nil
 	}
 	b, err := json.Marshal(j)
