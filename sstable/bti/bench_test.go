@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"testing"
+
+	"github.com/sluicedb/sluice/internal/lib/cputime"
 )
 
 var (
@@ -89,6 +91,7 @@ func BenchmarkPartitionIndexWalkPaged(b *testing.B) {
 func benchWalk(b *testing.B, p *PartitionIndex) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchIndex)))
+	m := cputime.Start(b)
 	for b.Loop() {
 		n := 0
 		p.Walk(func(e PartitionEntry) error { n++; return nil })
@@ -96,6 +99,7 @@ func benchWalk(b *testing.B, p *PartitionIndex) {
 			b.Fatalf("walked %d", n)
 		}
 	}
+	m.Report(float64(len(benchKeys)), "cpu-ns/key")
 }
 
 func BenchmarkPartitionIndexLookup(b *testing.B) {

@@ -1,6 +1,7 @@
 package bti
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -83,23 +84,23 @@ func ComparePrefix(prefix, bound []byte) int {
 // further 0x00 becomes 0xFE, any other byte is preceded by 0xFF; the value ends with 0x00,
 // or with 0xFE when it ended inside an escape.
 func appendEscaped(dst, b []byte) []byte {
-	escaped := false
-	for _, c := range b {
-		if escaped {
-			if c == byteEscape {
-				dst = append(dst, byteEscaped0Cont)
-				continue
-			}
-			dst = append(dst, byteEscaped0Done)
-			escaped = false
+	for {
+		// A run without 0x00 is written as is.
+		i := bytes.IndexByte(b, byteEscape)
+		if i < 0 {
+			return append(append(dst, b...), byteEscape)
 		}
-		dst = append(dst, c)
-		escaped = c == byteEscape
+		dst = append(dst, b[:i+1]...) // the 0x00 opens an escape
+		b = b[i+1:]
+		for len(b) > 0 && b[0] == byteEscape {
+			dst = append(dst, byteEscaped0Cont)
+			b = b[1:]
+		}
+		if len(b) == 0 {
+			return append(dst, byteEscaped0Cont)
+		}
+		dst = append(dst, byteEscaped0Done)
 	}
-	if escaped {
-		return append(dst, byteEscaped0Cont)
-	}
-	return append(dst, byteEscape)
 }
 
 // ClusteringKind is Cassandra's ClusteringPrefix.Kind, numbered by its ordinal.

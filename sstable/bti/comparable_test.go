@@ -29,6 +29,45 @@ func TestAppendEscaped(t *testing.T) {
 	}
 }
 
+// appendEscaped writes what the byte-by-byte escape of ByteSource.AbstractReinterpreter
+// does, for runs of zeros anywhere.
+func TestAppendEscapedMatchesByteByByte(t *testing.T) {
+	ref := func(b []byte) []byte {
+		var dst []byte
+		escaped := false
+		for _, c := range b {
+			if escaped {
+				if c == 0 {
+					dst = append(dst, 0xFE)
+					continue
+				}
+				dst = append(dst, 0xFF)
+				escaped = false
+			}
+			dst = append(dst, c)
+			escaped = c == 0
+		}
+		if escaped {
+			return append(dst, 0xFE)
+		}
+		return append(dst, 0)
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		b := make([]byte, rnd.IntN(12))
+		for i := range b {
+			if rnd.IntN(3) > 0 {
+				b[i] = byte(rnd.IntN(3)) // zeros, ones and twos: runs of zeros of every length
+			} else {
+				b[i] = byte(rnd.IntN(256))
+			}
+		}
+		if got, want := appendEscaped([]byte{7}, b), append([]byte{7}, ref(b)...); !bytes.Equal(got, want) {
+			t.Fatalf("escape(%x) = %x, want %x", b, got[1:], want[1:])
+		}
+	}
+}
+
 func TestAppendDecoratedKey(t *testing.T) {
 	for _, tc := range []struct {
 		name string

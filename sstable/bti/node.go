@@ -435,3 +435,28 @@ func appendNodeBody(dst []byte, t nodeType, n *wnode, payloadBits int, nodePos i
 	}
 	return dst, nil
 }
+
+// above is the first child slot whose transition byte is greater than c (n when none).
+func (nd *node) above(c int) int {
+	switch {
+	case nd.n == 0:
+		return 0
+	case nd.typ.isDense():
+		return min(max(c-nd.first+1, 0), nd.n)
+	case nd.typ.isSingle():
+		if int(nd.b[nd.trans]) > c {
+			return 0
+		}
+		return 1
+	}
+	lo, hi := 0, nd.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(nd.b[nd.trans+m]) <= c {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}

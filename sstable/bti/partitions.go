@@ -168,7 +168,15 @@ func partitionPayload(nd *node) (hash byte, hasHash bool, pos int64, err error) 
 // Walk calls fn for every partition in key order. e.Prefix is reused between calls. An
 // error from fn stops the walk and is returned as is.
 func (p *PartitionIndex) Walk(fn func(e PartitionEntry) error) error {
-	return p.walker.walk(&p.trie, p.Root, func(nd *node, prefix []byte) error {
+	return p.WalkFrom(nil, fn)
+}
+
+// WalkFrom is Walk from the partition Lookup(comparable) finds, when there is one, else from
+// the first partition whose trie path sorts above comparable (a key's ByteComparable form):
+// the partitions before it are not read. The walk reads the nodes on comparable's path and
+// then what follows, so walking a key range costs the partitions in it, not those before.
+func (p *PartitionIndex) WalkFrom(comparable []byte, fn func(e PartitionEntry) error) error {
+	return p.walker.walkFrom(&p.trie, p.Root, comparable, func(nd *node, prefix []byte) error {
 		hash, hasHash, pos, err := partitionPayload(nd)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package bti
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/testkit/fixtures"
@@ -153,6 +154,81 @@ func TestOpenPartitionIndexRejectsBadFooters(t *testing.T) {
 		var oe *encoding.OffsetError
 		if _, err := OpenPartitionIndex(b); !errors.As(err, &oe) {
 			t.Errorf("%s: err %v carries no offset", name, err)
+		}
+	}
+}
+
+// WalkFrom a key's form walks from that key's partition; from a form that is no key's, from
+// the first partition above it; either way exactly the entries Walk gives from there, in an
+// index held in memory and one read through its cache.
+func TestPartitionIndexWalkFrom(t *testing.T) {
+	keys := murmurKeys(20000)
+	b := buildIndex(t, keys)
+	mem, err := OpenPartitionIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paged, err := openPartitionIndexPaged(bytes.NewReader(b), int64(len(b)), 4096, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		prefix string
+		pos    int64
+	}
+	var all []entry
+	if err := mem.Walk(func(e PartitionEntry) error {
+		all = append(all, entry{string(e.Prefix), e.Position})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(keys) {
+		t.Fatalf("walked %d of %d", len(all), len(keys))
+	}
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for _, p := range []*PartitionIndex{mem, paged} {
+		for range 300 {
+			var from []byte
+			switch k := rnd.IntN(len(keys)); rnd.IntN(4) {
+			case 0:
+				from = keys[k].comparable
+			case 1:
+				from = []byte(all[k].prefix[:rnd.IntN(len(all[k].prefix))]) // a path cut short
+			case 2:
+				from = []byte{0xFF, 0xFF} // above every key
+			default:
+				from = []byte{0x40}
+				for range 1 + rnd.IntN(10) {
+					from = append(from, byte(rnd.IntN(256)))
+				}
+			}
+			// The entries from the first whose path is a prefix of from or sorts above it.
+			i := 0
+			for i < len(all) && all[i].prefix < string(from) && !bytes.HasPrefix(from, []byte(all[i].prefix)) {
+				i++
+			}
+			var got []entry
+			stop := errors.New("stop")
+			err := p.WalkFrom(from, func(e PartitionEntry) error {
+				got = append(got, entry{string(e.Prefix), e.Position})
+				if len(got) == 50 {
+					return stop
+				}
+				return nil
+			})
+			if err != nil && err != stop {
+				t.Fatal(err)
+			}
+			want := all[i:min(i+50, len(all))]
+			if len(got) != len(want) {
+				t.Fatalf("from %x (entry %d): %d entries, want %d", from, i, len(got), len(want))
+			}
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("from %x (entry %d): entry %d is %x at %d, want %x at %d", from, i, j, got[j].prefix, got[j].pos, want[j].prefix, want[j].pos)
+				}
+			}
 		}
 	}
 }

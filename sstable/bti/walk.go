@@ -15,16 +15,20 @@ type walkFrame struct {
 type trieWalker struct {
 	stack  []walkFrame
 	prefix []byte
+	visits int64 // nodes read by the current walk
 }
 
-// push reads the node at pos into the next frame.
-func (w *trieWalker) push(r *trieReader, pos int64) (*walkFrame, error) {
-	if len(w.stack) == cap(w.stack) {
-		w.stack = append(w.stack, walkFrame{})
-	} else {
-		w.stack = w.stack[:len(w.stack)+1]
+// read decodes the node at pos into the frame above the top of the stack without pushing it:
+// the caller pushes it (commit) only when it has children, so a leaf, most of a partition
+// index's nodes, costs no push and pop. The frame is valid until the next read.
+func (w *trieWalker) read(r *trieReader, pos int64) (*walkFrame, error) {
+	if w.visits++; w.visits > r.size {
+		return nil, corruptAt(pos, "trie pointers do not form a tree")
 	}
-	f := &w.stack[len(w.stack)-1]
+	if len(w.stack) == cap(w.stack) {
+		w.stack = append(w.stack, walkFrame{})[:len(w.stack)]
+	}
+	f := &w.stack[:len(w.stack)+1][len(w.stack)]
 	if err := readNode(r, pos, &f.nd, &f.buf); err != nil {
 		return nil, err
 	}
@@ -32,23 +36,59 @@ func (w *trieWalker) push(r *trieReader, pos int64) (*walkFrame, error) {
 	return f, nil
 }
 
+// commit pushes the frame read last.
+func (w *trieWalker) commit() { w.stack = w.stack[:len(w.stack)+1] }
+
 // walk calls visit for every node with payload bits, with the node's path from root. The
 // prefix slice is reused: visit must copy what it keeps. Every pointer is checked to point
 // backwards inside the trie area, and the walk refuses to visit more nodes than the area has
 // bytes, so a corrupt file whose pointers form a DAG cannot make it run for long.
 func (w *trieWalker) walk(r *trieReader, root int64, visit func(nd *node, prefix []byte) error) error {
-	w.stack, w.prefix = w.stack[:0], w.prefix[:0]
-	// Nodes are passed to visit from the stack so that they do not escape one by one.
-	f, err := w.push(r, root)
+	return w.walkFrom(r, root, nil, visit)
+}
+
+// walkFrom is walk starting at from: the nodes whose path sorts below from are not visited,
+// except the one where from's descent ends (the deepest node on from's path), whose payload,
+// its path a prefix of from, is the entry a lookup of from finds. A from nil or empty walks
+// the whole trie.
+func (w *trieWalker) walkFrom(r *trieReader, root int64, from []byte, visit func(nd *node, prefix []byte) error) error {
+	w.stack, w.prefix, w.visits = w.stack[:0], w.prefix[:0], 0
+	f, err := w.read(r, root)
 	if err != nil {
 		return err
 	}
+	w.commit()
+	// Descend along from: each frame on the way resumes after the transition followed.
+	for _, c := range from {
+		top := &w.stack[len(w.stack)-1]
+		i := top.nd.search(int(c))
+		if i < 0 {
+			// No child for c: resume at the first slot above it.
+			top.next, top.last = top.nd.above(int(c)), int(c)
+			break
+		}
+		pos, err := top.nd.child(i)
+		if err != nil {
+			return err
+		}
+		top.next, top.last = i+1, int(c)
+		if pos < 0 {
+			break // an empty dense slot: no child for c
+		}
+		if f, err = w.read(r, pos); err != nil {
+			return err
+		}
+		w.commit()
+		w.prefix = append(w.prefix, c)
+	}
+	// f is the node the descent ended on, its path a prefix of from (all of it, or where the
+	// trie has no transition for from's next byte): its payload is visited, then whatever
+	// the frames on the path have left.
 	if f.nd.flags != 0 {
 		if err := visit(&f.nd, w.prefix); err != nil {
 			return err
 		}
 	}
-	visits := int64(1)
 	for len(w.stack) > 0 {
 		top := &w.stack[len(w.stack)-1]
 		if top.next >= top.nd.n {
@@ -72,10 +112,7 @@ func (w *trieWalker) walk(r *trieReader, root int64, visit func(nd *node, prefix
 			return corruptAt(top.nd.pos, "%s node transitions out of order (%#02x after %#02x)", top.nd.typ, t, top.last)
 		}
 		top.last = t
-		if visits++; visits > r.size {
-			return corruptAt(pos, "trie pointers do not form a tree")
-		}
-		ch, err := w.push(r, pos) // top is invalid from here
+		ch, err := w.read(r, pos) // top is invalid once ch is pushed
 		if err != nil {
 			return err
 		}
@@ -84,6 +121,11 @@ func (w *trieWalker) walk(r *trieReader, root int64, visit func(nd *node, prefix
 			if err := visit(&ch.nd, w.prefix); err != nil {
 				return err
 			}
+		}
+		if ch.nd.n > 0 {
+			w.commit()
+		} else {
+			w.prefix = w.prefix[:len(w.prefix)-1]
 		}
 	}
 	return nil
