@@ -102,6 +102,13 @@ func (e *IndexEntry) Partition(p *Partition) error {
 // the trie paths place most partitions in or out of; a slice, whose runs hold some) asks for
 // those (IndexEntry.Key). The IndexEntry is reused between calls.
 func (t *Table) ScanIndex(fn func(e *IndexEntry) error) error {
+	return t.ScanIndexFrom(nil, 0, fn)
+}
+
+// ScanIndexFrom is ScanIndex from the partition whose key's ByteComparable form is from
+// (bti.AppendDecoratedKey; bti.PartitionIndex.WalkFrom), whose ordinal the caller gives: the
+// partitions before it are not read, so a walk of some runs costs their partitions only.
+func (t *Table) ScanIndexFrom(from []byte, ordinal int64, fn func(e *IndexEntry) error) error {
 	if t.Desc.Version.Format != version.BTI {
 		return fmt.Errorf("sstable: %s: a trie index walk is for BTI sstables", t.Desc)
 	}
@@ -112,7 +119,7 @@ func (t *Table) ScanIndex(fn func(e *IndexEntry) error) error {
 	defer release()
 	keys := &keyReader{t: t}
 	e := IndexEntry{keys: keys}
-	return t.walkBTIEntries(pi, rows, func(be bti.PartitionEntry, ordinal, pos, indexPos int64, re *bti.RowIndexEntry) error {
+	return t.walkBTIEntriesFrom(pi, rows, from, ordinal, func(be bti.PartitionEntry, ordinal, pos, indexPos int64, re *bti.RowIndexEntry) error {
 		e.Ordinal, e.Position, e.IndexPos, e.Prefix = ordinal, pos, indexPos, be.Prefix
 		e.RowsKey, e.RowsEnd = nil, 0
 		if re != nil {
@@ -219,15 +226,21 @@ func (t *Table) walkBTI(pi *bti.PartitionIndex, rows []byte, fn func(p *Partitio
 // position and its Rows.db entry (nil and indexPos -1 without one), after checking that each
 // position lies inside the file it points into.
 func (t *Table) walkBTIEntries(pi *bti.PartitionIndex, rows []byte, fn func(e bti.PartitionEntry, ordinal, pos, indexPos int64, re *bti.RowIndexEntry) error) error {
+	return t.walkBTIEntriesFrom(pi, rows, nil, 0, fn)
+}
+
+// walkBTIEntriesFrom is walkBTIEntries from the partition of form from (WalkFrom), of the
+// given ordinal.
+func (t *Table) walkBTIEntriesFrom(pi *bti.PartitionIndex, rows []byte, from []byte, ordinal int64, fn func(e bti.PartitionEntry, ordinal, pos, indexPos int64, re *bti.RowIndexEntry) error) error {
 	ppath, rpath := t.Path(descriptor.Partitions), t.Path(descriptor.Rows)
-	var ordinal int64
 	var prevEnd int64 // end of the last Rows.db entry read
 	var re bti.RowIndexEntry
-	err := pi.Walk(func(e bti.PartitionEntry) error {
+	dataLength := t.DataLength()
+	err := pi.WalkFrom(from, func(e bti.PartitionEntry) error {
 		// A position outside the file it points into is the trie's damage, not that file's.
-		if pos, direct := e.DataPosition(); direct && (pos < 0 || pos >= t.DataLength()) {
+		if pos, direct := e.DataPosition(); direct && (pos < 0 || pos >= dataLength) {
 			return &encoding.OffsetError{File: ppath, Offset: e.PayloadPos, What: fmt.Sprintf("partition %d", ordinal),
-				Err: fmt.Errorf("%w: data position %d outside Data.db's %d uncompressed bytes", ErrCorrupt, pos, t.DataLength())}
+				Err: fmt.Errorf("%w: data position %d outside Data.db's %d uncompressed bytes", ErrCorrupt, pos, dataLength)}
 		} else if !direct && e.Position >= int64(len(rows)) {
 			if rowsTruncated(pi, rows) {
 				return &encoding.OffsetError{File: rpath, Offset: int64(len(rows)), What: "end of file",
