@@ -3,6 +3,7 @@ package slice
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/bti"
@@ -126,6 +127,18 @@ type trieMeasure struct {
 	// position.
 	positions bool
 	prevPos   int64
+	// seeks locate each run of the merged child in the trie (positions only), for
+	// IndexReader to walk the runs instead of the parent.
+	seeks []runSeek
+}
+
+// runSeek is where a run of an IndexPositions child starts: the ByteComparable form of its
+// first partition (bti.PartitionIndex.WalkFrom finds the partition from it), that partition's
+// data position, and where the run's rows slice begins (rowsSlice.begin).
+type runSeek struct {
+	from    []byte
+	lo      int64
+	rowsCut int64
 }
 
 // member takes e, a partition of piece k; run says it begins a run of the merged child.
@@ -251,7 +264,63 @@ func (p *triePlanner) measure(e *sstable.IndexEntry, k int, run bool) error {
 	if p.m == nil {
 		return nil
 	}
+	if run && p.m.positions {
+		// The child opening read its first key (place): p.form is its form.
+		p.m.seeks = append(p.m.seeks, runSeek{from: bytes.Clone(p.form), lo: e.Position, rowsCut: p.m.lastEnd})
+	}
 	return p.m.member(e, p.ps, k, run)
+}
+
+// runsPositions hands keep the records of an IndexPositions slice of runs located by seeks
+// (btiPlanMeasured), walking the parent's trie from each run's first partition to the
+// partition after it: a pass over the child, not over the parent. A run whose partitions are
+// not the planned ones (its first not at Lo, another count, the next not at Hi: the index
+// changed under the plan) is an error.
+func runsPositions(parent *sstable.Table, spec *Spec, runs []RunPlan, seeks []runSeek, keep func(k int, rec []byte) error) error {
+	if len(seeks) != len(runs) {
+		return fmt.Errorf("slice: %s: %d runs located for %d runs", parent.Desc, len(seeks), len(runs))
+	}
+	rows := rowsSlice{parent: spec.ParentRows}
+	var (
+		rec     []byte
+		prevPos int64
+		errEnd  = errors.New("run ended")
+	)
+	for i, r := range runs {
+		s := seeks[i]
+		rows.begin(s.rowsCut)
+		n := int64(0)
+		err := parent.ScanIndexFrom(s.from, r.FirstOrdinal, func(e *sstable.IndexEntry) error {
+			switch {
+			case n == 0 && e.Position != r.Lo:
+				return fmt.Errorf("slice: %s: run %d's first partition is at %d, planned at %d", parent.Desc, i, e.Position, r.Lo)
+			case n == r.Partitions && e.Position != r.Hi:
+				return fmt.Errorf("slice: %s: the partition after run %d is at %d, planned at %d", parent.Desc, i, e.Position, r.Hi)
+			case n == r.Partitions:
+				return errEnd
+			}
+			indexPos := int64(-1)
+			if e.IndexPos >= 0 {
+				_, childPos, _, err := rows.entry(e.IndexPos)
+				if err != nil {
+					return err
+				}
+				indexPos = childPos
+			}
+			rec = AppendPositionRecord(rec[:0], e.Position-prevPos, indexPos)
+			prevPos = e.Position
+			n++
+			return keep(0, rec)
+		})
+		switch {
+		case errors.Is(err, errEnd):
+		case err != nil:
+			return err
+		case n != r.Partitions || r.Hi != parent.DataLength():
+			return fmt.Errorf("slice: %s: run %d holds %d partitions to the end of the index, planned %d ending at %d", parent.Desc, i, n, r.Partitions, r.Hi)
+		}
+	}
+	return nil
 }
 
 // close ends the open child before next (nil: at the end of the index), at data position
@@ -308,4 +377,17 @@ func (p *triePlanner) keyAt(pos int64, indexed bool, rowsKey []byte) ([]byte, er
 		return rowsKey, nil
 	}
 	return p.parent.KeyAt(pos)
+}
+
+// seeksMatch reports whether seeks locate runs: one each, at its first partition.
+func seeksMatch(seeks []runSeek, runs []RunPlan) bool {
+	if len(seeks) != len(runs) {
+		return false
+	}
+	for i, s := range seeks {
+		if s.lo != runs[i].Lo || len(s.from) == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/testkit/fixtures"
@@ -202,6 +204,80 @@ func TestPartialsBTIMatchesGather(t *testing.T) {
 				r.Close()
 				if !bytes.Equal(buf.Bytes(), want[0].Index) {
 					t.Fatalf("IndexReader made %d bytes, gathered %d", buf.Len(), len(want[0].Index))
+				}
+			})
+		}
+	}
+}
+
+// A positions slice made later (IndexLater, as a sender makes it) walks only the child's runs,
+// found in the trie from each run's first partition, and is the slice the plan's own pass
+// makes; a run whose partitions are no longer where the plan put them fails the read.
+func TestPositionsSliceWalksRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 5))
+	for _, prefix := range btiParents(t) {
+		parent := openTable(t, prefix)
+		if parent.Compression == nil {
+			continue
+		}
+		parts := readAll(t, prefix)
+		if len(parts) < 4 {
+			continue
+		}
+		spec, err := SpecOf(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ranges := range rangesFor(rng, parent.Partitioner, parts) {
+			t.Run(fmt.Sprintf("%s/%d", filepath.Base(prefix), i), func(t *testing.T) {
+				ps, err := NewPieces(parent.Partitioner, ranges)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts := PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}, Format: IndexPositions}
+				held, _, _, ok, err := partialsBTI(parent, spec, ps, ranges, opts)
+				if err != nil || !ok {
+					t.Fatalf("partialsBTI: ok %v, %v", ok, err)
+				}
+				if len(held) == 0 {
+					return
+				}
+				opts.IndexLater = true
+				later, _, _, ok, err := partialsBTI(parent, spec, ps, ranges, opts)
+				if err != nil || !ok || len(later) != 1 || later[0].Index != nil || later[0].IndexLength != held[0].IndexLength {
+					t.Fatalf("IndexLater: %d children, ok %v, %v", len(later), ok, err)
+				}
+				if len(later[0].seeks) != len(later[0].Plan.Runs) {
+					t.Fatalf("%d of %d runs located", len(later[0].seeks), len(later[0].Plan.Runs))
+				}
+				read := func(p Partial) ([]byte, error) {
+					r, err := IndexReader(parent, p)
+					if err != nil {
+						return nil, err
+					}
+					defer r.Close()
+					return io.ReadAll(r)
+				}
+				got, err := read(later[0])
+				if err != nil || !bytes.Equal(got, held[0].Index) {
+					t.Fatalf("IndexReader made %d bytes (%v), the plan's pass %d", len(got), err, len(held[0].Index))
+				}
+				// A run moved by one partition (its first or its next elsewhere) is refused.
+				for _, move := range []func(r *RunPlan){
+					func(r *RunPlan) { r.Lo++ },
+					func(r *RunPlan) { r.Partitions-- },
+					func(r *RunPlan) { r.Partitions++ },
+				} {
+					p := later[0]
+					p.Plan.Runs = slices.Clone(p.Plan.Runs)
+					k := rng.IntN(len(p.Plan.Runs))
+					move(&p.Plan.Runs[k])
+					if p.Plan.Runs[k].Partitions == 0 {
+						continue
+					}
+					if _, err := read(p); err == nil {
+						t.Errorf("run %d %+v: read a slice of runs the trie does not hold", k, p.Plan.Runs[k])
+					}
 				}
 			})
 		}

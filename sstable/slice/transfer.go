@@ -39,6 +39,9 @@ type Partial struct {
 	Rows        []byte // BTI only
 	// ParentPartitions is the parent's partition count, from the same index pass.
 	ParentPartitions int64
+	// seeks locate the runs of an IndexPositions child in the parent's trie, when its plan
+	// did (partialsBTI): IndexReader then walks the runs only.
+	seeks []runSeek
 }
 
 // PartialOptions selects how Partials groups the runs.
@@ -172,6 +175,9 @@ func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.Ran
 	}
 	p := Partial{Plan: one[0], Layout: NewLayout(geometry(parent, spec.CRCChunkLength), one[0].Runs, 1),
 		Index: index, IndexLength: m.length, IndexFormat: opts.Format, Rows: m.rows.bytes(), ParentPartitions: partitions}
+	if opts.IndexLater && seeksMatch(m.seeks, one[0].Runs) {
+		p.seeks = m.seeks
+	}
 	if parent.Compression != nil {
 		p.Info = p.Layout.Info(parent.Compression)
 	}
@@ -364,9 +370,12 @@ func IndexReader(parent *sstable.Table, p Partial) (io.ReadCloser, error) {
 			return nil
 		}
 		var err error
-		if parent.Version().Format == version.Big && runsLocated(p.Plan.Runs) {
+		switch {
+		case parent.Version().Format == version.Big && runsLocated(p.Plan.Runs):
 			err = runsIndex(parent, p.Plan.Runs, keep)
-		} else {
+		case p.IndexFormat == IndexPositions && p.seeks != nil:
+			err = runsPositions(parent, spec, p.Plan.Runs, p.seeks, keep)
+		default:
 			err = gatherIndex(parent, spec, one, nil, keep)
 		}
 		if err == nil && len(buf) > 0 {
@@ -836,11 +845,11 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 		if opts.Data == nil || opts.Compression == nil || lay == nil {
 			return nil, errors.New("slice: a positions index slice needs the child's compressed Data.db")
 		}
-		data, err := compress.NewReader(opts.Data, lay.FileLength, opts.Compression)
+		keys, err := newReceivedKeys(opts.Data, opts.Compression, lay.FileLength)
 		if err != nil {
 			return nil, fmt.Errorf("the received Data.db: %w", err)
 		}
-		r.keys, r.rows = newReceivedKeys(data, opts.Compression, lay.FileLength), spec.ParentRows
+		r.keys, r.rows = keys, spec.ParentRows
 		r.keys.arrived = lay.FileLength
 	}
 	if len(opts.Ranges) > 0 {
