@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicedb/sluice/internal/lib/cputime"
 	"github.com/sluicedb/sluice/internal/lib/fsx"
-	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/gen"
 	"github.com/sluicedb/sluice/sstable/token"
@@ -146,5 +145,3 @@ func BenchmarkSmallPartitionsFetch(b *testing.B) {
 		})
 	}
 }
-
-var _ = sstable.Open

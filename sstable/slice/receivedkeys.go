@@ -3,7 +3,6 @@ package slice
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 
 	"github.com/sluicedb/sluice/sstable/compress"
 )
@@ -22,56 +21,10 @@ type receivedKeys struct {
 	// chunk boundary spans two); empty before the first read.
 	win      []byte
 	winStart int64
-	ahead    arrivedAhead
 }
 
-// newReceivedKeys reads keys from data, the child's Data.db of fileLen bytes as it arrives,
-// whose CompressionInfo is info.
-func newReceivedKeys(data io.ReaderAt, info *compress.Info, fileLen int64) (*receivedKeys, error) {
-	k := &receivedKeys{info: info, fileLen: fileLen}
-	k.ahead = arrivedAhead{r: data, arrived: &k.arrived}
-	r, err := compress.NewReader(&k.ahead, fileLen, info)
-	if err != nil {
-		return nil, err
-	}
-	k.r = r
-	return k, nil
-}
-
-// arrivedAhead reads a received Data.db for its chunk reader in pieces of up to
-// arrivedAheadSize, as far as the file has arrived: a key read costs one pread per piece
-// instead of one per chunk (a 16 KiB chunk holds 32 partitions of 512 bytes). A piece holds
-// only bytes that had arrived when it was read, and arrived bytes do not change.
-type arrivedAhead struct {
-	r       io.ReaderAt
-	arrived *int64
-	buf     []byte
-	start   int64
-}
-
-const arrivedAheadSize = 256 << 10
-
-func (a *arrivedAhead) ReadAt(p []byte, off int64) (int, error) {
-	if off >= a.start && off+int64(len(p)) <= a.start+int64(len(a.buf)) {
-		return copy(p, a.buf[off-a.start:]), nil
-	}
-	end := min(off+max(int64(len(p)), arrivedAheadSize), *a.arrived)
-	if end < off+int64(len(p)) {
-		return a.r.ReadAt(p, off) // beyond what has arrived: the chunk reader's error to find
-	}
-	if a.buf == nil {
-		a.buf = make([]byte, 0, arrivedAheadSize)
-	}
-	a.buf = a.buf[:end-off]
-	n, err := a.r.ReadAt(a.buf, off)
-	a.buf, a.start = a.buf[:n], off
-	if n >= len(p) {
-		return copy(p, a.buf), nil
-	}
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return copy(p, a.buf), err
+func newReceivedKeys(r *compress.Reader, info *compress.Info, fileLen int64) *receivedKeys {
+	return &receivedKeys{r: r, info: info, fileLen: fileLen}
 }
 
 // chunkIn reports whether chunk c's record has arrived whole.

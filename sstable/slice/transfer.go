@@ -845,11 +845,11 @@ func NewPartialRebuild(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor
 		if opts.Data == nil || opts.Compression == nil || lay == nil {
 			return nil, errors.New("slice: a positions index slice needs the child's compressed Data.db")
 		}
-		keys, err := newReceivedKeys(opts.Data, opts.Compression, lay.FileLength)
+		data, err := compress.NewReader(opts.Data, lay.FileLength, opts.Compression)
 		if err != nil {
 			return nil, fmt.Errorf("the received Data.db: %w", err)
 		}
-		r.keys, r.rows = keys, spec.ParentRows
+		r.keys, r.rows = newReceivedKeys(data, opts.Compression, lay.FileLength), spec.ParentRows
 		r.keys.arrived = lay.FileLength
 	}
 	if len(opts.Ranges) > 0 {
