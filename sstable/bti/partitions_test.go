@@ -203,7 +203,8 @@ func TestPartitionIndexWalkFrom(t *testing.T) {
 					from = append(from, byte(rnd.IntN(256)))
 				}
 			}
-			// The entries from the first whose path is a prefix of from or sorts above it.
+			// The entries from the first whose path is a prefix of from (the partition Lookup
+			// finds: paths are prefix-free, each a leaf) or sorts above it.
 			i := 0
 			for i < len(all) && all[i].prefix < string(from) && !bytes.HasPrefix(from, []byte(all[i].prefix)) {
 				i++
@@ -219,6 +220,9 @@ func TestPartitionIndexWalkFrom(t *testing.T) {
 			})
 			if err != nil && err != stop {
 				t.Fatal(err)
+			}
+			if e, ok, err := p.Lookup(from); err != nil || (ok && (len(got) == 0 || got[0] != entry{string(e.Prefix), e.Position})) {
+				t.Fatalf("from %x: Lookup finds %x at %d (%v, %v), the walk starts at %v", from, e.Prefix, e.Position, ok, err, got[:min(1, len(got))])
 			}
 			want := all[i:min(i+50, len(all))]
 			if len(got) != len(want) {

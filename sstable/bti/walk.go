@@ -59,6 +59,7 @@ func (w *trieWalker) walkFrom(r *trieReader, root int64, from []byte, visit func
 	}
 	w.commit()
 	// Descend along from: each frame on the way resumes after the transition followed.
+	consumed := 0
 	for _, c := range from {
 		top := &w.stack[len(w.stack)-1]
 		i := top.nd.search(int(c))
@@ -80,11 +81,13 @@ func (w *trieWalker) walkFrom(r *trieReader, root int64, from []byte, visit func
 		}
 		w.commit()
 		w.prefix = append(w.prefix, c)
+		consumed++
 	}
 	// f is the node the descent ended on, its path a prefix of from (all of it, or where the
-	// trie has no transition for from's next byte): its payload is visited, then whatever
-	// the frames on the path have left.
-	if f.nd.flags != 0 {
+	// trie has no transition for from's next byte): its payload is the entry Lookup finds
+	// when it is all of from or f is a leaf, and is visited then; then whatever the frames on
+	// the path have left.
+	if f.nd.flags != 0 && (consumed == len(from) || f.nd.n == 0) {
 		if err := visit(&f.nd, w.prefix); err != nil {
 			return err
 		}
