@@ -50,13 +50,13 @@ type planeLink interface {
 
 // sendOne sends one planned sstable: its Manifest on the control stream, then its sources
 // as Data frames on the data plane.
-func (ss *sendSession) sendOne(ctx context.Context, o *outgoing) error {
-	id := o.planned.ID
-	sources, release, ok, err := ss.beginOne(o)
-	if !ok {
+func (ss *sendSession) sendOne(ctx context.Context, p *prepared) error {
+	id := p.o.planned.ID
+	if ok, err := ss.beginOne(p); !ok {
 		return err
 	}
-	defer release()
+	sources := p.srcs
+	defer closeSources(sources)
 	timeout := ss.srv.cfg.IdleTimeout
 	var plane outbound = &quicOut{link: ss, conn: ss.conn, timeout: timeout}
 	if ss.offer != nil {
@@ -102,7 +102,7 @@ func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sour
 		if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
 			return fmt.Errorf("stream: Data header of %d bytes", hl)
 		}
-		aheadOf(src, done[i])
+		aheadOf(sources, i, done[i])
 		if err := ss.srv.out.Wait(ctx, int(n)); err != nil {
 			return err
 		}

@@ -296,6 +296,7 @@ type sendSession struct {
 	tables     []*sstable.Table
 	release    func()
 	byID       map[string]*outgoing // planned sstables by ID, for outcomes
+	ahead      *preparer            // makes the sstables to send ahead of their turn
 	offer      *tcpOffer            // the TCP data plane offered to the receiver, or nil
 	data       *dataConn            // its connection, once the receiver presented the token
 }
@@ -329,6 +330,10 @@ func (ss *sendSession) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The first sstables' runs and index are read while the data plane is set up and the
+	// receiver takes the Prepare.
+	ss.ahead = ss.prepareAhead(prep)
+	defer ss.ahead.close()
 	if ss.srv.plane != nil && ss.sm.PeerOffers(ss.srv.cfg.dataFeature()) {
 		// Both ends run the same TCP data plane (tls or tcp): offer it before Prepare; the
 		// receiver dials it at once and every sstable's data goes there.
@@ -349,6 +354,16 @@ func (ss *sendSession) run(ctx context.Context) error {
 		return err
 	}
 	return ss.stream(ctx, fr, prep)
+}
+
+// prepareAhead starts making the prepared sstables' manifests and sources in the order they
+// are sent, ahead of their turn (readahead.go); the caller closes the preparer.
+func (ss *sendSession) prepareAhead(prep *wire.Prepare) *preparer {
+	todo := make([]*prepared, len(prep.SSTables))
+	for i, p := range prep.SSTables {
+		todo[i] = &prepared{o: ss.byID[p.ID], verified: ss.sm.Resumed(p.ID)}
+	}
+	return prepareAhead(todo, ss.srv.cfg.storage)
 }
 
 // handshake accepts the control stream and steps the Sender through Hello and the request,
@@ -448,14 +463,18 @@ func (ss *sendSession) stream(ctx context.Context, fr *frameReader, prep *wire.P
 		}
 	}()
 	ss.buf = make([]byte, hdrRoom+ss.srv.cfg.FrameSize)
-	for _, p := range prep.SSTables {
+	for {
 		if err := ss.poll(ctx, false); err != nil {
 			return err
 		}
 		if ss.sm.Done() {
 			break
 		}
-		if err := ss.sendOne(ctx, ss.byID[p.ID]); err != nil {
+		p, ok := ss.ahead.next()
+		if !ok {
+			break
+		}
+		if err := ss.sendOne(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -622,43 +641,32 @@ type source struct {
 	hinted int64
 }
 
+// beginOne sends the manifest of an sstable made ahead, accounting for what a resumed
+// receiver already holds. When ok is false nothing is left to send: the sstable was failed
+// (the Failure went out, err is the send's result) or the manifest could not be sent (err);
+// its sources are closed. Otherwise the caller sends the sources and then closes them.
+func (ss *sendSession) beginOne(p *prepared) (ok bool, err error) {
+	id := p.o.planned.ID
+	if p.err != nil {
+		code := wire.CodeInternal
+		if errors.Is(p.err, compress.ErrChecksum) || errors.Is(p.err, slice.ErrCorrupt) || errors.Is(p.err, slice.ErrUnverifiable) {
+			code = wire.CodeChecksum // the parent's bytes disagree with, or lack, their checksum
+		}
+		return false, ss.send(&wire.Failure{Code: code, SSTableID: id, Reason: p.err.Error()})
+	}
+	if p.skipped > 0 {
+		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= p.skipped })
+	}
+	if err := ss.send(p.m); err != nil {
+		closeSources(p.srcs)
+		return false, err
+	}
+	return true, nil
+}
+
 // resumeSources moves the Data.db source of o past the chunks the receiver already holds
 // (Sender.Resumed), at the offset both sides derive from the manifest, and returns the
 // bytes skipped.
-// beginOne opens an sstable's sources and sends its manifest, accounting for what a resumed
-// receiver already holds. When ok is false nothing is left to send: the sstable was failed
-// (the Failure went out, err is the send's result) or the manifest could not be sent (err).
-// Otherwise the caller sends the sources and then calls release, which closes them.
-func (ss *sendSession) beginOne(o *outgoing) (sources []source, release func(), ok bool, err error) {
-	id := o.planned.ID
-	m, sources, err := manifestFor(o, ss.srv.cfg.storage)
-	if err != nil {
-		code := wire.CodeInternal
-		if errors.Is(err, compress.ErrChecksum) || errors.Is(err, slice.ErrCorrupt) || errors.Is(err, slice.ErrUnverifiable) {
-			code = wire.CodeChecksum // the parent's bytes disagree with, or lack, their checksum
-		}
-		return nil, nil, false, ss.send(&wire.Failure{Code: code, SSTableID: id, Reason: err.Error()})
-	}
-	if skipped := resumeSources(o, m, sources, ss.sm.Resumed(id)); skipped > 0 {
-		ss.tr.update(func(st *SessionStatus) { st.BytesTotal -= skipped })
-	}
-	release = func() {
-		for _, s := range sources {
-			if s.r != nil {
-				s.r.Close()
-			}
-			if s.seq != nil {
-				s.seq.Close()
-			}
-		}
-	}
-	if err := ss.send(m); err != nil {
-		release()
-		return nil, nil, false, err
-	}
-	return sources, release, true, nil
-}
-
 func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64) int64 {
 	info := o.parent.Compression
 	if o.partial != nil {
@@ -679,7 +687,7 @@ func resumeSources(o *outgoing, m *wire.Manifest, srcs []source, verified uint64
 			continue
 		}
 		k := min(off-s.start, s.n)
-		s.off, s.n, s.start = s.off+k, s.n-k, s.start+k
+		s.off, s.n, s.start, s.hinted = s.off+k, s.n-k, s.start+k, 0
 		skipped += k
 	}
 	return skipped
