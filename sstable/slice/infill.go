@@ -70,6 +70,7 @@ type InPlaceFill struct {
 	off        int64   // child Data.db bytes written
 	offsets    []int64 // the child's chunk offsets so far
 	digest     digest  // the child's bytes written
+	pend       pending // bytes written through in the take in progress, not yet written or folded
 	content    []byte
 	rec        []byte
 	encBytes   int64
@@ -215,14 +216,18 @@ func (f *InPlaceFill) Placeable(n int64) (int64, bool) {
 // Placed takes the next received bytes, which a data plane placed where Placeable said.
 func (f *InPlaceFill) Placed(p []byte) error { return f.take(p, false) }
 
-// take is Write, writing the bytes it writes through only when write is set.
+// take is Write, writing the bytes it writes through only when write is set. Consecutive
+// records written through go out in one write (a frame holds many records; a write each
+// cost most of the receiver's CPU).
 func (f *InPlaceFill) take(p []byte, write bool) error {
 	if f.err != nil {
 		return f.err
 	}
-	for len(p) > 0 {
+	f.pend = pending{buf: p, write: write}
+	defer f.pend.reset()
+	for i := 0; i < len(p); {
 		if f.cur >= len(f.info.Offsets) {
-			return f.fail(fmt.Errorf("slice: %d bytes past the received Data.db's end", len(p)))
+			return f.fail(fmt.Errorf("slice: %d bytes past the received Data.db's end", len(p)-i))
 		}
 		start, end := f.info.Offsets[f.cur], f.recordEnd(f.cur)
 		if f.in == start {
@@ -230,28 +235,84 @@ func (f *InPlaceFill) take(p []byte, write bool) error {
 			f.through = f.writesThrough(f.cur)
 			f.mu.Unlock()
 		}
-		k := min(int64(len(p)), end-f.in)
-		if f.through {
-			if write { // (else the data plane placed them)
-				if _, err := f.dst.WriteAt(p[:k], f.off+f.in-start); err != nil {
+		k := int(min(int64(len(p)-i), end-f.in))
+		if at := f.off + f.in - start; f.through {
+			if !f.pend.follows(i, at) {
+				if err := f.flush(); err != nil {
 					return f.fail(err)
 				}
 			}
-			c := crc32.ChecksumIEEE(p[:k])
-			f.digest.fold(c, k)
-			f.recvDigest.fold(c, k)
+			f.pend.add(i, k, at)
 		} else {
-			f.buf[f.cur] = append(f.buf[f.cur], p[:k]...)
-			f.recvDigest.fold(crc32.ChecksumIEEE(p[:k]), k)
+			if err := f.flush(); err != nil {
+				return f.fail(err)
+			}
+			f.buf[f.cur] = append(f.buf[f.cur], p[i:i+k]...)
+			f.recvDigest.fold(crc32.ChecksumIEEE(p[i:i+k]), int64(k))
 		}
-		f.in += k
-		p = p[k:]
+		f.in += int64(k)
+		i += k
 		if f.in == end {
 			if err := f.recordDone(); err != nil {
 				return f.fail(err)
 			}
 		}
 	}
+	if err := f.flush(); err != nil {
+		return f.fail(err)
+	}
+	return nil
+}
+
+// pending is a stretch of the bytes take was given that go through to the child, contiguous
+// there too, not yet written (write) or folded into the digests.
+type pending struct {
+	buf    []byte
+	write  bool
+	lo, hi int   // buf[lo:hi]
+	at     int64 // its child offset
+	crc    uint32
+}
+
+// follows says whether buf[i:] at child offset at continues the stretch (or none is pending).
+func (p *pending) follows(i int, at int64) bool {
+	return p.hi == p.lo || i == p.hi && at == p.at+int64(p.hi-p.lo)
+}
+
+// add extends the stretch by buf[i:i+k], for child offset at, which follows it.
+func (p *pending) add(i, k int, at int64) {
+	if p.hi == p.lo {
+		p.lo, p.hi, p.at, p.crc = i, i, at, 0
+	}
+	p.crc = crc32.Update(p.crc, crc32.IEEETable, p.buf[i:i+k])
+	p.hi += k
+}
+
+func (p *pending) reset() { *p = pending{} }
+
+// folded is d with the pending bytes folded in.
+func (p *pending) folded(d digest) digest {
+	if p.hi > p.lo {
+		d.fold(p.crc, int64(p.hi-p.lo))
+	}
+	return d
+}
+
+// flush writes the pending bytes through (unless a data plane placed them) and folds them
+// into both digests.
+func (f *InPlaceFill) flush() error {
+	p := &f.pend
+	if p.hi == p.lo {
+		return nil
+	}
+	if p.write {
+		if _, err := f.dst.WriteAt(p.buf[p.lo:p.hi], p.at); err != nil {
+			return err
+		}
+	}
+	f.digest = p.folded(f.digest)
+	f.recvDigest = p.folded(f.recvDigest)
+	p.lo = p.hi
 	return nil
 }
 
@@ -319,8 +380,9 @@ func (f *InPlaceFill) recordDone() error {
 			return err
 		}
 		if len(f.buf) == 0 {
-			f.clean = FillState{Chunks: f.cur, Bytes: f.in, Written: f.off, Emitted: f.emitted, Digest: f.digest.crc,
-				RecvDigest: f.recvDigest.crc, placed: len(f.placed), encoded: len(f.encLens)}
+			// (The bytes written through so far in this take are folded in as they will be.)
+			f.clean = FillState{Chunks: f.cur, Bytes: f.in, Written: f.off, Emitted: f.emitted, Digest: f.pend.folded(f.digest).crc,
+				RecvDigest: f.pend.folded(f.recvDigest).crc, placed: len(f.placed), encoded: len(f.encLens)}
 			f.cleanOK = true
 		}
 		return nil
@@ -536,6 +598,9 @@ func (f *InPlaceFill) stretchAt(pos int64) (int, bool) {
 
 // emit writes one whole record at the child's end.
 func (f *InPlaceFill) emit(rec []byte) error {
+	if err := f.flush(); err != nil { // the child's bytes before it, in order
+		return err
+	}
 	if _, err := f.dst.WriteAt(rec, f.off); err != nil {
 		return err
 	}
