@@ -182,13 +182,19 @@ func TestCassandraSidecarJBODAndReplace(t *testing.T) {
 	startCassandraOn(t, n3.dir, y3, n3.host, native, n3.jmx, p3,
 		"-Dcassandra.replace_address_first_boot="+n2.host, "-Dcassandra.allow_unsafe_replace=true")
 	c3 := n3.session(t, native)
+	// The replacement learns the schema from its peers after it starts: until then the
+	// keyspace does not exist for it, which is waited for like the rows.
 	var got map[[2]int]string
+	var rerr error
 	for deadline := time.Now().Add(2 * time.Minute); ; {
-		got = rows(t, c3)
-		if equalRows(got, want) || time.Now().After(deadline) {
+		got, rerr = readRows(c3)
+		if rerr == nil && equalRows(got, want) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(2 * time.Second)
+	}
+	if rerr != nil {
+		t.Fatalf("the replacement's rows: %v", rerr)
 	}
 	if !equalRows(got, want) {
 		t.Errorf("the replacement returns %d rows at LOCAL_ONE, want the %d written", len(got), len(want))

@@ -44,6 +44,15 @@ func (n liveNode) session(t *testing.T, native int) *gocql.Session {
 // rows reads every row of rebuild.t through s: pk/ck → v.
 func rows(t *testing.T, s *gocql.Session) map[[2]int]string {
 	t.Helper()
+	out, err := readRows(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readRows is rows, the query's error returned (a node that has not learned the schema yet).
+func readRows(s *gocql.Session) (map[[2]int]string, error) {
 	out := map[[2]int]string{}
 	it := s.Query(`SELECT pk, ck, v FROM rebuild.t`).PageSize(2000).Iter()
 	var pk, ck int
@@ -51,10 +60,7 @@ func rows(t *testing.T, s *gocql.Session) map[[2]int]string {
 	for it.Scan(&pk, &ck, &v) {
 		out[[2]int{pk, ck}] = v
 	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, it.Close()
 }
 
 // sidecar runs `sluice run` for node n with gossip; it returns the admin address and the
