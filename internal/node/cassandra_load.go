@@ -283,11 +283,7 @@ func randomID() (string, error) {
 
 // StartCassandraLoad checks a load request against a fresh ring read and starts the load.
 func (n *Node) StartCassandraLoad(req adminapi.CassandraLoadRequest) (OpStatus, error) {
-	s := n.sidecar
-	if s == nil {
-		return OpStatus{}, ErrNotSidecar
-	}
-	c, err := n.requireCluster()
+	s, c, err := n.sidecarWithCluster()
 	if err != nil {
 		return OpStatus{}, err
 	}

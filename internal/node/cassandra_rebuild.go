@@ -37,14 +37,23 @@ const OpCassandraRebuild = adminapi.OpCassandraRebuild
 // before nodetool sees them): start-up removes it.
 const RebuildStagingPrefix = "rebuild-"
 
+// sidecarWithCluster is what a sidecar's cluster operation (rebuild, replace, load) needs:
+// the sidecar, and gossip with the other sidecars.
+func (n *Node) sidecarWithCluster() (*sidecar, *cluster, error) {
+	if n.sidecar == nil {
+		return nil, nil, ErrNotSidecar
+	}
+	c, err := n.requireCluster()
+	if err != nil {
+		return nil, nil, err
+	}
+	return n.sidecar, c, nil
+}
+
 // StartCassandraRebuild starts a sidecar's rebuild. It needs gossip (the other sidecars are
 // its members); the plan is made when the operation starts, from a fresh ring read.
 func (n *Node) StartCassandraRebuild(req adminapi.CassandraRebuildRequest) (OpStatus, error) {
-	s := n.sidecar
-	if s == nil {
-		return OpStatus{}, ErrNotSidecar
-	}
-	c, err := n.requireCluster()
+	s, c, err := n.sidecarWithCluster()
 	if err != nil {
 		return OpStatus{}, err
 	}

@@ -50,11 +50,7 @@ const ReplaceScratchPrefix = ".sluice-replace-"
 
 // StartCassandraReplace checks a replace request and starts it.
 func (n *Node) StartCassandraReplace(req adminapi.CassandraReplaceRequest) (OpStatus, error) {
-	s := n.sidecar
-	if s == nil {
-		return OpStatus{}, ErrNotSidecar
-	}
-	c, err := n.requireCluster()
+	s, c, err := n.sidecarWithCluster()
 	if err != nil {
 		return OpStatus{}, err
 	}
