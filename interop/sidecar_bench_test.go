@@ -124,7 +124,8 @@ type sideBySide struct {
 //     altered to {dc1: 1, dc2: 1, dc3: 1}: `sluice cassandra rebuild dc1` on dc2's sidecar,
 //     `nodetool rebuild --keyspace rb -- dc1` on dc3's node.
 //
-// SLUICE_BENCH_SIDECAR_REBUILD=0 measures the load alone; SLUICE_SIDECAR_CPUPROFILE=DIR has
+// SLUICE_BENCH_SIDECAR_REBUILD=0 measures the load alone; SLUICE_BENCH_SIDECAR_LOGS=1 prints the
+// sidecars' log of the rebuild; SLUICE_SIDECAR_CPUPROFILE=DIR has
 // every sidecar write a CPU profile there when it stops.
 //
 // Wall is each command's; CPU is the command's process (sstableloader's or nodetool's JVM,
@@ -322,6 +323,13 @@ func benchRebuild(t *testing.T, c *loadCluster) sideBySide {
 	var rr adminapi.CassandraRebuildResult
 	if err := json.Unmarshal([]byte(out), &rr); err != nil || rr.State != adminapi.OpComplete {
 		t.Fatalf("sluice cassandra rebuild: %v %s", err, tail(out, 2000))
+	}
+	if os.Getenv("SLUICE_BENCH_SIDECAR_LOGS") == "1" { // the sidecars' log of the rebuild, for its timeline
+		for i, p := range c.side {
+			if logs := p.logs.String(); marks[i] <= len(logs) {
+				t.Logf("sidecar %d:\n%s", i+1, logs[marks[i]:])
+			}
+		}
 	}
 	t.Logf("sluice cassandra rebuild dc1: %.1fs wall (op %.1fs), %d ranges, %d sstables, %d bytes; %s", wall.Seconds(), rr.WallSeconds, rr.Ranges,
 		rr.SSTables, rr.BytesReceived, c.loadPhases(marks))

@@ -202,7 +202,7 @@ func (rs *recvSession) installed(s *sealed) error {
 		}
 	}
 	if in.Kind == wire.KindEntire {
-		f.FillerPartitions = p.fillers
+		f.FillerPartitions, f.StrictVerified = p.fillers, p.strict
 	}
 	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(st *SessionStatus) { st.FilesDone++; st.BytesDone = rs.res.BytesReceived })

@@ -79,6 +79,14 @@ type Config struct {
 	// last partition does; a parent with bytes no partition owns (written by sluice before
 	// filler partitions) fails that check by name, and this is the way to take it anyway.
 	FillAfterReceive bool
+	// VerifyStrict verifies every entire sstable received against Cassandra's sequential
+	// rules too (sstable.VerifyOptions.Strict: the first partition at position 0, no byte
+	// outside a partition), before it is published, instead of the index-driven checks alone;
+	// Fetched.StrictVerified says so. A Cassandra sidecar sets it: Cassandra imports what it
+	// receives, and its importer then need not read the sstable a second time. A sluice node
+	// leaves it off: an entire copy of a legacy sstable with dead bytes (written by sluice
+	// before filler partitions) is still a good sstable to sluice's index-driven readers.
+	VerifyStrict bool
 
 	// recordsOnly makes a receiver's Hello leave out wire.FeatureIndexBig and
 	// wire.FeatureIndexPositions, as a receiver that rebuilds only from records would (tests).

@@ -59,7 +59,7 @@ func receiveFromParent(t *testing.T, comp string, kind wire.Kind, hostile bool) 
 	}
 	in := step.Receive
 	dir := t.TempDir()
-	inst, err := newInstaller(dir, ".sluice-rows-test-", fileStorage{}, in)
+	inst, err := newInstaller(dir, ".sluice-rows-test-", fileStorage{}, in, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,10 @@ type Fetched struct {
 	// partitions, and the Data.db bytes of the chunks re-encoded at its runs' edges.
 	FillerBytes    int64
 	ReencodedBytes int64
+	// StrictVerified: sstable.Verify with Strict ran on exactly these files before they were
+	// published (an entire sstable under Config.VerifyStrict); the rebuilt components of a
+	// partial or rows sstable were checked otherwise (chunk CRCs, digest, run ends).
+	StrictVerified bool
 }
 
 // FetchResult is what a Fetch installed.

@@ -460,3 +460,35 @@ func TestFetchRemovesWhatDeadReceiversLeft(t *testing.T) {
 		t.Errorf("%d temporaries in %s, want the live install's 2", inFlight, dir)
 	}
 }
+
+// Under VerifyStrict an entire sstable is verified by Cassandra's sequential rules before it is
+// published, and the result says so (a sidecar's importer then skips its own read); without
+// it, and for partials whatever the setting, the result does not claim it.
+func TestFetchReportsStrictVerificationOfEntireSSTables(t *testing.T) {
+	ca := newTestCA(t)
+	root := t.TempDir()
+	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1, 2}})
+	_, addr := testServer(t, Config{}, dirCatalog{root}, ca.server(t))
+	for _, c := range []struct {
+		ranges string
+		strict bool
+		want   bool
+	}{
+		{"(0,0]", true, true},
+		{"(0,0]", false, false},
+		{"(-5000000000000000000,5000000000000000000]", true, false}, // partials
+	} {
+		ranges, _ := token.ParseRanges(token.Murmur3, c.ranges)
+		res, err := Fetch(context.Background(), Config{VerifyStrict: c.strict}, ca.client(t, ca), FetchRequest{Peer: addr, Keyspace: "ks", Table: "t",
+			Ranges: ranges, Dir: t.TempDir()}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFetched(t, parents, ranges, res)
+		for _, f := range res.SSTables {
+			if f.StrictVerified != c.want {
+				t.Errorf("%s, VerifyStrict %v: %s (%s) StrictVerified %v, want %v", c.ranges, c.strict, f.Path, f.Kind, f.StrictVerified, c.want)
+			}
+		}
+	}
+}

@@ -107,7 +107,7 @@ func (e *entireInstaller) Finish(context.Context) (*pending, error) {
 		return nil, err
 	}
 	// An entire copy of an sstable sluice filled carries its fillers (verify counts them).
-	return &pending{install: e.inst, final: e.desc, partitions: int64(e.in.Manifest.Partitions) - e.fillers, fillers: e.fillers}, nil
+	return &pending{install: e.inst, final: e.desc, partitions: int64(e.in.Manifest.Partitions) - e.fillers, fillers: e.fillers, strict: e.strict}, nil
 }
 
 func (e *entireInstaller) seal() error {
@@ -202,7 +202,8 @@ func (e *entireInstaller) spillSmall() error {
 }
 
 // verify runs sstable.Verify on the uncommitted files through a scratch directory of
-// symbolic links with final names pointing at the install's temporaries.
+// symbolic links with final names pointing at the install's temporaries: strictly, by
+// Cassandra's sequential rules too, under Config.VerifyStrict.
 func (e *entireInstaller) verify() error {
 	scratch, err := os.MkdirTemp("", "sluice-verify-")
 	if err != nil {
@@ -221,7 +222,7 @@ func (e *entireInstaller) verify() error {
 		}
 	}
 	// The sender chose to send it whole because the ranges hold every partition: checked.
-	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: e.in.Ranges})
+	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: e.in.Ranges, Strict: e.strict})
 	if err != nil {
 		return fmt.Errorf("%w: verify: %w", ErrChecksum, err)
 	}

@@ -52,7 +52,7 @@ type installer interface {
 
 // newInstaller checks the target directory's free space for in and prepares its files.
 // scratchPrefix names the private directories of those received into scratch.
-func newInstaller(dir, scratchPrefix string, store storage, in *Incoming) (installer, error) {
+func newInstaller(dir, scratchPrefix string, store storage, in *Incoming, strict bool) (installer, error) {
 	need := int64(in.Total()) + 2*int64(in.Manifest.IndexSliceLength) + int64(len(in.Manifest.Statistics)) + 1<<20
 	switch {
 	case in.Kind == wire.KindRows:
@@ -67,7 +67,7 @@ func newInstaller(dir, scratchPrefix string, store storage, in *Incoming) (insta
 	if err := fsx.CheckFreeSpace(dir, need); err != nil {
 		return nil, err
 	}
-	f := installFiles{in: in, dir: dir, store: store, files: map[descriptor.Component]Writable{}}
+	f := installFiles{in: in, dir: dir, store: store, strict: strict, files: map[descriptor.Component]Writable{}}
 	switch in.Kind {
 	case wire.KindEntire:
 		return newEntireInstaller(f)
@@ -94,6 +94,8 @@ type installFiles struct {
 	scratch string
 	// finished: the Writables are finished (finishFiles), so abort does not abort them too.
 	finished bool
+	// strict verifies an entire sstable by Cassandra's sequential rules too (Config.VerifyStrict).
+	strict bool
 }
 
 // direct receives the sstable straight into dir under a new generation, Data.db first
@@ -192,6 +194,8 @@ type pending struct {
 	// sstable carries (one sluice filled, sent whole).
 	fill    fill
 	fillers int64
+	// strict: sstable.Verify with Strict passed on the files the commit publishes.
+	strict bool
 	// scratch, a private directory, goes once the sstable is published or given up.
 	scratch string
 }

@@ -84,7 +84,7 @@ func receiveInto(t *testing.T, dir, comp string, kind wire.Kind, end string) (in
 		t.Fatal(step, err)
 	}
 	in := step.Receive
-	inst, err := newInstaller(dir, ".sluice-rows-test-", fileStorage{}, in)
+	inst, err := newInstaller(dir, ".sluice-rows-test-", fileStorage{}, in, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,11 +116,14 @@ func readFull(r io.ReaderAt, name string, p []byte, off int64) error {
 
 // fileWritable writes an install's file. The install owns the file: Finish and Abort leave it
 // open for the install's rebuild, commit or abort. Like an *os.File it is used from one
-// goroutine at a time.
+// goroutine at a time. What it writes goes to writeback every few megabytes (fsx.Trickle),
+// so that the commit's sync does not wait for a whole batch's bytes at once.
 type fileWritable struct {
-	f    *os.File
-	err  error
-	done bool
+	f       *os.File
+	err     error
+	done    bool
+	pos     int64 // where Write writes (the install created the file empty)
+	trickle fsx.Trickle
 }
 
 func (w *fileWritable) Write(p []byte) (int, error) {
@@ -129,6 +132,8 @@ func (w *fileWritable) Write(p []byte) (int, error) {
 	}
 	n, err := w.f.Write(p)
 	w.keep(err)
+	w.wrote(w.pos, int64(n))
+	w.pos += int64(n)
 	return n, err
 }
 
@@ -138,8 +143,13 @@ func (w *fileWritable) WriteAt(p []byte, off int64) (int, error) {
 	}
 	n, err := w.f.WriteAt(p, off)
 	w.keep(err)
+	w.wrote(off, int64(n))
 	return n, err
 }
+
+// wrote records n bytes written at off, by this Writable or by a data plane that placed them
+// through File (splice, copy_file_range).
+func (w *fileWritable) wrote(off, n int64) { w.trickle.Wrote(w.f, off, n) }
 
 func (w *fileWritable) keep(err error) {
 	if err != nil && w.err == nil {

@@ -432,8 +432,9 @@ const readBackSize = 256 << 10
 func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int, d *wire.Data, n int64) error {
 	var f *os.File
 	var at int64
-	if w, off := inst.writable(d, n); w != nil && !rs.sealed {
-		f, at = w.File(), off
+	var w Writable
+	if w, at = inst.writable(d, n); w != nil && !rs.sealed {
+		f = w.File()
 	}
 	if f == nil {
 		// Bound for memory, or under TLS, where the payload passes through user space to be
@@ -449,6 +450,9 @@ func (rs *tcpIn) place(ctx context.Context, in *Incoming, inst installer, s int,
 	}
 	if err := rs.data.toFile(ctx, f, at, n); err != nil {
 		return err
+	}
+	if tw, ok := w.(interface{ wrote(off, n int64) }); ok {
+		tw.wrote(at, n)
 	}
 	in.got[s] += uint64(n)
 	if !in.isData(d) {

@@ -76,7 +76,7 @@ func stopped(err error, intact bool) *stop { return &stop{err: err, intact: inta
 // replays that prefix into it; then gives the Data.db its kept name.
 func (t *transfer) begin() *stop {
 	rs, in := t.rs, t.in
-	inst, err := newInstaller(rs.dir, rs.state.scratchPattern(), rs.cfg.storage, in)
+	inst, err := newInstaller(rs.dir, rs.state.scratchPattern(), rs.cfg.storage, in, rs.cfg.VerifyStrict)
 	if err != nil {
 		return stopped(err, false)
 	}

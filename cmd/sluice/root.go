@@ -95,6 +95,10 @@ func consoleWriter(w io.Writer, noColor bool) zerolog.ConsoleWriter {
 // logger is the process logger, set up before any command runs.
 var logger = zerolog.New(os.Stderr).With().Timestamp().Logger()
 
+// Log times to the millisecond, as Cassandra's system.log does: a transfer's phases last
+// fractions of a second.
+func init() { zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00" }
+
 // exactArgs is cobra.ExactArgs with a usage error (exit 2).
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicedb/sluice/internal/lib/fsx"
 	"github.com/sluicedb/sluice/membership/gossip"
 	"github.com/sluicedb/sluice/membership/ring"
+	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/stream"
 )
@@ -206,7 +207,7 @@ func (n *Node) receive(ctx context.Context, snap cassandra.Snapshot, sp receiveS
 			os.RemoveAll(base)
 			continue
 		}
-		ir, kept, err := n.importShare(sp, snap, sh, bounds, base, dir)
+		ir, kept, err := n.importShare(sp, snap, sh, bounds, base, dir, strictlyVerified(res.SSTables))
 		out.verify += ir.Verified
 		out.handOver += ir.HandedOver
 		out.confirm += max(ir.Elapsed-ir.Verified-ir.HandedOver, 0)
@@ -225,7 +226,7 @@ func (n *Node) receive(ctx context.Context, snap cassandra.Snapshot, sp receiveS
 
 // importShare imports what one share fetched into dir. kept reports an outcome unknown: base
 // must stay.
-func (n *Node) importShare(sp receiveSpec, snap cassandra.Snapshot, sh diskShare, bounds []int64, base, dir string) (cassandra.ImportResult, bool, error) {
+func (n *Node) importShare(sp receiveSpec, snap cassandra.Snapshot, sh diskShare, bounds []int64, base, dir string, verified map[string]os.FileInfo) (cassandra.ImportResult, bool, error) {
 	s := n.sidecar
 	if sp.lock != nil {
 		sp.lock.Lock()
@@ -234,6 +235,7 @@ func (n *Node) importShare(sp receiveSpec, snap cassandra.Snapshot, sh diskShare
 	ictx, cancel := sp.importCtx()
 	defer cancel()
 	im := s.importer(snap, sp.keyspace)
+	im.Verify = skipVerified(verified)
 	if len(s.dirs) > 1 {
 		im.Boundaries = bounds
 	}
@@ -245,6 +247,38 @@ func (n *Node) importShare(sp receiveSpec, snap cassandra.Snapshot, sh diskShare
 	}
 	ir, err := im.Import(ictx, cassandra.ImportRequest{Keyspace: sp.keyspace, Table: sp.table, TableID: sp.tableID, Dir: dir})
 	return ir, err != nil && ictx.Err() != nil, err
+}
+
+// strictlyVerified is the Data.db files of the fetched sstables the receiver verified strictly
+// (stream.Fetched.StrictVerified), each as it was then.
+func strictlyVerified(fs []stream.Fetched) map[string]os.FileInfo {
+	out := map[string]os.FileInfo{}
+	for _, f := range fs {
+		if !f.StrictVerified {
+			continue
+		}
+		p := f.Path + "-" + string(descriptor.Data)
+		if fi, err := os.Stat(p); err == nil {
+			out[p] = fi
+		}
+	}
+	return out
+}
+
+// skipVerified is the import's verification: cassandra.VerifyStrict, except for the sstables
+// the receiver already verified strictly before publishing them in sluice's private staging
+// directory (the same checks on the same bytes: chunk CRCs, digest, every partition read in
+// index order, Cassandra's sequential rules, the ranges asked for), as long as their Data.db
+// is still the same file of the same size and time.
+func skipVerified(verified map[string]os.FileInfo) func(string) error {
+	return func(dataPath string) error {
+		if was, ok := verified[dataPath]; ok {
+			if now, err := os.Stat(dataPath); err == nil && os.SameFile(was, now) && now.Size() == was.Size() && now.ModTime().Equal(was.ModTime()) {
+				return nil
+			}
+		}
+		return cassandra.VerifyStrict(dataPath)
+	}
 }
 
 // describe names the share's data directory in an error when there are several.

@@ -175,3 +175,34 @@ func TestSidecarJBOD(t *testing.T) {
 		t.Errorf("the first disk's share alone: %+v %v", sh, err)
 	}
 }
+
+// The import skips its strict verification only for an sstable the receiver verified
+// strictly, and only while its Data.db is the very file the receiver checked: a file put in
+// its place is verified (and here refused: it is not an sstable).
+func TestImportSkipsOnlyWhatTheReceiverVerified(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "oa-1-big-Data.db")
+	if err := os.WriteFile(data, []byte("not an sstable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := skipVerified(map[string]os.FileInfo{data: fi})(data); err != nil {
+		t.Errorf("the file the receiver verified was verified again: %v", err)
+	}
+	if err := skipVerified(nil)(data); err == nil {
+		t.Error("a file the receiver did not verify passed without verification")
+	}
+	swapped := data + ".new"
+	if err := os.WriteFile(swapped, []byte("not an sstable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(swapped, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := skipVerified(map[string]os.FileInfo{data: fi})(data); err == nil {
+		t.Error("a file put in place of the verified one passed without verification")
+	}
+}

@@ -294,6 +294,9 @@ func (n *Node) streamFetch(ctx context.Context, source string, req stream.FetchR
 	}
 	tc.NextProtos = nil // the stream protocol (stream.Fetch sets its ALPN)
 	cfg := StreamSettings(n.streamConfig())
+	// A sidecar's fetches land in staging for Cassandra's importer, which needs Cassandra's
+	// sequential rules: the receiver checks them once, and the import does not again.
+	cfg.VerifyStrict = n.sidecar != nil
 	if q, ok := n.stream.(*quicServer); ok {
 		cfg.Inbound = q.Inbound()
 	}

@@ -14,8 +14,8 @@ import (
 type AsyncWriter struct {
 	w       io.Writer
 	file    *os.File
-	written int64
-	synced  int64
+	offset  int64 // where the next buffer goes (the writer appends)
+	trickle Trickle
 	size    int
 	buf     []byte
 	free    chan []byte
@@ -24,10 +24,6 @@ type AsyncWriter struct {
 	errOnce sync.Once
 	err     error
 }
-
-// trickleBytes is how often a file's written bytes are handed to writeback, so that the
-// final fsync of a large component does not wait for all of it at once.
-const trickleBytes = 8 << 20
 
 // NewAsyncWriter returns an AsyncWriter to f with depth buffers of size bytes.
 func NewAsyncWriter(f *os.File, size, depth int) *AsyncWriter {
@@ -47,11 +43,8 @@ func (a *AsyncWriter) run() {
 			if _, err := a.w.Write(b); err != nil {
 				a.setErr(err)
 			}
-			a.written += int64(len(b))
-			if a.written-a.synced >= trickleBytes {
-				_ = StartWriteback(a.file, a.synced, a.written-a.synced) // advisory
-				a.synced = a.written
-			}
+			a.trickle.Wrote(a.file, a.offset, int64(len(b)))
+			a.offset += int64(len(b))
 		}
 		a.free <- b[:0]
 	}
