@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -246,37 +245,6 @@ auto_bootstrap: false, -Dcassandra.replace_address_first_boot=DEAD_ADDRESS and
 	cmd.Flags().StringVar(&admin, "admin", node.DefaultAdminAddr, "admin API address of the sidecar node")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a summary and the operation's final status as JSON")
 	return cmd
-}
-
-// followOp starts an operation with POST path and polls GET /v1/ops until it has finished.
-func followOp(cmd *cobra.Command, admin, path string, body any) (adminapi.OpStatus, error) {
-	c, err := newAdminClient(admin)
-	if err != nil {
-		return adminapi.OpStatus{}, err
-	}
-	var st adminapi.OpStatus
-	if err := c.call(cmd.Context(), http.MethodPost, path, body, &st); err != nil {
-		return st, err
-	}
-	t := time.NewTicker(opPollInterval)
-	defer t.Stop()
-	for st.State == adminapi.OpRunning {
-		select {
-		case <-cmd.Context().Done():
-			return st, fmt.Errorf("%s %d still running on %s: %w", st.Kind, st.ID, admin, cmd.Context().Err())
-		case <-t.C:
-		}
-		var ops adminapi.OpsResponse
-		if err := c.call(cmd.Context(), http.MethodGet, "/v1/ops", nil, &ops); err != nil {
-			return st, err
-		}
-		for _, o := range ops.Ops {
-			if o.ID == st.ID {
-				st = o
-			}
-		}
-	}
-	return st, nil
 }
 
 // summarizeCassandraRebuild counts a rebuild's ranges ((keyspace, range) pairs, whatever the

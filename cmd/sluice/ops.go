@@ -19,38 +19,54 @@ import (
 	"github.com/sluicedb/sluice/internal/node"
 )
 
-// opPollInterval is how often an operation command asks for its operation's status.
+// opPollInterval is how long one GET /v1/ops?wait= may wait for the operation to end before
+// the command asks again; a node too old to wait answers at once, and is asked this often.
 const opPollInterval = 200 * time.Millisecond
 
-// runOp starts an operation through the admin API, then polls GET /v1/ops until it has
-// finished, and prints its outcome (or, with asJSON, its final OpStatus). A failed operation
-// is a failed command.
-func runOp(cmd *cobra.Command, admin, kind string, body any, asJSON bool) error {
+// followOp starts an operation with POST path, then follows it through GET /v1/ops until it has
+// finished: each request waits on the node until the operation ends or opPollInterval passes,
+// so the command returns as soon as the operation has ended, not at the next poll.
+func followOp(cmd *cobra.Command, admin, path string, body any) (adminapi.OpStatus, error) {
 	c, err := newAdminClient(admin)
 	if err != nil {
-		return err
+		return adminapi.OpStatus{}, err
 	}
 	var st adminapi.OpStatus
-	if err := c.call(cmd.Context(), http.MethodPost, "/v1/ops/"+kind, body, &st); err != nil {
-		return err
+	if err := c.call(cmd.Context(), http.MethodPost, path, body, &st); err != nil {
+		return st, err
 	}
-	t := time.NewTicker(opPollInterval)
-	defer t.Stop()
 	for st.State == adminapi.OpRunning {
-		select {
-		case <-cmd.Context().Done():
-			return fmt.Errorf("%s %d still running on %s: %w", kind, st.ID, admin, cmd.Context().Err())
-		case <-t.C:
-		}
+		asked := time.Now()
 		var ops adminapi.OpsResponse
-		if err := c.call(cmd.Context(), http.MethodGet, "/v1/ops", nil, &ops); err != nil {
-			return err
+		q := fmt.Sprintf("/v1/ops?wait=%d&wait_ms=%d", st.ID, opPollInterval.Milliseconds())
+		if err := c.call(cmd.Context(), http.MethodGet, q, nil, &ops); err != nil {
+			return st, err
 		}
 		for _, o := range ops.Ops {
 			if o.ID == st.ID {
 				st = o
 			}
 		}
+		if st.State != adminapi.OpRunning {
+			break
+		}
+		// A node that does not wait answered at once: ask again only after the interval.
+		select {
+		case <-cmd.Context().Done():
+			return st, fmt.Errorf("%s %d still running on %s: %w", st.Kind, st.ID, admin, cmd.Context().Err())
+		case <-time.After(opPollInterval - time.Since(asked)):
+		}
+	}
+	return st, nil
+}
+
+// runOp starts an operation through the admin API, then polls GET /v1/ops until it has
+// finished, and prints its outcome (or, with asJSON, its final OpStatus). A failed operation
+// is a failed command.
+func runOp(cmd *cobra.Command, admin, kind string, body any, asJSON bool) error {
+	st, err := followOp(cmd, admin, "/v1/ops/"+kind, body)
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), st); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicedb/sluice/stream"
 )
@@ -37,6 +38,15 @@ type Backend interface {
 	// Metrics serves GET /metrics.
 	Metrics() http.Handler
 }
+
+// OpWaiter is a Backend that can wait for an operation to end (GET /v1/ops?wait=).
+type OpWaiter interface {
+	// WaitOp returns once operation id is not running, or when ctx ends.
+	WaitOp(ctx context.Context, id int)
+}
+
+// maxOpWait bounds how long one GET /v1/ops?wait= holds its request.
+const maxOpWait = 5 * time.Second
 
 // Error is a refusal with its HTTP status (400 for a bad request, 409 for a conflict with the
 // node's state).
@@ -86,7 +96,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 //	POST /v1/throughput   ThroughputRequest → Throughput (the limits now in force)
 //	GET  /v1/load         LoadResponse: this node's live sstable bytes
 //	GET  /v1/ring         RingView (?load=false skips asking every member for its load)
-//	GET  /v1/ops          OpsResponse
+//	GET  /v1/ops          OpsResponse (?wait=ID&wait_ms=N: once operation ID has ended, or after N ms)
 //	POST /v1/ops/bootstrap     {} → OpStatus: retry the bootstrap of a JOINING node
 //	POST /v1/ops/decommission  {} → OpStatus
 //	POST /v1/ops/move          MoveRequest → OpStatus
@@ -132,6 +142,19 @@ func (s *Server) routes() *http.ServeMux {
 		answer(w, v, err)
 	})
 	mux.HandleFunc("GET /v1/ops", func(w http.ResponseWriter, r *http.Request) {
+		// ?wait=ID&wait_ms=N answers once operation ID has ended, or after N ms (at most
+		// maxOpWait): a client follows an operation without sleeping past its end.
+		if ow, ok := b.(OpWaiter); ok && r.URL.Query().Has("wait") {
+			id, err1 := strconv.Atoi(r.URL.Query().Get("wait"))
+			ms, err2 := strconv.Atoi(r.URL.Query().Get("wait_ms"))
+			if err1 != nil || err2 != nil || ms < 0 {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("GET /v1/ops?wait=%q&wait_ms=%q: want an operation id and milliseconds", r.URL.Query().Get("wait"), r.URL.Query().Get("wait_ms")))
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), min(time.Duration(ms)*time.Millisecond, maxOpWait))
+			ow.WaitOp(ctx, id)
+			cancel()
+		}
 		writeJSON(w, http.StatusOK, OpsResponse{Ops: b.Ops()})
 	})
 	mux.HandleFunc("POST /v1/ops/bootstrap", postOp(func(struct{}) (OpStatus, error) { return b.StartBootstrap() }))

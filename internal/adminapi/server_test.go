@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/stream"
 )
@@ -150,6 +151,60 @@ func TestAnUnspecifiedListenerAnswersToIPLiteralsOnly(t *testing.T) {
 	} {
 		if got := h.allows(host); got != want {
 			t.Errorf("Host %q: %v, want %v", host, got, want)
+		}
+	}
+}
+
+// waitingBackend's operation 1 runs until ended is closed.
+type waitingBackend struct {
+	fakeBackend
+	ended  chan struct{}
+	waited []int
+}
+
+func (b *waitingBackend) WaitOp(ctx context.Context, id int) {
+	b.waited = append(b.waited, id)
+	select {
+	case <-b.ended:
+	case <-ctx.Done():
+	}
+}
+
+func (b *waitingBackend) Ops() []OpStatus {
+	select {
+	case <-b.ended:
+		return []OpStatus{{ID: 1, State: OpComplete}}
+	default:
+		return []OpStatus{{ID: 1, State: OpRunning}}
+	}
+}
+
+// GET /v1/ops?wait=ID&wait_ms=N holds the request until the operation ends or N ms pass, then
+// lists the operations; without wait it answers at once, and a malformed wait is a 400.
+func TestOpsWaitForTheOperationToEnd(t *testing.T) {
+	b := &waitingBackend{ended: make(chan struct{})}
+	s := NewServer(b, testToken, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7401}, "127.0.0.1:7401")
+	get := func(q string) (int, string) {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:7401/v1/ops"+q, nil)
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	start := time.Now()
+	if code, body := get("?wait=1&wait_ms=30"); code != 200 || !strings.Contains(body, OpRunning) || time.Since(start) < 30*time.Millisecond {
+		t.Errorf("wait_ms=30 on a running operation: %d %s after %v", code, body, time.Since(start))
+	}
+	go func() { time.Sleep(20 * time.Millisecond); close(b.ended) }()
+	if code, body := get("?wait=1&wait_ms=5000"); code != 200 || !strings.Contains(body, OpComplete) {
+		t.Errorf("waiting for the end: %d %s", code, body)
+	}
+	if code, _ := get(""); code != 200 || len(b.waited) != 2 {
+		t.Errorf("a plain GET: %d, %d waits (want 2, the plain one none)", code, len(b.waited))
+	}
+	for _, q := range []string{"?wait=x&wait_ms=1", "?wait=1", "?wait=1&wait_ms=-1"} {
+		if code, _ := get(q); code != 400 {
+			t.Errorf("%s: %d, want 400", q, code)
 		}
 	}
 }

@@ -44,6 +44,9 @@ const maxParallelTransfers = ops.MaxParallelTransfers
 // Ops returns a snapshot of the operations, oldest first.
 func (n *Node) Ops() []OpStatus { return n.tracker.List() }
 
+// WaitOp returns once operation id has ended, or when ctx ends (GET /v1/ops?wait=).
+func (n *Node) WaitOp(ctx context.Context, id int) { n.tracker.WaitEnded(ctx, id) }
+
 func (n *Node) requireCluster() (*cluster, error) {
 	c := n.cluster.Load()
 	if c == nil {

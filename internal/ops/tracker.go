@@ -24,6 +24,8 @@ type Tracker struct {
 	running bool
 	list    []*OpStatus
 	wg      sync.WaitGroup
+	// ended is closed, and replaced, each time an operation finishes (WaitEnded).
+	ended chan struct{}
 }
 
 // NewTracker returns a tracker that logs with log; it starts nothing before Begin.
@@ -95,6 +97,10 @@ func (t *Tracker) Start(kind, detail string, fn func(ctx context.Context, o *Op)
 			s.State, s.Error = adminapi.OpFailed, err.Error()
 		}
 		t.running = false
+		if t.ended != nil {
+			close(t.ended)
+			t.ended = nil
+		}
 		t.mu.Unlock()
 		if err != nil {
 			log.Error().Err(err).Msg("operation failed")
@@ -103,6 +109,34 @@ func (t *Tracker) Start(kind, detail string, fn func(ctx context.Context, o *Op)
 		}
 	}()
 	return *s, nil
+}
+
+// WaitEnded returns once operation id is no longer running (or is not known), or when ctx
+// ends: what lets a client follow an operation without polling behind it.
+func (t *Tracker) WaitEnded(ctx context.Context, id int) {
+	for {
+		t.mu.Lock()
+		running := false
+		for _, s := range t.list {
+			if s.ID == id {
+				running = s.State == adminapi.OpRunning
+			}
+		}
+		if !running {
+			t.mu.Unlock()
+			return
+		}
+		if t.ended == nil {
+			t.ended = make(chan struct{})
+		}
+		ch := t.ended
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // List returns a snapshot of the operations, oldest first.
