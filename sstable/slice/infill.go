@@ -828,7 +828,9 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 			f.mu.Unlock()
 			return nil, false, err
 		}
-		f.keyReader, f.keysChunks, f.keyChunk = r, f.emitted, -1
+		// The chunk decoded last stays: an emitted chunk never changes, and partitions are
+		// asked for in order, many to a chunk, while chunks are emitted between them.
+		f.keyReader, f.keysChunks = r, f.emitted
 	}
 	r, emitted := f.keyReader, f.emitted
 	f.mu.Unlock()
