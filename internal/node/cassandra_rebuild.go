@@ -27,10 +27,16 @@ import (
 // Importer (cassandraInstall: strict
 // verification, nodetool import, confirmation by inode), and the staging directory is
 // removed. The sending sidecars serve their node's live sstables through hard-link holds as
-// for any fetch. It keeps no journal: nothing of it is written beside Cassandra's data.
+// for any fetch. Its journal (RebuildJournalFile, in the staging directory, never beside
+// Cassandra's data) records each table's ranges once imported, so that a rebuild run again
+// after a failure, with the same plan, fetches only what was not imported yet; a rebuild that
+// completes removes it.
 
 // OpCassandraRebuild is the kind of a sidecar's rebuild.
 const OpCassandraRebuild = adminapi.OpCassandraRebuild
+
+// RebuildJournalFile is the rebuild's journal in the staging directory.
+const RebuildJournalFile = "sluice-rebuild-journal.json"
 
 // RebuildStagingPrefix starts the name of a rebuild's directory in the staging directory.
 // What a crash leaves there was never handed to Cassandra (the Importer moves sstables out
@@ -81,7 +87,10 @@ func (n *Node) cassandraRebuild(ctx context.Context, o *ops.Op, s *sidecar, c *c
 		}
 	}()
 	r := &cassandraRing{s: s, self: n.cfg.Name, members: c.g.Members, log: log}
-	oc := &ops.Cluster{Ring: r, Peers: c.peers, Local: n.local, Log: log,
+	if err := os.MkdirAll(s.cfg.StagingDir, 0o755); err != nil {
+		return fmt.Errorf("staging directory: %w", err)
+	}
+	oc := &ops.Cluster{Ring: r, Peers: c.peers, Local: n.local, Log: log, Journal: filepath.Join(s.cfg.StagingDir, RebuildJournalFile),
 		Install: &cassandraInstall{n: n, c: c, ring: r, id: id}}
 	return oc.Rebuild(ctx, o, RebuildRequest{SourceDC: req.SourceDC, Keyspace: req.Keyspace})
 }

@@ -48,6 +48,12 @@ const OpCassandraReplace = adminapi.OpCassandraReplace
 // replace into DIR removes what an interrupted one left.
 const ReplaceScratchPrefix = ".sluice-replace-"
 
+// ReplaceJournalFile is the replace's journal inside DIR: each table's ranges once moved into
+// DIR, so that a replace run again after a failure, with the same plan, fetches only the rest
+// (a sweep of DIR keeps it). A replace that completes removes it, before Cassandra's first
+// start sees DIR.
+const ReplaceJournalFile = ".sluice-journal-replace.json"
+
 // StartCassandraReplace checks a replace request and starts it.
 func (n *Node) StartCassandraReplace(req adminapi.CassandraReplaceRequest) (OpStatus, error) {
 	s, c, err := n.sidecarWithCluster()
@@ -139,7 +145,7 @@ func (n *Node) cassandraReplace(ctx context.Context, o *ops.Op, s *sidecar, c *c
 		}
 	}()
 	r := &cassandraRing{s: s, self: n.cfg.Name, members: c.g.Members, log: log, as: dead.HostID, readRing: read, remote: remote}
-	oc := &ops.Cluster{Ring: r, Peers: c.peers, Local: n.local, Log: log,
+	oc := &ops.Cluster{Ring: r, Peers: c.peers, Local: n.local, Log: log, Journal: filepath.Join(into, ReplaceJournalFile),
 		Install: &replaceInstall{n: n, c: c, scratch: scratch, into: into}}
 	return oc.Rebuild(ctx, o, RebuildRequest{Keyspace: req.Keyspace})
 }
