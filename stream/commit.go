@@ -202,8 +202,9 @@ func (rs *recvSession) installed(s *sealed) error {
 		}
 	}
 	if in.Kind == wire.KindEntire {
-		f.FillerPartitions, f.StrictVerified = p.fillers, p.strict
+		f.FillerPartitions = p.fillers
 	}
+	f.StrictVerified = p.strict
 	rs.res.SSTables = append(rs.res.SSTables, f)
 	rs.progress(func(st *SessionStatus) { st.FilesDone++; st.BytesDone = rs.res.BytesReceived })
 	rs.cfg.observeSSTable(Receiving, in.Kind.String(), got, nil)

@@ -51,8 +51,8 @@ type Fetched struct {
 	FillerBytes    int64
 	ReencodedBytes int64
 	// StrictVerified: sstable.Verify with Strict ran on exactly these files before they were
-	// published (an entire sstable under Config.VerifyStrict); the rebuilt components of a
-	// partial or rows sstable were checked otherwise (chunk CRCs, digest, run ends).
+	// published (Config.VerifyStrict: an entire sstable, or a partial published as filled;
+	// not a rows sstable, nor a partial refilled into a copy, which the importer verifies).
 	StrictVerified bool
 }
 

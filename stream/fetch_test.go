@@ -59,7 +59,9 @@ func TestFetchRandomRanges(t *testing.T) {
 		for i, n := range []int{1 + r.IntN(3), 33, 1 + r.IntN(256)} {
 			ranges := randomRanges(r, n)
 			t.Run(fmt.Sprintf("%s/%d", name, i), func(t *testing.T) {
-				res, err := Fetch(context.Background(), Config{}, ca.client(t, ca),
+				// The 33-range fetch as a Cassandra sidecar's: every partial verified strictly.
+				strict := n == 33
+				res, err := Fetch(context.Background(), Config{VerifyStrict: strict}, ca.client(t, ca),
 					FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
 				if err != nil {
 					t.Fatalf("fetch %s: %v", ranges, err)
@@ -70,6 +72,9 @@ func TestFetchRandomRanges(t *testing.T) {
 					}
 					if f.Runs < 1 || (f.Kind == "entire" && f.Runs != 1) {
 						t.Errorf("%s: %d runs", f.SSTable, f.Runs)
+					}
+					if f.StrictVerified != strict {
+						t.Errorf("%s: StrictVerified %v under VerifyStrict %v", f.SSTable, f.StrictVerified, strict)
 					}
 				}
 				t.Logf("%d ranges: %d sstables, %d bytes", len(ranges), len(res.SSTables), res.BytesReceived)
@@ -461,10 +466,10 @@ func TestFetchRemovesWhatDeadReceiversLeft(t *testing.T) {
 	}
 }
 
-// Under VerifyStrict an entire sstable is verified by Cassandra's sequential rules before it is
-// published, and the result says so (a sidecar's importer then skips its own read); without
-// it, and for partials whatever the setting, the result does not claim it.
-func TestFetchReportsStrictVerificationOfEntireSSTables(t *testing.T) {
+// Under VerifyStrict an entire sstable, and a partial filled as it arrives, is verified by
+// Cassandra's sequential rules before it is published, and the result says so (a sidecar's
+// importer then skips its own read); without it the result does not claim it.
+func TestFetchReportsStrictVerification(t *testing.T) {
 	ca := newTestCA(t)
 	root := t.TempDir()
 	parents := genTable(t, root, "t", genSpec{version: "oa", compression: "lz4", seeds: []uint64{1, 2}})
@@ -476,7 +481,8 @@ func TestFetchReportsStrictVerificationOfEntireSSTables(t *testing.T) {
 	}{
 		{"(0,0]", true, true},
 		{"(0,0]", false, false},
-		{"(-5000000000000000000,5000000000000000000]", true, false}, // partials
+		{"(-5000000000000000000,5000000000000000000]", true, true}, // partials, filled as they arrived
+		{"(-5000000000000000000,5000000000000000000]", false, false},
 	} {
 		ranges, _ := token.ParseRanges(token.Murmur3, c.ranges)
 		res, err := Fetch(context.Background(), Config{VerifyStrict: c.strict}, ca.client(t, ca), FetchRequest{Peer: addr, Keyspace: "ks", Table: "t",

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/sluicedb/sluice/internal/lib/fsx"
-	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/generation"
 	"github.com/sluicedb/sluice/wire"
@@ -201,33 +199,13 @@ func (e *entireInstaller) spillSmall() error {
 	return nil
 }
 
-// verify runs sstable.Verify on the uncommitted files through a scratch directory of
-// symbolic links with final names pointing at the install's temporaries: strictly, by
-// Cassandra's sequential rules too, under Config.VerifyStrict.
+// verify runs sstable.Verify on the uncommitted files: strictly, by Cassandra's sequential
+// rules too, under Config.VerifyStrict. The sender chose to send it whole because the ranges
+// hold every partition: checked.
 func (e *entireInstaller) verify() error {
-	scratch, err := os.MkdirTemp("", "sluice-verify-")
+	rep, err := verifyUncommitted(e.inst, e.desc, e.in.Ranges, e.strict)
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(scratch)
-	d := e.desc
-	d.Dir = scratch
-	for c, w := range e.files {
-		target, err := filepath.Abs(w.Name())
-		if err != nil {
-			return err
-		}
-		if err := os.Symlink(target, d.Path(c)); err != nil {
-			return err
-		}
-	}
-	// The sender chose to send it whole because the ranges hold every partition: checked.
-	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: e.in.Ranges, Strict: e.strict})
-	if err != nil {
-		return fmt.Errorf("%w: verify: %w", ErrChecksum, err)
-	}
-	if !rep.OK {
-		return fmt.Errorf("%w: verify: %v", ErrChecksum, rep.Problems)
 	}
 	e.fillers = rep.Fillers
 	return nil

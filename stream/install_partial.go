@@ -173,11 +173,21 @@ func (p *partialInstaller) Finish(ctx context.Context) (*pending, error) {
 		return nil, err
 	}
 	if f := p.child.filled; f != nil {
-		return &pending{install: p.inst, final: p.desc, partitions: partitions,
+		strict, err := p.verifyStrict()
+		if err != nil {
+			p.Abort()
+			return nil, err
+		}
+		return &pending{install: p.inst, final: p.desc, partitions: partitions, strict: strict,
 			fill: fill{runs: f.Runs, fillerPartitions: f.FillerPartitions, fillerBytes: f.FillerBytes, encodedBytes: f.EncodedBytes}}, nil
 	}
 	if p.pub == nil {
-		return &pending{install: p.inst, final: p.desc, partitions: partitions}, nil
+		strict, err := p.verifyStrict()
+		if err != nil {
+			p.Abort()
+			return nil, err
+		}
+		return &pending{install: p.inst, final: p.desc, partitions: partitions, strict: strict}, nil
 	}
 	filled, err := p.refill(ctx, partitions)
 	if err != nil {
@@ -187,6 +197,21 @@ func (p *partialInstaller) Finish(ctx context.Context) (*pending, error) {
 	// The sender's own fillers (a parent sluice filled) arrived as partitions.
 	return &pending{install: p.pub, final: p.pubDesc, partitions: filled.Partitions, scratch: p.scratch,
 		fill: fill{runs: filled.Runs, fillerPartitions: filled.FillerPartitions, fillerBytes: filled.FillerBytes, encodedBytes: filled.EncodedBytes}}, nil
+}
+
+// verifyStrict verifies the sealed child as published, strictly, under Config.VerifyStrict
+// (what a Cassandra sidecar's import would otherwise do after the fetch; here it runs on the
+// commit's goroutine while the next sstables stream). The ranges are the rebuild's to hold
+// (each partition's token checked as its index entry was made): the filler partitions lie
+// between them. false when not asked to.
+func (p *partialInstaller) verifyStrict() (bool, error) {
+	if !p.strict {
+		return false, nil
+	}
+	if _, err := verifyUncommitted(p.inst, p.desc, nil, true); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // refill makes the received partial, proven and rebuilt in the scratch directory as the

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/sluicedb/sluice/internal/lib/fsx"
+	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
 	"github.com/sluicedb/sluice/sstable/generation"
+	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
 )
 
@@ -204,6 +207,36 @@ type pending struct {
 type fill struct {
 	runs                                        int
 	fillerPartitions, fillerBytes, encodedBytes int64
+}
+
+// verifyUncommitted runs sstable.Verify, with every partition held to ranges (and strictly, by
+// Cassandra's sequential rules, when strict), on the files inst has created for the sstable d
+// but not yet published: through a scratch directory of symbolic links under their final
+// names, pointing at their temporaries. A problem is an ErrChecksum naming it.
+func verifyUncommitted(inst *fsx.Install, d descriptor.Descriptor, ranges token.RangeSet, strict bool) (*sstable.Report, error) {
+	scratch, err := os.MkdirTemp("", "sluice-verify-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	d.Dir = scratch
+	for name, tmp := range inst.Temporaries() {
+		target, err := filepath.Abs(tmp)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(target, filepath.Join(scratch, name)); err != nil {
+			return nil, err
+		}
+	}
+	rep, err := sstable.Verify(d.Prefix(), sstable.VerifyOptions{Ranges: ranges, Strict: strict})
+	if err != nil {
+		return rep, fmt.Errorf("%w: verify: %w", ErrChecksum, err)
+	}
+	if !rep.OK {
+		return rep, fmt.Errorf("%w: verify: %v", ErrChecksum, rep.Problems)
+	}
+	return rep, nil
 }
 
 // commit publishes the sstable on its own; on an error nothing of it remains.

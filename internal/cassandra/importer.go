@@ -9,7 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -143,13 +146,8 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 	if verify == nil {
 		verify = VerifyStrict
 	}
-	for _, s := range live {
-		if e := ctx.Err(); e != nil {
-			return fail(e)
-		}
-		if e := verify(s.Desc.Path(descriptor.Data)); e != nil {
-			return fail(fmt.Errorf("%w: %s: %v", ErrVerify, s.Desc.Prefix(), e))
-		}
+	if e := verifyAll(ctx, live, verify); e != nil {
+		return fail(e)
 	}
 	res.Verified = time.Since(start)
 	groups, e := im.place(live)
@@ -172,6 +170,41 @@ func (im *Importer) Import(ctx context.Context, req ImportRequest) (res ImportRe
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// verifyAll verifies every sstable of live, as many at once as there are CPUs (each reads its
+// files once, mostly from the page cache a fetch just filled), and returns the failure of the
+// first one in live's order that failed, naming it.
+func verifyAll(ctx context.Context, live []catalog.LiveSSTable, verify func(dataPath string) error) error {
+	errs := make([]error, len(live))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(live)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(live) {
+					return
+				}
+				if e := ctx.Err(); e != nil {
+					errs[i] = e
+					return
+				}
+				if e := verify(live[i].Desc.Path(descriptor.Data)); e != nil {
+					errs[i] = fmt.Errorf("%w: %s: %v", ErrVerify, live[i].Desc.Prefix(), e)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // importedList names the live Data.db of imported sstables.

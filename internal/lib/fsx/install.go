@@ -109,6 +109,16 @@ func NewInstall(dir, marker string) (*Install, error) {
 // Dir returns the install's directory.
 func (in *Install) Dir() string { return in.dir }
 
+// Temporaries maps each file created so far (its final name) to the path it is written
+// under until the commit: what a check of the uncommitted files opens.
+func (in *Install) Temporaries() map[string]string {
+	out := make(map[string]string, len(in.files))
+	for _, f := range in.files {
+		out[f.name] = f.tmp
+	}
+	return out
+}
+
 // Create creates the file that Commit will publish as name, under its temporary name, open for
 // reading and writing. The Install owns the returned file and closes it; the caller only reads
 // and writes it (including with CloneRange, CopyRange, Mover.Move and SpliceToFile). It fails
