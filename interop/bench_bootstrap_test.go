@@ -35,8 +35,9 @@ import (
 //     streaming alone). CPU of both JVMs and node 1's device reads over the same window.
 //   - B, sluice: node 2 joins with auto_bootstrap false and A's tokens (initial_token), so it
 //     owns the same ranges and holds nothing; then `sluice stream fetch` of exactly those ranges
-//     from node 1's sidecar on the tls data plane into node 2's staging directory, and `sluice
-//     cassandra import` through node 2's sidecar (its JMX client, or nodetool with
+//     from node 1's sidecar on the tls data plane (two sessions at once, --sessions 2:
+//     SLUICE_BENCH_SESSIONS) into node 2's staging directory, and `sluice cassandra import`
+//     through node 2's sidecar (its JMX client, or nodetool with
 //     SLUICE_BENCH_IMPORT=nodetool). Timed as the two whole commands. CPU: node 1's sidecar
 //     (sender); the fetch command, node 2's sidecar with its JMX client and node 2's JVM
 //     (receiver). Device reads of node 1's sidecar.
@@ -282,6 +283,15 @@ func benchCassandraBootstrap(t *testing.T, n1, n2 *benchNode, data1 []string, co
 // benchSluiceFetchImport runs side B: node 2 joins with the tokens, owning the ranges and
 // holding nothing; sluice fetches those ranges from node 1's sidecar and imports them through
 // node 2's.
+// benchSessions is the fetch's --sessions: SLUICE_BENCH_SESSIONS, default 2 (Cassandra's
+// bootstrap keeps two files in flight).
+func benchSessions() string {
+	if s := os.Getenv("SLUICE_BENCH_SESSIONS"); s != "" {
+		return s
+	}
+	return "2"
+}
+
 func benchSluiceFetchImport(t *testing.T, n1, n2 *benchNode, side1 *benchSidecar, tlsDir string, tokens []string, data1 []string, cold bool, importVia string) benchRun {
 	t.Helper()
 	n2.start(t, false, tokens)
@@ -305,7 +315,7 @@ func benchSluiceFetchImport(t *testing.T, n1, n2 *benchNode, side1 *benchSidecar
 	s1cpu, s1read := procCPU(t, side1.pid), procReadBytes(t, side1.pid)
 	s2cpu, n2cpu := procTreeCPU(t, side2.pid), procCPU(t, n2.pid)
 	fetch := exec.Command(bin, "--log-level", "warn", "stream", "fetch", "--peer", side1.stream, "--keyspace", "bench", "--table", "stress",
-		"--ranges", strings.Join(spec, ","), "--out", staged, "--tls-dir", tlsDir, "--name", "side2", "--transport", "tls", "--json")
+		"--ranges", strings.Join(spec, ","), "--out", staged, "--tls-dir", tlsDir, "--name", "side2", "--transport", "tls", "--sessions", benchSessions(), "--json")
 	fwall, fcpu, fout := timed(t, fetch)
 	s1cpuB, s1readB := procCPU(t, side1.pid), procReadBytes(t, side1.pid)
 	var rep struct {
@@ -325,7 +335,7 @@ func benchSluiceFetchImport(t *testing.T, n1, n2 *benchNode, side1 *benchSidecar
 	}
 	side2.stop()
 	verifyS, cassS := importPhases(t, filepath.Join(n2.dir, "sidecar.log"))
-	return benchRun{verifyS: verifyS, cassandraS: cassS, fetchCPU: fcpu, what: "B: sluice stream fetch (tls) + cassandra import (" + importVia + ")", wall: fwall + iwall, stream: fwall, importS: iwall,
+	return benchRun{verifyS: verifyS, cassandraS: cassS, fetchCPU: fcpu, what: "B: sluice stream fetch (tls, " + benchSessions() + " sessions) + cassandra import (" + importVia + ")", wall: fwall + iwall, stream: fwall, importS: iwall,
 		senderCPU: s1cpuB - s1cpu, receiverCPU: fcpu + icpu + (s2cpuB - s2cpu) + (n2cpuB - n2cpu), senderRead: s1readB - s1read, bytes: rep.Bytes}
 }
 

@@ -48,6 +48,7 @@ type fetchedSSTable struct {
 func newFetchCmd() *cobra.Command {
 	var peer, ks, table, spec, out, tlsDir, name, partitioner, transport, congestion string
 	var asJSON, resume, fillAfter bool
+	var sessions int
 	cmd := &cobra.Command{
 		Use:   "fetch --peer HOST:PORT --keyspace KS --table T --ranges SPEC --out DIR [--tls-dir D] [--name NAME] [--json]",
 		Short: "Pull token ranges of a table from a running node into a table directory",
@@ -56,7 +57,9 @@ cluster CA in --tls-dir and the client identity --name) into DIR, a Cassandra-la
 directory. Sstables the ranges cover whole arrive as they are; the others as partial sstables:
 verbatim compressed chunks plus rebuilt index components. Every received chunk is checked and
 every sstable verified before it is installed atomically. --resume skips what an interrupted
-fetch into DIR already installed. SPEC is a comma-separated list of (left,right] ranges.`,
+fetch into DIR already installed. SPEC is a comma-separated list of (left,right] ranges.
+--sessions N runs N sessions at once over contiguous shares of the ranges (one connection,
+one sender pipeline and one receiver pipeline each).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for flag, v := range map[string]string{"--peer": peer, "--keyspace": ks, "--table": table, "--ranges": spec, "--out": out} {
@@ -68,6 +71,8 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 				return err
 			}
 			switch {
+			case sessions < 1 || sessions > 16:
+				return usagef("stream fetch: --sessions %d: want 1 to 16", sessions)
 			case transport != stream.TransportQUIC && transport != stream.TransportTLS && transport != stream.TransportTCP:
 				return usagef("stream fetch: --transport %q: want quic, tls or tcp", transport)
 			case congestion != "" && transport == stream.TransportQUIC:
@@ -102,8 +107,8 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 			if asJSON || !term.IsTerminal(int(os.Stderr.Fd())) {
 				progress = nil
 			}
-			res, ferr := stream.Fetch(cmd.Context(), stream.Config{Node: name, Transport: transport, TCPCongestion: congestion, FillAfterReceive: fillAfter}, id.ClientConfig(hostOf(peer)),
-				stream.FetchRequest{Peer: peer, Keyspace: ks, Table: table, Ranges: ranges, Dir: out, Resume: resume}, progress)
+			res, ferr := stream.FetchSessions(cmd.Context(), stream.Config{Node: name, Transport: transport, TCPCongestion: congestion, FillAfterReceive: fillAfter}, id.ClientConfig(hostOf(peer)),
+				stream.FetchRequest{Peer: peer, Keyspace: ks, Table: table, Ranges: ranges, Dir: out, Resume: resume}, sessions, progress)
 			if bar != nil {
 				_ = bar.Finish()
 				fmt.Fprintln(os.Stderr)
@@ -151,7 +156,8 @@ fetch into DIR already installed. SPEC is a comma-separated list of (left,right]
 	f.StringVar(&transport, "transport", stream.TransportQUIC, "data plane: quic; tls (TLS 1.3 over TCP, mutually authenticated: the fast path); or tcp (unencrypted bulk bytes, trusted networks only). tls and tcp are used when the node runs the same transport")
 	f.StringVar(&congestion, "tcp-congestion", "", "TCP congestion control of the tls/tcp data connection, e.g. bbr (default: the kernel's)")
 	f.BoolVar(&fillAfter, "fill-after-receive", false, "receive each compressed partial as the sender laid it out, then fill a copy (twice the writes and free space) instead of filling it as it arrives: for a sender whose sstables hold bytes no partition owns")
-	f.BoolVar(&resume, "resume", false, "skip sstables an interrupted fetch into --out already installed")
+	f.BoolVar(&resume, "resume", false, "skip sstables an interrupted fetch into --out already installed (give the same --sessions)")
+	f.IntVar(&sessions, "sessions", 1, "sessions at once, each over its own connection and a contiguous share of the ranges (Murmur3; ranges halved when fewer than N): more cores at work on both ends, e.g. 2 as Cassandra keeps two files in flight; a parent whose partitions fall in several shares arrives as one child per share")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
