@@ -319,6 +319,9 @@ func (p *proc) start(t *testing.T) {
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	p.cmd.Env = p.env
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Once the process has exited, its output pipes close within this even if a descendant
+	// that left its process group (a sidecar's JMX client) still holds them.
+	p.cmd.WaitDelay = 10 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +374,14 @@ func (p *proc) stop(sig syscall.Signal, grace time.Duration) {
 	case <-p.exited:
 	case <-time.After(grace):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
+		_ = p.cmd.Process.Kill()
+		// WaitDelay (start) bounds the wait for output pipes a stray descendant still holds;
+		// this bounds the rest, so that a test's cleanup cannot hang (a benchmark's did, for
+		// 14 minutes, holding the Cassandra address lock).
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+		}
 	}
 }
 
