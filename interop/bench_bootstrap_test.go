@@ -35,8 +35,8 @@ import (
 //     streaming alone). CPU of both JVMs and node 1's device reads over the same window.
 //   - B, sluice: node 2 joins with auto_bootstrap false and A's tokens (initial_token), so it
 //     owns the same ranges and holds nothing; then `sluice stream fetch` of exactly those ranges
-//     from node 1's sidecar on the tls data plane (two sessions at once, --sessions 2:
-//     SLUICE_BENCH_SESSIONS) into node 2's staging directory, and `sluice cassandra import`
+//     from node 1's sidecar on the tls data plane (--sessions SLUICE_BENCH_SESSIONS, default
+//     1) into node 2's staging directory, and `sluice cassandra import`
 //     through node 2's sidecar (its JMX client, or nodetool with
 //     SLUICE_BENCH_IMPORT=nodetool). Timed as the two whole commands. CPU: node 1's sidecar
 //     (sender); the fetch command, node 2's sidecar with its JMX client and node 2's JVM
@@ -283,13 +283,14 @@ func benchCassandraBootstrap(t *testing.T, n1, n2 *benchNode, data1 []string, co
 // benchSluiceFetchImport runs side B: node 2 joins with the tokens, owning the ranges and
 // holding nothing; sluice fetches those ranges from node 1's sidecar and imports them through
 // node 2's.
-// benchSessions is the fetch's --sessions: SLUICE_BENCH_SESSIONS, default 2 (Cassandra's
-// bootstrap keeps two files in flight).
+// benchSessions is the fetch's --sessions: SLUICE_BENCH_SESSIONS, default 1 (2, as
+// Cassandra's bootstrap keeps two files in flight, measured no faster here: one session is
+// already at the loopback TLS ceiling, and two cut every parent into two children).
 func benchSessions() string {
 	if s := os.Getenv("SLUICE_BENCH_SESSIONS"); s != "" {
 		return s
 	}
-	return "2"
+	return "1"
 }
 
 func benchSluiceFetchImport(t *testing.T, n1, n2 *benchNode, side1 *benchSidecar, tlsDir string, tokens []string, data1 []string, cold bool, importVia string) benchRun {
