@@ -389,6 +389,7 @@ func (n *benchNode) launch(t *testing.T, bootstrap bool, tokens []string) (wait 
 		// knows node 1 and the schema before it computes what to stream.
 		props = append(props, gossipSettle)
 	}
+	holdAddresses(t, n.host)
 	p := cassandraProc(t, "Cassandra "+n.host, n.dir, n.jmx, props...)
 	p.out, p.logFile = filepath.Join(n.dir, "stdout.log"), n.log
 	p.start(t)
@@ -629,17 +630,10 @@ func sameRows(t *testing.T, what string, want, got benchRows, ranges [][2]int64)
 	return ok
 }
 
-// lockAddrs holds an exclusive flock on path until the test ends.
+// lockAddrs holds the exclusive flock on path (see holdAddresses).
 func lockAddrs(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
+	holdLock(t, path)
 }
 
 var sizeRE = regexp.MustCompile(`^(\d+)(KiB|MiB|GiB)?$`)

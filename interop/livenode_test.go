@@ -121,6 +121,7 @@ func startCassandra(t *testing.T, dir, yaml string, native, jmx int, props ...st
 // on loopback, 127.0.0.1).
 func startCassandraOn(t *testing.T, dir, yaml, host string, native, jmx int, props ...string) *proc {
 	t.Helper()
+	holdAddresses(t, host)
 	writeCassandraYAML(t, dir, yaml)
 	p := cassandraProc(t, "Cassandra "+host, dir, jmx, append([]string{gossipSettle}, props...)...)
 	start := time.Now()
@@ -128,6 +129,47 @@ func startCassandraOn(t *testing.T, dir, yaml, host string, native, jmx int, pro
 	p.waitCassandra(t, host, native, jmx, 4*time.Minute, 0)
 	t.Logf("Cassandra 5.0 up in %.1fs", time.Since(start).Seconds())
 	return p
+}
+
+// Live Cassandra nodes bind fixed loopback addresses (127.0.0.x for the drills, 127.0.2.x for
+// the benchmarks), so two test processes that start them at once (a developer's run beside
+// CI's, two engineers' helpers) collide. holdAddresses takes, for host's /24, the exclusive
+// flock /tmp/sluice-cassandra-A.B.C.lock (waiting for it) and keeps it until this process
+// exits: tests of one process run one at a time and share it.
+func holdAddresses(t *testing.T, host string) {
+	t.Helper()
+	ip := net.ParseIP(host).To4()
+	if ip == nil {
+		t.Fatalf("holdAddresses: %q is not an IPv4 address", host)
+	}
+	holdLock(t, fmt.Sprintf("/tmp/sluice-cassandra-%d.%d.%d.lock", ip[0], ip[1], ip[2]))
+}
+
+var (
+	heldMu sync.Mutex
+	held   = map[string]*os.File{}
+)
+
+// holdLock takes the exclusive flock on path once per process (waiting for another process
+// to release it) and keeps it until the process exits.
+func holdLock(t *testing.T, path string) {
+	t.Helper()
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if held[path] != nil {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("waiting for %s: another process runs live Cassandra nodes on these addresses", path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held[path] = f
 }
 
 // cassandraProc is the process of the node configured in dir (not started), stopped with

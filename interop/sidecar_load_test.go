@@ -107,6 +107,7 @@ func (c *loadCluster) addNode(host, dc string, bootstrap bool) {
 	}
 	writeCassandraYAML(t, n.dir, cassandraConf{Cluster: "sluice-load", Dir: n.dir, Host: n.host, Storage: c.storage, Native: c.native,
 		Snitch: "GossipingPropertyFileSnitch", Bootstrap: &bootstrap}.yaml())
+	holdAddresses(t, n.host)
 	p := cassandraProc(t, "cassandra "+n.host, n.dir, n.jmx, gossipSettle, rackDC(t, n.dir, dc, "rack1"))
 	c.nodes, c.cass = append(c.nodes, n), append(c.cass, p)
 	c.startNode(len(c.nodes) - 1)
