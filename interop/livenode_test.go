@@ -413,15 +413,16 @@ func (p *proc) stop(sig syscall.Signal, grace time.Duration) {
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 	select {
-	case <-p.exited:
+	case err := <-p.exited:
+		p.exited <- err // running() must keep seeing it: a second stop (the cleanup's) returns at once
 	case <-time.After(grace):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		_ = p.cmd.Process.Kill()
 		// WaitDelay (start) bounds the wait for output pipes a stray descendant still holds;
-		// this bounds the rest, so that a test's cleanup cannot hang (a benchmark's did, for
-		// 14 minutes, holding the Cassandra address lock).
+		// this bounds the rest, so that a test's cleanup cannot hang.
 		select {
-		case <-p.exited:
+		case err := <-p.exited:
+			p.exited <- err
 		case <-time.After(30 * time.Second):
 		}
 	}
