@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/compress"
@@ -60,13 +61,17 @@ type InPlaceFill struct {
 	cpos   int64 // where the child's stream ends after the placed runs
 
 	// The writer's state.
-	in         int64          // received Data.db bytes taken
-	cur        int            // the received chunk in progress
-	through    bool           // cur is written through at its place in the child
-	buf        map[int][]byte // received records held (whole once cur has passed them)
-	plain      map[int][]byte // held records decoded
-	reader     *compress.Reader
-	emitted    int     // child chunks written
+	in      int64          // received Data.db bytes taken
+	cur     int            // the received chunk in progress
+	through bool           // cur is written through at its place in the child
+	buf     map[int][]byte // received records held (whole once cur has passed them)
+	plain   map[int][]byte // held records decoded
+	reader  *compress.Reader
+	emitted int // child chunks written
+	// unflushed counts the emitted chunks written through whose bytes are still in pend (a
+	// take coalesces them into one write at its end): KeyAt must not read them yet. Changed
+	// with emitted under mu, cleared by flush once the bytes are in the file.
+	unflushed  atomic.Int64
 	off        int64   // child Data.db bytes written
 	offsets    []int64 // the child's chunk offsets so far
 	digest     digest  // the child's bytes written
@@ -310,6 +315,7 @@ func (f *InPlaceFill) flush() error {
 			return err
 		}
 	}
+	f.unflushed.Store(0)
 	f.digest = p.folded(f.digest)
 	f.recvDigest = p.folded(f.recvDigest)
 	p.lo = p.hi
@@ -376,6 +382,9 @@ func (f *InPlaceFill) recordDone() error {
 		f.offsets = append(f.offsets, f.off)
 		f.off += f.recordEnd(j) - f.info.Offsets[j]
 		f.emitted++
+		if f.pend.write {
+			f.unflushed.Add(1)
+		}
 		if err := f.advance(); err != nil {
 			return err
 		}
@@ -816,23 +825,28 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	child := pos - f.shifts[k] - f.placed[k].shift
-	if f.keyReader == nil || f.keysChunks != f.emitted {
+	// The chunks in the file: emitted ones whose bytes a take has not written yet are not.
+	inFile, fileLength := f.emitted-int(f.unflushed.Load()), f.off
+	if inFile < f.emitted {
+		fileLength = f.offsets[inFile]
+	}
+	if f.keyReader == nil || f.keysChunks != inFile {
 		c := *f.info
-		c.Offsets = f.offsets[:f.emitted]
-		c.DataLength = int64(f.emitted) * f.L
-		if end, all := f.laidOut(); all && f.emitted == chunksFor(end, f.L) {
+		c.Offsets = f.offsets[:inFile]
+		c.DataLength = int64(inFile) * f.L
+		if end, all := f.laidOut(); all && inFile == chunksFor(end, f.L) {
 			c.DataLength = end
 		}
-		r, err := compress.NewReader(f.src, f.off, &c)
+		r, err := compress.NewReader(f.src, fileLength, &c)
 		if err != nil {
 			f.mu.Unlock()
 			return nil, false, err
 		}
 		// The chunk decoded last stays: an emitted chunk never changes, and partitions are
 		// asked for in order, many to a chunk, while chunks are emitted between them.
-		f.keyReader, f.keysChunks = r, f.emitted
+		f.keyReader, f.keysChunks = r, inFile
 	}
-	r, emitted := f.keyReader, f.emitted
+	r, emitted := f.keyReader, inFile
 	f.mu.Unlock()
 	var n [2]byte
 	if ok, err := f.keyBytesAt(r, emitted, n[:], child); !ok || err != nil {
