@@ -156,28 +156,7 @@ func receiveInPlace(t *testing.T, parent *sstable.Table, pt Partial, ranges toke
 func receiveInPlaceProving(t *testing.T, parent *sstable.Table, pt Partial, ranges token.RangeSet, dir string, cut *inPlaceCut) (descriptor.Descriptor, error) {
 	t.Helper()
 	pt.Index = indexSlice(t, parent, pt)
-	statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shipped := make([]Segment, len(pt.Layout.Segments))
-	var sent []byte
-	for i, s := range pt.Layout.Segments {
-		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
-		b := make([]byte, s.Length())
-		if _, err := parent.DataFile().ReadAt(b, s.SrcOff); err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, b...)
-	}
-	lay, err := ReceivedLayout(true, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := SpecFromStatistics(parent.Version(), statsBytes, pt.Rows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lay, spec, sent := shippedMaterial(t, parent, pt)
 	opts := InPlaceOptions{Spec: spec, Ranges: ranges, Runs: pt.Plan.Runs}
 
 	start := func(d descriptor.Descriptor) (*fsx.Install, *os.File, *InPlaceFill, *PartialRebuild) {
@@ -237,6 +216,7 @@ func receiveInPlaceProving(t *testing.T, parent *sstable.Table, pt Partial, rang
 	d := descriptor.Descriptor{Dir: dir, Version: parent.Version(), ID: "1"}
 	received := int64(0)
 	var kept *os.File
+	var err error
 	if cut != nil {
 		inst, f, fill, _ := start(d)
 		rest := sent
@@ -398,6 +378,35 @@ func TestInPlaceFillEveryFixture(t *testing.T) {
 	}
 }
 
+// shippedMaterial is what a receiver of partial pt of parent has: the received layout, the
+// spec from the shipped Statistics.db, and the Data.db bytes as sent (the segments in order).
+func shippedMaterial(t *testing.T, parent *sstable.Table, pt Partial) (*Layout, *Spec, []byte) {
+	t.Helper()
+	statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := make([]Segment, len(pt.Layout.Segments))
+	var sent []byte
+	for i, s := range pt.Layout.Segments {
+		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
+		b := make([]byte, s.Length())
+		if _, err := parent.DataFile().ReadAt(b, s.SrcOff); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, b...)
+	}
+	lay, err := ReceivedLayout(true, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := SpecFromStatistics(parent.Version(), statsBytes, pt.Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lay, spec, sent
+}
+
 // probeWriter is a fill's child Data.db that, before each write, has probe read keys through
 // the fill from another goroutine, as a rebuild does while the fill writes.
 type probeWriter struct {
@@ -421,28 +430,7 @@ func TestInPlaceFillKeyAtNeverReadsUnwrittenChunks(t *testing.T) {
 		t.Fatalf("partials: %v (%d)", err, len(partials))
 	}
 	pt := partials[0]
-	statsBytes, err := os.ReadFile(parent.Path(descriptor.Statistics))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shipped := make([]Segment, len(pt.Layout.Segments))
-	var sent []byte
-	for i, s := range pt.Layout.Segments {
-		shipped[i] = Segment{FirstChunk: s.FirstChunk, LastChunk: s.LastChunk, PLo: s.PLo, DstOff: s.DstOff, SrcEnd: s.Length()}
-		b := make([]byte, s.Length())
-		if _, err := parent.DataFile().ReadAt(b, s.SrcOff); err != nil {
-			t.Fatal(err)
-		}
-		sent = append(sent, b...)
-	}
-	lay, err := ReceivedLayout(true, pt.Layout.ChunkLength, pt.Layout.DataLength, shipped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := SpecFromStatistics(parent.Version(), statsBytes, pt.Rows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lay, spec, sent := shippedMaterial(t, parent, pt)
 	type want struct {
 		pos int64
 		key []byte
@@ -466,12 +454,15 @@ func TestInPlaceFillKeyAtNeverReadsUnwrittenChunks(t *testing.T) {
 	var mu sync.Mutex
 	var problems []string
 	read := 0
+	var reader sync.Mutex // KeyAt has one caller at a time (the rebuild's goroutine)
 	probe := func() {
 		done := make(chan struct{})
 		probes.Add(1)
 		go func() {
 			defer probes.Done()
 			defer close(done)
+			reader.Lock()
+			defer reader.Unlock()
 			for _, w := range wants {
 				key, ok, err := fill.KeyAt(w.pos)
 				mu.Lock()
