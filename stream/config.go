@@ -83,8 +83,9 @@ type Config struct {
 	// rules too (sstable.VerifyOptions.Strict: the first partition at position 0, no byte
 	// outside a partition), before it is published, instead of the index-driven checks alone,
 	// and runs the same strict verification on every partial filled as it arrived, on the
-	// commit's goroutine while the next sstables stream; Fetched.StrictVerified says so. A Cassandra sidecar sets it: Cassandra imports what it
-	// receives, and its importer then need not read the sstable a second time. A sluice node
+	// commit's goroutine while the next sstables stream; Fetched.StrictVerified says so. A
+	// Cassandra sidecar sets it: Cassandra imports what it receives, and its importer (or a
+	// replace's move) then need not read the sstable a second time. A sluice node
 	// leaves it off: an entire copy of a legacy sstable with dead bytes (written by sluice
 	// before filler partitions) is still a good sstable to sluice's index-driven readers.
 	VerifyStrict bool

@@ -97,7 +97,8 @@ type installFiles struct {
 	scratch string
 	// finished: the Writables are finished (finishFiles), so abort does not abort them too.
 	finished bool
-	// strict verifies an entire sstable by Cassandra's sequential rules too (Config.VerifyStrict).
+	// strict verifies the sstable by Cassandra's sequential rules before it is published
+	// (Config.VerifyStrict): an entire one, or a partial filled as it arrived.
 	strict bool
 }
 

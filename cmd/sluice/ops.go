@@ -60,8 +60,8 @@ func followOp(cmd *cobra.Command, admin, path string, body any) (adminapi.OpStat
 	return st, nil
 }
 
-// runOp starts an operation through the admin API, then polls GET /v1/ops until it has
-// finished, and prints its outcome (or, with asJSON, its final OpStatus). A failed operation
+// runOp starts an operation through the admin API, follows it until it has finished
+// (followOp), and prints its outcome (or, with asJSON, its final OpStatus). A failed operation
 // is a failed command.
 func runOp(cmd *cobra.Command, admin, kind string, body any, asJSON bool) error {
 	st, err := followOp(cmd, admin, "/v1/ops/"+kind, body)

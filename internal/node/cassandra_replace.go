@@ -314,7 +314,8 @@ func (ri *replaceInstall) Install(ctx context.Context, o *ops.Op, to string, req
 	mu, _ := ri.locks.LoadOrStore(table, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	moved, err := installReplaced(ctx, dir, table, cassandra.VerifyStrict)
+	// What the receiver verified strictly on arrival is not read again (skipVerified).
+	moved, err := installReplaced(ctx, dir, table, skipVerified(strictlyVerified(res.SSTables)))
 	o.Update(func(st *OpStatus) {
 		for _, m := range moved {
 			st.Imported = append(st.Imported, ImportedSSTable{Source: req.Source + ":" + filepath.Base(m.from), SSTable: m.to, Partitions: parts[m.from]})

@@ -57,7 +57,8 @@ func x8nModP(n int64) uint32 {
 }
 
 // Combine returns the CRC-32 (IEEE) of A followed by B, given crc1 = CRC(A), crc2 = CRC(B) and
-// len2 = len(B). Its cost is two multiplications modulo the polynomial for len2 under 256 KiB (a chunk), one more per bit set above.
+// len2 = len(B). Its cost is two multiplications modulo the polynomial for len2 under 256 KiB
+// (a chunk), and one more per bit set above that.
 func Combine(crc1, crc2 uint32, len2 int64) uint32 {
 	if len2 <= 0 {
 		return crc1
