@@ -106,7 +106,8 @@ func intOption(opts []Option, key string, def, lo, hi int) (int, error) {
 }
 
 // lz4Codec is LZ4Compressor: a 4-byte little-endian uncompressed length, then one raw LZ4
-// block (lz4-java).
+// block (lz4-java). The fast compressor's hash table is made on the first Compress: most
+// codecs only ever decode, and a Reader made per chunk would otherwise zero one per chunk.
 type lz4Codec struct {
 	fast *lz4.CompressorCCompat
 	high *lz4.CompressorHC
@@ -118,7 +119,7 @@ func newLZ4(opts []Option) (Codec, error) {
 	case "", "fast":
 		// lz4-java's fast compressor is the reference LZ4_compress_default, which
 		// CompressorCCompat reproduces byte for byte.
-		return &lz4Codec{fast: &lz4.CompressorCCompat{}}, nil
+		return &lz4Codec{}, nil
 	case "high":
 		level, err := intOption(opts, "lz4_high_compressor_level", 9, 1, 17)
 		if err != nil {
@@ -140,9 +141,13 @@ func (c *lz4Codec) Compress(dst, src []byte) ([]byte, error) {
 	out := dst[start+4 : start+c.Bound(len(src))]
 	var k int
 	var err error
-	if c.high != nil {
+	switch {
+	case c.high != nil:
 		k, err = c.high.CompressBlock(src, out)
-	} else {
+	default:
+		if c.fast == nil {
+			c.fast = &lz4.CompressorCCompat{}
+		}
 		k, err = c.fast.CompressBlock(src, out)
 	}
 	if err != nil || k == 0 {

@@ -68,6 +68,24 @@ func NewReader(r io.ReaderAt, fileLength int64, info *Info) (*Reader, error) {
 	}, nil
 }
 
+// Grow points the Reader at a longer view of the same growing file: fileLength bytes, info a
+// copy of the last info with more chunks (the chunks it had must be unchanged). The codec and
+// buffers stay, so a reader that follows a file as it is written costs nothing per chunk.
+func (r *Reader) Grow(fileLength int64, info *Info) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.info == nil || info.ChunkLength != r.chunkLength || info.Compressor != r.info.Compressor ||
+		fileLength < r.fileLength || len(info.Offsets) < r.chunks || info.DataLength < 0 {
+		return fmt.Errorf("%w: a reader of %d chunks in %d bytes cannot grow to %d chunks in %d bytes",
+			ErrInvalid, r.chunks, r.fileLength, len(info.Offsets), fileLength)
+	}
+	if r.cached == r.chunks-1 {
+		r.cached = -1 // the old last chunk may have been cut to the old data length
+	}
+	r.fileLength, r.info, r.dataLength, r.chunks = fileLength, info, info.DataLength, len(info.Offsets)
+	return nil
+}
+
 // NewUncompressedReader returns a Reader over an uncompressed Data.db. With crc (CRC.db) each
 // chunk is checked against it, and its count must be ceil(fileLength/ChunkLength), or one
 // more for an empty trailing slice (FORMAT §2.10); without it chunks are 64 KiB and unchecked.

@@ -837,14 +837,20 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 		if end, all := f.laidOut(); all && inFile == chunksFor(end, f.L) {
 			c.DataLength = end
 		}
-		r, err := compress.NewReader(f.src, fileLength, &c)
+		// One reader follows the file as it grows (its codec and buffers stay), and the
+		// chunk decoded last stays too: an emitted chunk never changes, and partitions are
+		// asked for in order, many to a chunk, while chunks are emitted between them.
+		var err error
+		if f.keyReader == nil {
+			f.keyReader, err = compress.NewReader(f.src, fileLength, &c)
+		} else {
+			err = f.keyReader.Grow(fileLength, &c)
+		}
 		if err != nil {
 			f.mu.Unlock()
 			return nil, false, err
 		}
-		// The chunk decoded last stays: an emitted chunk never changes, and partitions are
-		// asked for in order, many to a chunk, while chunks are emitted between them.
-		f.keyReader, f.keysChunks = r, inFile
+		f.keysChunks = inFile
 	}
 	r, emitted := f.keyReader, inFile
 	f.mu.Unlock()
