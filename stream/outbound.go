@@ -87,6 +87,12 @@ func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sour
 		}
 		return sources[i].n
 	}
+	frameOf := func(i int) int64 {
+		if f := sources[i].frame; f > 0 {
+			return min(f, size)
+		}
+		return size
+	}
 	frame := func(i int) error {
 		src := &sources[i]
 		if plane.shared() {
@@ -97,7 +103,7 @@ func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sour
 				return err
 			}
 		}
-		n := min(size, total(i)-done[i])
+		n := min(frameOf(i), total(i)-done[i])
 		d := wire.Data{SSTableID: id, Stream: src.stream, Component: src.component, Offset: uint64(src.start + done[i])}
 		if hl := wire.DataHeaderLength(&d, int(n)); hl > hdrRoom {
 			return fmt.Errorf("stream: Data header of %d bytes", hl)
@@ -122,8 +128,8 @@ func (ss *sendSession) pump(ctx context.Context, plane outbound, id string, sour
 	for i := range sources {
 		for done[i] < total(i) {
 			err := frame(i)
-			if err == nil && along > i && done[along] < total(along) && sources[along].seq.(*readAhead).ready(min(size, total(along)-done[along])) &&
-				inStep(sources, along, done, total, size) {
+			if err == nil && along > i && done[along] < total(along) && sources[along].seq.(*readAhead).ready(min(frameOf(along), total(along)-done[along])) &&
+				inStep(sources, along, done, total, frameOf(along)) {
 				err = frame(along)
 			}
 			if errors.Is(err, errStopped) {

@@ -169,11 +169,12 @@ func closeSources(srcs []source) {
 	}
 }
 
-// indexAhead reads an index slice of n bytes from src ahead of its sending: 4 MiB at most
-// per sstable being sent, less for a shorter slice.
-func indexAhead(src io.ReadCloser, n int64) *readAhead {
-	return newReadAhead(src, int(min(indexAheadPiece, n)), indexAheadDepth)
-}
+// pacedPiece is the read-ahead piece and the frame of a paced index slice of n bytes (an
+// IndexPositions slice, which goes in step with the runs): a 64th of it, 16 KiB to
+// indexAheadPiece. In pieces of the session's frame size the first would wait until as large
+// a share of the runs was sent: a third of a small-partition child's runs (~1 MiB of a ~3 MiB
+// slice) while the receiver's rebuild, its critical path, had nothing to do.
+func pacedPiece(n int64) int64 { return min(max(n/64, 16<<10), indexAheadPiece, n) }
 
 // readAhead reads a sequential source (an index slice made by a pass over the parent's
 // index, slice.IndexReader) on a goroutine of its own, up to depth pieces of size bytes

@@ -637,6 +637,8 @@ type source struct {
 	// an IndexPositions slice, whose records wait at the receiver until the runs holding
 	// their keys are in.
 	paced bool
+	// frame, when set, is the payload of this source's frames if less than the session's.
+	frame int64
 	// hinted is how far past off the read-ahead policy asked r for (aheadOf).
 	hinted int64
 }
@@ -753,8 +755,14 @@ func manifestFor(o *outgoing, store storage) (*wire.Manifest, []source, error) {
 			}
 			// Made ahead, while the runs are sent: the pass over the parent's index costs per
 			// partition, and small partitions would otherwise leave the data plane idle.
-			srcs = append(srcs, source{stream: wire.StreamIndex, seq: indexAhead(r, p.IndexLength), n: p.IndexLength,
-				paced: p.IndexFormat == slice.IndexPositions})
+			src := source{stream: wire.StreamIndex, n: p.IndexLength, paced: p.IndexFormat == slice.IndexPositions}
+			piece := min(indexAheadPiece, p.IndexLength)
+			if src.paced {
+				piece = pacedPiece(p.IndexLength)
+				src.frame = piece
+			}
+			src.seq = newReadAhead(r, int(piece), indexAheadDepth)
+			srcs = append(srcs, src)
 		}
 		return m, srcs, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +41,19 @@ func newBenchMeasureCmd() *cobra.Command {
 				defer f.Close()
 				if err := pprof.StartCPUProfile(f); err != nil {
 					return err
+				}
+				// SLUICE_BENCH_TRACE=1: an execution trace next to the profile, for what
+				// waits on what (go tool trace).
+				if os.Getenv("SLUICE_BENCH_TRACE") != "" {
+					t, err := os.Create(strings.TrimSuffix(cpuprofile, ".pprof") + ".trace")
+					if err != nil {
+						return err
+					}
+					defer t.Close()
+					if err := trace.Start(t); err != nil {
+						return err
+					}
+					defer trace.Stop()
 				}
 			}
 			var peak *peakHeapProfiler

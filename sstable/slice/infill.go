@@ -87,11 +87,11 @@ type InPlaceFill struct {
 	clean   FillState
 	cleanOK bool
 
-	// KeyAt's reader over the written chunks, remade as more are written (the rebuild's).
+	// KeyAt's reader over the written chunks, grown as more are written, and its chunks
+	// decoded ahead (the rebuild's).
 	keyReader  *compress.Reader
 	keysChunks int
-	keyChunk   int
-	keyBytes   []byte
+	keyAhead   *keyChunks
 }
 
 // InPlaceOptions is what NewInPlaceFill needs besides the received partial's shape.
@@ -122,7 +122,7 @@ func NewInPlaceFill(recv *Layout, info *compress.Info, opts InPlaceOptions, dst 
 		return nil, err
 	}
 	f := &InPlaceFill{L: int64(info.ChunkLength), info: info, recvFL: recv.FileLength, codec: codec,
-		rawAt: int(info.MaxCompressedLength), pieces: ps, p: opts.Spec.Partitioner, table: t, v: opts.Spec.Version, dst: dst, src: src, keyChunk: -1,
+		rawAt: int(info.MaxCompressedLength), pieces: ps, p: opts.Spec.Partitioner, table: t, v: opts.Spec.Version, dst: dst, src: src,
 		buf: map[int][]byte{}, plain: map[int][]byte{}}
 	if f.rawAt <= 0 {
 		f.rawAt = math.MaxInt32
@@ -842,7 +842,9 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 		// asked for in order, many to a chunk, while chunks are emitted between them.
 		var err error
 		if f.keyReader == nil {
-			f.keyReader, err = compress.NewReader(f.src, fileLength, &c)
+			if f.keyReader, err = compress.NewReader(f.src, fileLength, &c); err == nil {
+				f.keyAhead = newKeyChunks(f.keyReader)
+			}
 		} else {
 			err = f.keyReader.Grow(fileLength, &c)
 		}
@@ -852,39 +854,36 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 		}
 		f.keysChunks = inFile
 	}
-	r, emitted := f.keyReader, inFile
+	emitted := inFile
 	f.mu.Unlock()
 	var n [2]byte
-	if ok, err := f.keyBytesAt(r, emitted, n[:], child); !ok || err != nil {
+	if ok, err := f.keyBytesAt(emitted, n[:], child); !ok || err != nil {
 		return nil, false, err
 	}
 	key := make([]byte, int(n[0])<<8|int(n[1]))
-	if ok, err := f.keyBytesAt(r, emitted, key, child+2); !ok || err != nil {
+	if ok, err := f.keyBytesAt(emitted, key, child+2); !ok || err != nil {
 		return nil, false, err
 	}
 	return key, true, nil
 }
 
-// keyBytesAt fills b from the written child at position pos through r, a reader over its
-// first emitted chunks; false when they do not reach that far yet.
-func (f *InPlaceFill) keyBytesAt(r *compress.Reader, emitted int, b []byte, pos int64) (bool, error) {
+// keyBytesAt fills b from the written child at position pos, reading the first emitted
+// chunks; false when they do not reach that far yet.
+func (f *InPlaceFill) keyBytesAt(emitted int, b []byte, pos int64) (bool, error) {
 	for len(b) > 0 {
 		c := int(pos / f.L)
 		if c >= emitted {
 			return false, nil
 		}
-		if c != f.keyChunk {
-			var err error
-			if f.keyBytes, err = r.ReadChunk(c, f.keyBytes[:0]); err != nil {
-				return false, err
-			}
-			f.keyChunk = c
+		data, err := f.keyAhead.get(c, emitted)
+		if err != nil {
+			return false, err
 		}
 		at := pos - int64(c)*f.L
-		if at >= int64(len(f.keyBytes)) {
+		if at >= int64(len(data)) {
 			return false, nil
 		}
-		n := copy(b, f.keyBytes[at:])
+		n := copy(b, data[at:])
 		b, pos = b[n:], pos+int64(n)
 	}
 	return true, nil

@@ -83,7 +83,7 @@ type Builder struct {
 	// BTI
 	partitions *bufio.Writer
 	pib        *bti.PartitionIndexBuilder
-	comparable []byte
+	trie       *trieFeed // pib's partitions, a batch behind
 	rows       rowsSlice // the child's Rows.db, assembled from the parent's
 	patches    []patch
 
@@ -157,6 +157,7 @@ func NewBuilder(spec *Spec, inst *fsx.Install, desc descriptor.Descriptor, lay *
 		b.partitions = indexWriters.Get().(*bufio.Writer)
 		b.partitions.Reset(f)
 		b.pib = bti.NewPartitionIndexBuilder(b.partitions)
+		b.trie = newTrieFeed(b.pib)
 		b.rows = rowsSlice{parent: spec.ParentRows}
 		b.rows.begin(rowsCut)
 	} else {
@@ -302,8 +303,7 @@ func (b *Builder) addAt(p *sstable.Partition, pos int64) error {
 			b.patches = append(b.patches, patch{entry: e, shift: shift, pos: pos})
 			indexPos = childPos
 		}
-		b.comparable = bti.AppendDecoratedKey(b.comparable[:0], p.Token, p.Key)
-		return b.pib.Add(b.comparable, byte(h1), indexPos)
+		return b.trie.add(p.Token, p.Key, byte(h1), indexPos)
 	}
 	b.summary.Add(p.Key, b.indexPos)
 	// The entry is encoded straight into the writer's free space (the Write is then a copy
@@ -360,6 +360,9 @@ func (b *Builder) Finish(d DataResult) ([]descriptor.Component, error) {
 	b.sizes.Add(b.lay.DataLength - b.prevPos)
 	written := []descriptor.Component{descriptor.Data}
 	if b.pib != nil {
+		if err := b.trie.flush(); err != nil {
+			return nil, err
+		}
 		if _, err := b.pib.Finish(b.first, b.last); err != nil {
 			return nil, err
 		}
