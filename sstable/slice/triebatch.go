@@ -20,11 +20,11 @@ const trieBatchLen = 1024
 // for longer than one batch; the trie is only ever used by one goroutine at a time (the
 // batch's, then, after its done, the next).
 type trieFeed struct {
-	pib       *bti.PartitionIndexBuilder
-	fill      *trieBatch // the batch being filled
-	spare     *trieBatch
-	in        *trieBatch // the batch in the trie, or nil
-	err       error      // the trie's first error
+	pib   *bti.PartitionIndexBuilder
+	fill  *trieBatch // the batch being filled
+	spare *trieBatch
+	in    *trieBatch // the batch in the trie, or nil
+	err   error      // the trie's first error
 }
 
 // trieBatch is a run of partitions for the trie: their ByteComparable forms back to back.
