@@ -1,71 +1,121 @@
 package slice
 
-import "github.com/sluicedb/sluice/sstable/compress"
+import (
+	"fmt"
+	"sync"
 
-// keyAhead is how many chunks past the one KeyAt reads are decoded ahead of it.
-const keyAhead = 8
+	"github.com/sluicedb/sluice/sstable/compress"
+)
 
-// keyChunks decodes the written child's chunks for KeyAt, the next keyAhead of them on
-// goroutines of their own while the rebuild works through the partitions of the one it reads.
-// A BTI child's keys are only in Data.db, so the rebuild decodes every chunk for them; done
-// in line that was a third of the rebuild goroutine, the receiver's critical path for small
-// partitions.
+// keyWindow is how many chunks past the one KeyAt reads keyChunks decodes ahead of it; a
+// decoder is started when fewer than half of them are done, so each start decodes many.
+const keyWindow = 32
+
+// keyChunks decodes the written child's chunks for KeyAt ahead of it, on a goroutine of its
+// own, while the rebuild works through the partitions of the chunk it reads. A BTI child's
+// keys are only in Data.db, so the rebuild decodes every chunk for them (CRC checked: for
+// bytes spliced from the socket this is their check); done in line that was a third of the
+// rebuild goroutine, the receiver's critical path for small partitions.
 //
-// Each decode is one ReadChunk (CRC checked) and ends by itself, so an abandoned fill leaves
-// no goroutine behind for longer than a chunk's read.
+// The decoder runs while there is a chunk in the file and room in the window, and returns
+// when there is not: an abandoned fill leaves no goroutine behind for longer than a window's
+// decoding, and nothing needs closing.
 type keyChunks struct {
-	r     *compress.Reader
-	slots [keyAhead + 1]keyChunk
+	r *compress.Reader
+
+	mu      sync.Mutex
+	ready   sync.Cond // a chunk was decoded, or the decoder returned
+	slots   [keyWindow]keyChunk
+	want    int  // the chunk KeyAt reads: the slots hold want .. want+keyWindow-1
+	next    int  // the next chunk to decode
+	avail   int  // the chunks in the file
+	running bool // a decoder goroutine is at work
 }
 
-// keyChunk is a slot of keyChunks: chunk c's bytes, or their decode in flight.
+// keyChunk is a slot of keyChunks: chunk c's bytes once done.
 type keyChunk struct {
-	c    int           // the chunk held or being decoded; -1: none
-	done chan struct{} // nil, or closed once data and err are set
+	c    int
+	done bool
 	data []byte
 	err  error
 }
 
 func newKeyChunks(r *compress.Reader) *keyChunks {
 	k := &keyChunks{r: r}
+	k.ready.L = &k.mu
 	for i := range k.slots {
 		k.slots[i].c = -1
 	}
 	return k
 }
 
-// get returns chunk c's uncompressed bytes, valid until chunk c+keyAhead+1 is asked for, and
-// starts decoding the chunks after it among the first avail (those in the file, which r
-// covers). Chunks are asked for in order, many partitions to a chunk.
+// get returns chunk c's uncompressed bytes, valid until another chunk is asked for; avail is
+// how many chunks are in the file (r covers them), c < avail. The rebuild asks in order; a
+// chunk before the window is read here, outside it.
 func (k *keyChunks) get(c, avail int) ([]byte, error) {
-	s := &k.slots[c%len(k.slots)]
-	if s.c != c {
-		s.wait()
-		s.c, s.done = c, nil
-		s.data, s.err = k.r.ReadChunk(c, s.data[:0])
-	} else {
-		s.wait()
+	if c >= avail {
+		return nil, fmt.Errorf("slice: chunk %d of the child asked for with %d in the file", c, avail)
 	}
-	for a := c + 1; a < min(avail, c+1+keyAhead); a++ {
-		t := &k.slots[a%len(k.slots)]
-		if t.c == a {
-			continue
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if c < k.want {
+		k.mu.Unlock()
+		data, err := k.r.ReadChunk(c, nil)
+		k.mu.Lock()
+		return data, err
+	}
+	k.want, k.avail = c, max(k.avail, avail)
+	if k.next < c {
+		k.next = c // chunks passed over (no key in them) are not decoded
+	}
+	for {
+		s := &k.slots[c%keyWindow]
+		if s.c == c && s.done {
+			k.start()
+			return s.data, s.err
 		}
-		t.wait()
-		t.c, t.done = a, make(chan struct{})
-		go t.decode(k.r, a)
+		if !k.start() && !k.running {
+			// Nothing will decode c (it cannot happen while c < avail; kept for safety).
+			k.mu.Unlock()
+			data, err := k.r.ReadChunk(c, nil)
+			k.mu.Lock()
+			return data, err
+		}
+		k.ready.Wait()
 	}
-	return s.data, s.err
 }
 
-func (s *keyChunk) decode(r *compress.Reader, c int) {
-	s.data, s.err = r.ReadChunk(c, s.data[:0])
-	close(s.done)
+// start starts a decoder when none runs and less than half the window is decoded (or the
+// chunk wanted is not); it says whether one runs now.
+func (k *keyChunks) start() bool {
+	if k.running {
+		return true
+	}
+	ahead := k.next - k.want
+	if k.next >= k.avail || ahead >= keyWindow || (ahead >= keyWindow/2 && k.slots[k.want%keyWindow].done && k.slots[k.want%keyWindow].c == k.want) {
+		return false
+	}
+	k.running = true
+	go k.decode()
+	return true
 }
 
-// wait waits for the slot's decode in flight, if any.
-func (s *keyChunk) wait() {
-	if s.done != nil {
-		<-s.done
+// decode decodes chunks in order while they are in the file and the window has room.
+func (k *keyChunks) decode() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for k.next < k.avail && k.next < k.want+keyWindow {
+		c := k.next
+		k.next++
+		s := &k.slots[c%keyWindow]
+		buf := s.data[:0]
+		s.c, s.done, s.data = c, false, nil
+		k.mu.Unlock()
+		data, err := k.r.ReadChunk(c, buf)
+		k.mu.Lock()
+		s.data, s.err, s.done = data, err, true
+		k.ready.Broadcast()
 	}
+	k.running = false
+	k.ready.Broadcast()
 }
