@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -92,6 +93,7 @@ type InPlaceFill struct {
 	keyReader  *compress.Reader
 	keysChunks int
 	keyAhead   *keyChunks
+	keyBuf     []byte
 }
 
 // InPlaceOptions is what NewInPlaceFill needs besides the received partial's shape.
@@ -860,11 +862,12 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 	if ok, err := f.keyBytesAt(emitted, n[:], child); !ok || err != nil {
 		return nil, false, err
 	}
-	key := make([]byte, int(n[0])<<8|int(n[1]))
-	if ok, err := f.keyBytesAt(emitted, key, child+2); !ok || err != nil {
+	// The key is valid until the next call: one buffer serves them all.
+	f.keyBuf = slices.Grow(f.keyBuf[:0], int(n[0])<<8|int(n[1]))[:int(n[0])<<8|int(n[1])]
+	if ok, err := f.keyBytesAt(emitted, f.keyBuf, child+2); !ok || err != nil {
 		return nil, false, err
 	}
-	return key, true, nil
+	return f.keyBuf, true, nil
 }
 
 // keyBytesAt fills b from the written child at position pos, reading the first emitted
