@@ -179,8 +179,10 @@ func TestBenchBootstrapAgainstCassandra(t *testing.T) {
 	if now := dataFiles(t, filepath.Join(n1.dir, "data", "bench")); strings.Join(now, " ") != strings.Join(data1, " ") {
 		t.Errorf("node 1's sstables changed during the runs: %v, were %v", now, data1)
 	}
-	// The device: as many bytes as sluice sent, sequentially from node 1's Data.db files, cold.
+	// The device: as many bytes as sluice sent, sequentially from node 1's Data.db files, cold;
+	// and written durably (what a receiver must do before it publishes) beside them.
 	dd := ddSeconds(t, data1, sentBytes)
+	ddWrite := ddWriteSeconds(t, root, sentBytes)
 
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("node 1: 4 sstables, %d Data.db bytes (oa, LZ4 16 KiB, 64 KiB partitions), 16 vnodes per node; load average %s",
@@ -212,6 +214,23 @@ func TestBenchBootstrapAgainstCassandra(t *testing.T) {
 	}
 	t.Logf("sluice cold fetch / dd of the same bytes = %.2fx (target <= 1.5x); sender device reads / bytes sent = %.2fx cold, %.2fx warm (target <= 1.1x)",
 		results[1].stream/dd, float64(results[1].senderRead)/float64(results[1].bytes), float64(results[3].senderRead)/float64(results[3].bytes))
+	t.Logf("dd writing %d bytes durably (conv=fsync) on the receiver's file system: %.2fs (%.1f MB/s); sluice cold fetch / that = %.2fx, warm %.2fx; "+
+		"the most a receiver that makes what it receives durable can reach: Cassandra cold / that write = %.2fx, warm %.2fx",
+		sentBytes, ddWrite, float64(sentBytes)/ddWrite/1e6, results[1].stream/ddWrite, results[3].stream/ddWrite,
+		results[0].wall/ddWrite, results[2].wall/ddWrite)
+}
+
+// ddWriteSeconds writes n bytes of zeros to a new file in dir with dd conv=fsync (written and
+// made durable, as a receiver does before it publishes) and returns the wall seconds.
+func ddWriteSeconds(t *testing.T, dir string, n int64) float64 {
+	t.Helper()
+	f := filepath.Join(dir, "dd-write-reference")
+	defer os.Remove(f)
+	start := time.Now()
+	if o, err := run(t, "dd", "if=/dev/zero", "of="+f, "bs=1M", fmt.Sprintf("count=%d", n>>20), "conv=fsync"); err != nil {
+		t.Fatal(err, o)
+	}
+	return time.Since(start).Seconds()
 }
 
 // benchRun is one timed run of one side.

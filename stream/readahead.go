@@ -169,6 +169,12 @@ func closeSources(srcs []source) {
 	}
 }
 
+// indexKeep bounds the IndexPositions slices a sender's session keeps from its plan's pass
+// (slice.PartialOptions.IndexKeep) instead of making them again as they are sent: ~1.4M
+// partitions at ~3 bytes each, the first sstables' (held from the plan until sent). A
+// variable for tests, which set it to 0 to have every slice made as it is sent.
+var indexKeep int64 = 4 << 20
+
 // pacedPiece is the read-ahead piece and the frame of a paced index slice of n bytes (an
 // IndexPositions slice, which goes in step with the runs): a 64th of it, 16 KiB to
 // indexAheadPiece. In pieces of the session's frame size the first would wait until as large

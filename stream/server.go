@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -562,6 +563,9 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 	// (Data.db), and everything else is read during planning or through held paths.
 	ss.release = release
 	var out []*outgoing
+	// kept is what the session's partials hold of their index slices: indexKeep in all, the
+	// first sstables' (sent first, their latency the one a receiver waits for).
+	var kept int64
 	for _, d := range descs {
 		t, err := sstable.Open(d.Prefix())
 		if err != nil {
@@ -581,10 +585,14 @@ func (ss *sendSession) plan(req *wire.StreamRequest) ([]*outgoing, error) {
 		}
 		if t.Version().Format == version.BTI && t.Compression != nil && ss.sm.PeerOffers(wire.FeatureIndexPositions) {
 			// The receiver reads the keys from the Data.db it receives: planned from the trie,
-			// the slice made from it, no chunk decoded here but at the ranges' edges.
-			opts.Format = slice.IndexPositions
+			// the slice made from it, no chunk decoded here but at the ranges' edges. A slice
+			// of at most indexKeep bytes is kept from the plan's pass rather than made again.
+			opts.Format, opts.IndexKeep = slice.IndexPositions, indexKeep-kept
 		}
 		partials, fallback, err := slice.Partials(t, ranges, opts)
+		for _, p := range partials {
+			kept += int64(len(p.Index))
+		}
 		if err != nil {
 			if errors.Is(err, slice.ErrOverlap) {
 				return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
@@ -746,16 +754,22 @@ func manifestFor(o *outgoing, store storage) (*wire.Manifest, []source, error) {
 		// The index slice is made by a pass over the parent's index while it is sent, in
 		// pieces: the sender holds no slice for the session, whatever its partition count.
 		m.IndexSliceLength, m.IndexFormat = uint64(p.IndexLength), wire.IndexFormat(p.IndexFormat)
-		if p.Index != nil || p.IndexLength == 0 {
+		paced := p.IndexFormat == slice.IndexPositions
+		if p.IndexLength == 0 || (p.Index != nil && !paced) {
 			srcs = append(srcs, source{stream: wire.StreamIndex, mem: p.Index})
 		} else {
-			r, err := slice.IndexReader(t, *p)
-			if err != nil {
-				return nil, nil, err
+			// An IndexPositions slice goes in step with the runs, from memory when the plan
+			// kept it (IndexKeep).
+			var r io.ReadCloser = io.NopCloser(bytes.NewReader(p.Index))
+			if p.Index == nil {
+				var err error
+				if r, err = slice.IndexReader(t, *p); err != nil {
+					return nil, nil, err
+				}
 			}
 			// Made ahead, while the runs are sent: the pass over the parent's index costs per
 			// partition, and small partitions would otherwise leave the data plane idle.
-			src := source{stream: wire.StreamIndex, n: p.IndexLength, paced: p.IndexFormat == slice.IndexPositions}
+			src := source{stream: wire.StreamIndex, n: p.IndexLength, paced: paced}
 			piece := min(indexAheadPiece, p.IndexLength)
 			if src.paced {
 				piece = pacedPiece(p.IndexLength)

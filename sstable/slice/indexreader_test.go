@@ -340,3 +340,61 @@ func FuzzPartialRebuildPositions(f *testing.F) {
 		_ = c.rebuild(t, dir, slice, pieces...)
 	})
 }
+
+// IndexKeep keeps the IndexPositions slice the plan's own pass made when it fits the bound:
+// the very bytes IndexReader makes as the slice is sent. A slice past the bound is dropped
+// (the plan then locates its runs for IndexReader), so what a sender holds stays bounded
+// whatever the partition count.
+func TestIndexKeepHoldsThePlannedSliceWithinItsBound(t *testing.T) {
+	v, _ := version.ParseWritable("da")
+	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "da"), gen.Options{Version: v,
+		Partitions: 3000, PartitionSize: 512, RowSize: 128, IndexBlockSize: 4 << 10, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := openTable(t, res.Desc.Prefix())
+	ranges, err := token.ParseRanges(token.Murmur3, "(-9000000000000000000,-6000000000000000000],(0,3000000000000000000]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := PartialOptions{OnePerParent: true, Bounds: Bounds{MaxDeadRatio: -1}, IndexLater: true, Format: IndexPositions}
+	later, _, err := Partials(parent, ranges, opts)
+	if err != nil || len(later) != 1 || later[0].Index != nil {
+		t.Fatalf("made as sent: %v, %d children", err, len(later))
+	}
+	r, err := IndexReader(parent, later[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || int64(len(made)) != later[0].IndexLength {
+		t.Fatalf("IndexReader: %d bytes of %d, %v", len(made), later[0].IndexLength, err)
+	}
+	for _, c := range []struct {
+		keep int64
+		held bool
+	}{{int64(len(made)), true}, {int64(len(made)) - 1, false}, {1 << 30, true}} {
+		opts.IndexKeep = c.keep
+		got, _, err := Partials(parent, ranges, opts)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("keep %d: %v, %d children", c.keep, err, len(got))
+		}
+		switch {
+		case c.held && !bytes.Equal(got[0].Index, made):
+			t.Errorf("keep %d: held %d bytes, IndexReader makes %d (equal %v)", c.keep, len(got[0].Index), len(made), bytes.Equal(got[0].Index, made))
+		case !c.held && got[0].Index != nil:
+			t.Errorf("keep %d: held %d bytes past the bound", c.keep, len(got[0].Index))
+		case !c.held:
+			r, err := IndexReader(parent, got[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := io.ReadAll(r)
+			r.Close()
+			if err != nil || !bytes.Equal(again, made) {
+				t.Errorf("keep %d: dropped slice made as sent: %d bytes, %v", c.keep, len(again), err)
+			}
+		}
+	}
+}

@@ -54,6 +54,12 @@ type PartialOptions struct {
 	// it is sent, so that a sender holds no index slice for the session (memory independent
 	// of the partition count), at the cost of one more index pass per child.
 	IndexLater bool
+	// IndexKeep, with IndexLater, keeps an IndexPositions slice that the plan's own pass over
+	// the trie made when it is at most this many bytes (Partial.Index): it is then sent from
+	// memory, without IndexReader's second pass over the child's partitions. A longer slice is
+	// dropped as soon as it passes the bound, so a sender's memory stays independent of the
+	// partition count. 0: never kept.
+	IndexKeep int64
 	// Format IndexBig (a BIG parent only) makes each slice the runs' Index.db spans, read
 	// verbatim when sent (it implies IndexLater), and plans from Summary.db when that serves
 	// (summaryPlan): the sender then reads the index only at the ranges' edges. Format
@@ -159,8 +165,21 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, plans []ChildPlan, done bool, err error) {
 	var index []byte
 	m := &trieMeasure{rows: rowsSlice{parent: spec.ParentRows}, positions: opts.Format == IndexPositions}
-	if !opts.IndexLater {
+	switch {
+	case !opts.IndexLater:
 		m.keep = func(rec []byte) error { index = append(index, rec...); return nil }
+	case opts.IndexKeep > 0 && m.positions:
+		dropped := false
+		m.keep = func(rec []byte) error {
+			switch {
+			case dropped:
+			case int64(len(index)+len(rec)) > opts.IndexKeep:
+				index, dropped = nil, true
+			default:
+				index = append(index, rec...)
+			}
+			return nil
+		}
 	}
 	plans, _, partitions, ok, err := btiPlanMeasured(parent, ps, ranges, m)
 	if err != nil || !ok {
@@ -175,7 +194,10 @@ func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.Ran
 	}
 	p := Partial{Plan: one[0], Layout: NewLayout(geometry(parent, spec.CRCChunkLength), one[0].Runs, 1),
 		Index: index, IndexLength: m.length, IndexFormat: opts.Format, Rows: m.rows.bytes(), ParentPartitions: partitions}
-	if opts.IndexLater && seeksMatch(m.seeks, one[0].Runs) {
+	if int64(len(index)) != m.length {
+		p.Index = nil // dropped (IndexKeep), or kept for a plan of several children
+	}
+	if p.Index == nil && opts.IndexLater && seeksMatch(m.seeks, one[0].Runs) {
 		p.seeks = m.seeks
 	}
 	if parent.Compression != nil {
