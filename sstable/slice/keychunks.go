@@ -7,9 +7,13 @@ import (
 	"github.com/sluicedb/sluice/sstable/compress"
 )
 
-// keyWindow is how many chunks past the one KeyAt reads keyChunks decodes ahead of it; a
-// decoder is started when fewer than half of them are done, so each start decodes many.
-const keyWindow = 32
+// keyWindow and keyWindowBytes bound how far past the chunk KeyAt reads keyChunks decodes
+// ahead of it: 32 chunks of 16 KiB, fewer of larger chunks (at least 2). A decoder is started
+// when fewer than half of them are done, so each start decodes many.
+const (
+	keyWindow      = 32
+	keyWindowBytes = 512 << 10
+)
 
 // keyChunks decodes the written child's chunks for KeyAt ahead of it, on a goroutine of its
 // own, while the rebuild works through the partitions of the chunk it reads. A BTI child's
@@ -24,12 +28,12 @@ type keyChunks struct {
 	r *compress.Reader
 
 	mu      sync.Mutex
-	ready   sync.Cond // a chunk was decoded, or the decoder returned
-	slots   [keyWindow]keyChunk
-	want    int  // the chunk KeyAt reads: the slots hold want .. want+keyWindow-1
-	next    int  // the next chunk to decode
-	avail   int  // the chunks in the file
-	running bool // a decoder goroutine is at work
+	ready   sync.Cond  // a chunk was decoded, or the decoder returned
+	slots   []keyChunk // window of them
+	want    int        // the chunk KeyAt reads: the slots hold want .. want+window-1
+	next    int        // the next chunk to decode
+	avail   int        // the chunks in the file
+	running bool       // a decoder goroutine is at work
 }
 
 // keyChunk is a slot of keyChunks: chunk c's bytes once done.
@@ -41,7 +45,8 @@ type keyChunk struct {
 }
 
 func newKeyChunks(r *compress.Reader) *keyChunks {
-	k := &keyChunks{r: r}
+	window := min(keyWindow, max(2, keyWindowBytes/max(1, r.ChunkLength())))
+	k := &keyChunks{r: r, slots: make([]keyChunk, window)}
 	k.ready.L = &k.mu
 	for i := range k.slots {
 		k.slots[i].c = -1
@@ -69,7 +74,7 @@ func (k *keyChunks) get(c, avail int) ([]byte, error) {
 		k.next = c // chunks passed over (no key in them) are not decoded
 	}
 	for {
-		s := &k.slots[c%keyWindow]
+		s := &k.slots[c%len(k.slots)]
 		if s.c == c && s.done {
 			k.start()
 			return s.data, s.err
@@ -91,8 +96,8 @@ func (k *keyChunks) start() bool {
 	if k.running {
 		return true
 	}
-	ahead := k.next - k.want
-	if k.next >= k.avail || ahead >= keyWindow || (ahead >= keyWindow/2 && k.slots[k.want%keyWindow].done && k.slots[k.want%keyWindow].c == k.want) {
+	ahead, w := k.next-k.want, len(k.slots)
+	if k.next >= k.avail || ahead >= w || (ahead >= w/2 && k.slots[k.want%w].done && k.slots[k.want%w].c == k.want) {
 		return false
 	}
 	k.running = true
@@ -104,10 +109,10 @@ func (k *keyChunks) start() bool {
 func (k *keyChunks) decode() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for k.next < k.avail && k.next < k.want+keyWindow {
+	for k.next < k.avail && k.next < k.want+len(k.slots) {
 		c := k.next
 		k.next++
-		s := &k.slots[c%keyWindow]
+		s := &k.slots[c%len(k.slots)]
 		buf := s.data[:0]
 		s.c, s.done, s.data = c, false, nil
 		k.mu.Unlock()

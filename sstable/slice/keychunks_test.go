@@ -3,23 +3,27 @@ package slice
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/sstable/compress"
 	"github.com/sluicedb/sluice/sstable/version"
 )
 
-// chunkedFile is an LZ4 Data.db of n 16 KiB chunks of random-ish bytes, and its plain bytes.
-func chunkedFile(t *testing.T, n int) ([]byte, []byte, *compress.Info) {
+// chunkedFile is an LZ4 Data.db of n chunks of l bytes of random-ish bytes, and its plain
+// bytes.
+func chunkedFile(t *testing.T, n, l int) ([]byte, []byte, *compress.Info) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
-	plain := make([]byte, n*16384)
+	plain := make([]byte, n*l)
 	for i := range plain {
 		plain[i] = byte(rng.IntN(16))
 	}
 	var buf bytes.Buffer
-	w, err := compress.NewWriter(&buf, compress.WriterOptions{Version: version.Version{Format: version.Big, Name: "oa"}, Compressor: compress.LZ4, ChunkLength: 16384})
+	w, err := compress.NewWriter(&buf, compress.WriterOptions{Version: version.Version{Format: version.Big, Name: "oa"}, Compressor: compress.LZ4, ChunkLength: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +41,14 @@ func chunkedFile(t *testing.T, n int) ([]byte, []byte, *compress.Info) {
 // skipping chunks, or going back; a corrupt chunk is an error for that chunk alone; and once
 // nothing is left to decode no decoder runs.
 func TestKeyChunksServeEveryChunkAsWritten(t *testing.T) {
+	for _, l := range []int{16 << 10, 256 << 10} { // windows of 32 and of 2 chunks
+		t.Run(fmt.Sprint(l), func(t *testing.T) { keyChunksServe(t, l) })
+	}
+}
+
+func keyChunksServe(t *testing.T, l int) {
 	const n = 100
-	file, plain, info := chunkedFile(t, n)
+	file, plain, info := chunkedFile(t, n, l)
 	// A chunk of the file is corrupt: its record's first byte flipped.
 	bad := 70
 	file[info.Offsets[bad]] ^= 0xff
@@ -46,8 +56,24 @@ func TestKeyChunksServeEveryChunkAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := func(c int) []byte { return plain[c*l : (c+1)*l] }
+	// Every chunk in order, each still as written after the decoder had time to run ahead:
+	// what get returns stays valid until another chunk is asked for.
 	k := newKeyChunks(r)
-	want := func(c int) []byte { return plain[c*16384 : (c+1)*16384] }
+	for c := range bad {
+		got, err := k.get(c, n)
+		if err != nil {
+			t.Fatalf("chunk %d: %v", c, err)
+		}
+		for range 3 {
+			runtime.Gosched()
+		}
+		time.Sleep(50 * time.Microsecond)
+		if !bytes.Equal(got, want(c)) {
+			t.Fatalf("chunk %d changed while held", c)
+		}
+	}
+	k = newKeyChunks(r)
 	for _, c := range []int{0, 1, 2, 5, 40, 41, 69} { // in order, with gaps past a window
 		got, err := k.get(c, n)
 		if err != nil || !bytes.Equal(got, want(c)) {

@@ -5,10 +5,14 @@ import (
 	"github.com/sluicedb/sluice/sstable/token"
 )
 
-// trieBatchLen is how many partitions a trieFeed hands its trie at once: enough that a
-// goroutine per batch costs nothing next to the batch (~100 µs of trie work), few enough that
-// two batches of forms stay in cache.
-const trieBatchLen = 1024
+// trieBatchLen and trieBatchBytes bound what a trieFeed hands its trie at once, partitions
+// and bytes of their forms: enough that a goroutine per batch costs nothing next to the batch
+// (~100 µs of trie work), little enough that two batches stay in cache, and long keys (up to
+// 64 KiB each) do not make a batch large.
+const (
+	trieBatchLen   = 1024
+	trieBatchBytes = 256 << 10
+)
 
 // trieFeed builds a BTI child's Partitions.db (bti.PartitionIndexBuilder) a batch behind the
 // partitions added: a batch is filled while the one before goes into the trie on a goroutine
@@ -49,7 +53,7 @@ func (t *trieFeed) add(tok token.Token, key []byte, hashByte byte, position int6
 	b.ends = append(b.ends, int32(len(b.forms)))
 	b.hashes = append(b.hashes, hashByte)
 	b.pos = append(b.pos, position)
-	if len(b.ends) < trieBatchLen {
+	if len(b.ends) < trieBatchLen && len(b.forms) < trieBatchBytes {
 		return t.err
 	}
 	return t.hand(false)

@@ -18,6 +18,9 @@ func TestTrieFeedBuildsTheSameTrie(t *testing.T) {
 	keys := make([][]byte, 3*trieBatchLen+17)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key-%07d", i)
+		if i%500 == 7 {
+			keys[i] = append(keys[i], bytes.Repeat([]byte{'x'}, 60000)...) // a long key: batches cut by bytes too
+		}
 	}
 	slices.SortFunc(keys, func(a, b []byte) int { return token.CompareKeys(p.Token(a), a, p.Token(b), b) })
 	var inline, behind bytes.Buffer
