@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicedb/sluice/sstable"
 	"github.com/sluicedb/sluice/sstable/descriptor"
+	"github.com/sluicedb/sluice/sstable/slice"
 	"github.com/sluicedb/sluice/sstable/token"
 	"github.com/sluicedb/sluice/wire"
 )
@@ -44,7 +46,7 @@ func TestFetchRandomRanges(t *testing.T) {
 	root := t.TempDir()
 	tables := map[string]genSpec{
 		"big_lz4":  {version: "oa", compression: "lz4", seeds: []uint64{1, 2}},
-		"bti_lz4":  {version: "da", compression: "lz4", seeds: []uint64{3}},
+		"bti_lz4":  {version: "da", compression: "lz4", seeds: []uint64{3, 6}},
 		"big_none": {version: "oa", compression: "none", seeds: []uint64{4}},
 		"bti_none": {version: "da", compression: "none", seeds: []uint64{5}},
 	}
@@ -85,18 +87,38 @@ func TestFetchRandomRanges(t *testing.T) {
 			// The IndexPositions slices made as they are sent (a pass over each run of the
 			// parent's trie), not kept from the plan's pass (indexKeep): what a session of
 			// more partitions than the bound sends.
-			t.Run(name+"/made-as-sent", func(t *testing.T) {
-				old := indexKeep
-				indexKeep = 0
-				defer func() { indexKeep = old }()
-				ranges := randomRanges(r, 33)
-				res, err := Fetch(context.Background(), Config{VerifyStrict: true}, ca.client(t, ca),
-					FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
+			// With a budget of the shorter of the two parents' slices, one is kept and the
+			// other made as sent, in one session.
+			ranges := randomRanges(r, 33)
+			var lengths []int64
+			for _, prefix := range parents[name] {
+				tb, err := sstable.Open(prefix)
 				if err != nil {
-					t.Fatalf("fetch %s: %v", ranges, err)
+					t.Fatal(err)
 				}
-				checkFetched(t, parents[name], ranges, res)
-			})
+				ps, _, err := slice.Partials(tb, ranges, slice.PartialOptions{OnePerParent: true, IndexLater: true, Format: slice.IndexPositions})
+				tb.Close()
+				if err != nil || len(ps) != 1 {
+					t.Fatalf("%s: %v, %d partials", prefix, err, len(ps))
+				}
+				lengths = append(lengths, ps[0].IndexLength)
+			}
+			if lengths[0] == lengths[1] {
+				t.Fatalf("the parents' slices are both %d bytes: no budget keeps one alone", lengths[0])
+			}
+			for _, keep := range []int64{0, min(lengths[0], lengths[1])} {
+				t.Run(fmt.Sprintf("%s/kept-up-to-%d", name, keep), func(t *testing.T) {
+					old := indexKeep
+					indexKeep = keep
+					defer func() { indexKeep = old }()
+					res, err := Fetch(context.Background(), Config{VerifyStrict: true}, ca.client(t, ca),
+						FetchRequest{Peer: addr, Keyspace: "ks", Table: name, Ranges: ranges, Dir: t.TempDir()}, nil)
+					if err != nil {
+						t.Fatalf("fetch %s: %v", ranges, err)
+					}
+					checkFetched(t, parents[name], ranges, res)
+				})
+			}
 		}
 		t.Run(name+"/everything", func(t *testing.T) {
 			all, _ := token.ParseRanges(token.Murmur3, "(0,0]")
