@@ -17,9 +17,9 @@ const (
 
 // keyChunks decodes the written child's chunks for KeyAt ahead of it, on a goroutine of its
 // own, while the rebuild works through the partitions of the chunk it reads. A BTI child's
-// keys are only in Data.db, so the rebuild decodes every chunk for them (CRC checked: for
-// bytes spliced from the socket this is their check); done in line that was a third of the
-// rebuild goroutine, the receiver's critical path for small partitions.
+// keys are only in Data.db, so the rebuild decodes every chunk for them (each CRC checked
+// first); done in line, that was a third of the rebuild goroutine, the receiver's critical
+// path for small partitions.
 //
 // The decoder runs while there is a chunk in the file and room in the window, and returns
 // when there is not: an abandoned fill leaves no goroutine behind for longer than a window's
