@@ -398,3 +398,33 @@ func TestIndexKeepHoldsThePlannedSliceWithinItsBound(t *testing.T) {
 		}
 	}
 }
+
+// A slice expected at more than twice the bound (the parent's partitions times the ranges'
+// share of the ring, ~3 bytes a record) is not gathered at all.
+func TestKeepableFromThePartitionCountAndTheRingShare(t *testing.T) {
+	v, _ := version.ParseWritable("da")
+	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "da"), gen.Options{Version: v,
+		Partitions: 3000, PartitionSize: 512, RowSize: 128, IndexBlockSize: 4 << 10, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := SpecOf(openTable(t, res.Desc.Prefix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half, _ := token.ParseRanges(token.Murmur3, "(0,-9223372036854775808]") // half the ring: ~1500 partitions, ~4500 bytes
+	for _, c := range []struct {
+		keep int64
+		want bool
+	}{{1 << 20, true}, {2300, true}, {2200, false}, {100, false}} {
+		if got := keepable(spec, half, c.keep); got != c.want {
+			t.Errorf("keep %d bytes of a half-ring slice of 3000 partitions: keepable %v, want %v", c.keep, got, c.want)
+		}
+	}
+	if share, ok := half.RingShare(); !ok || share != 0.5 {
+		t.Errorf("RingShare of half the ring: %v %v", share, ok)
+	}
+	if share, _ := (token.RangeSet{{Left: token.Murmur3.MinToken(), Right: token.Murmur3.MinToken()}}).RingShare(); share != 1 {
+		t.Errorf("RingShare of the whole ring: %v", share)
+	}
+}

@@ -156,6 +156,24 @@ func Partials(parent *sstable.Table, ranges token.RangeSet, opts PartialOptions)
 	return out, reason, gatherIndex(parent, spec, out, ranges, keep)
 }
 
+// positionsRecordBytes is about what an IndexPositions record of a small partition takes:
+// the increase of its position (2 bytes up to 16 KiB) and its rows-slice position (-1: 1 byte).
+const positionsRecordBytes = 3
+
+// keepable says whether the positions slice for ranges may come near keep bytes, from the
+// parent's partition count and the ranges' share of the ring: a slice expected at more than
+// twice the bound is not gathered only to be dropped on the way, so a sender's peak memory
+// does not hold one. Without an estimate (no count, a partitioner without a ring width) the
+// bound alone decides.
+func keepable(spec *Spec, ranges token.RangeSet, keep int64) bool {
+	share, ok := ranges.RingShare()
+	n := spec.parentPartitions()
+	if !ok || n <= 0 {
+		return true
+	}
+	return float64(n)*share*positionsRecordBytes <= 2*float64(keep)
+}
+
 // partialsBTI is Partials for a BTI parent with OnePerParent in one index pass, when the trie
 // serves (btiPlanMeasured) and the runs make one child: the plan and the child's index and
 // rows slices come from one walk of the trie that reads the children's keys only. done is false
@@ -168,7 +186,7 @@ func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.Ran
 	switch {
 	case !opts.IndexLater:
 		m.keep = func(rec []byte) error { index = append(index, rec...); return nil }
-	case opts.IndexKeep > 0 && m.positions:
+	case opts.IndexKeep > 0 && m.positions && keepable(spec, ranges, opts.IndexKeep):
 		dropped := false
 		m.keep = func(rec []byte) error {
 			switch {

@@ -3,6 +3,7 @@ package token
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -26,6 +27,22 @@ func (r Range) Contains(t Token) bool {
 	default:
 		return t.Compare(r.Left) > 0 || t.Compare(r.Right) <= 0
 	}
+}
+
+// RingShare is the share of the Murmur3 ring the set covers (1 for the whole ring, at most 1
+// for overlapping ranges); false for other partitioners' tokens, whose ring has no width.
+func (s RangeSet) RingShare() (float64, bool) {
+	var w float64
+	for _, r := range s {
+		if r.Left.Kind != KindMurmur3 || r.Right.Kind != KindMurmur3 {
+			return 0, false
+		}
+		if r.Left.Long == r.Right.Long {
+			return 1, true
+		}
+		w += float64(uint64(r.Right.Long) - uint64(r.Left.Long))
+	}
+	return min(1, w/math.Exp2(64)), true
 }
 
 // IsWrapping reports Left >= Right (the full ring counts as wrapping).
