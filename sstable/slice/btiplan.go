@@ -69,9 +69,20 @@ func btiPlanMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, m
 // btiPlanWith is btiPlanMeasured's walk with p.
 func btiPlanWith(p *triePlanner, ranges token.RangeSet) (plans []ChildPlan, last []int64, partitions int64, ok bool, err error) {
 	parent := p.parent
-	err = parent.ScanIndex(p.add)
-	if err == nil && p.cur >= 0 {
-		err = p.close(nil, parent.DataLength())
+	if q, split := p.inParts(); split {
+		err = q.err
+		if err == nil && !q.merged {
+			// The halves touch (a child of each meets at the split): walked again as one.
+			err = parent.ScanIndex(p.add)
+			if err == nil && p.cur >= 0 {
+				err = p.close(nil, parent.DataLength())
+			}
+		}
+	} else {
+		err = parent.ScanIndex(p.add)
+		if err == nil && p.cur >= 0 {
+			err = p.close(nil, parent.DataLength())
+		}
 	}
 	switch {
 	case errors.Is(err, errUntrusted):
@@ -111,6 +122,9 @@ type triePlanner struct {
 	form  []byte
 	m     *trieMeasure // nil: plan only
 	reads int          // keys read to place partitions (not the measure's)
+	// skipped is 1 when this planner, the second half of a plan in parts (inParts), began at
+	// the partition before its split and left it to the first half.
+	skipped int
 }
 
 // trieMeasure is what btiPlanMeasured gathers for the merged child: as gatherIndex does,
@@ -120,8 +134,18 @@ type trieMeasure struct {
 	lastEnd int64 // the end of the last Rows.db entry met
 	length  int64
 	keep    func(rec []byte) error
-	rec     []byte
-	tok     sstable.Partition
+	// keepMax, when positive, keeps the records in kept while they fit it (kept nil and
+	// dropped once they do not): PartialOptions.IndexKeep, which a plan in parts can merge.
+	keepMax int64
+	kept    []byte
+	dropped bool
+	// halved says the plan was made in two halves at once (inParts).
+	halved bool
+	// members counts the partitions measured; firstPos is the first one's position.
+	members  int64
+	firstPos int64
+	rec      []byte
+	tok      sstable.Partition
 	// positions makes IndexPositions records: no key is read (the receiver reads them from
 	// the data it receives and checks them against the ranges); prevPos is the last one's
 	// position.
@@ -166,7 +190,18 @@ func (m *trieMeasure) member(e *sstable.IndexEntry, ps *Pieces, k int, run bool)
 		}
 		m.rec = AppendIndexRecord(m.rec[:0], m.tok.Key, e.Position, indexPos, nil)
 	}
+	if m.members == 0 {
+		m.firstPos = e.Position
+	}
+	m.members++
 	m.length += int64(len(m.rec))
+	if m.keepMax > 0 && !m.dropped {
+		if int64(len(m.kept)+len(m.rec)) > m.keepMax {
+			m.kept, m.dropped = nil, true
+		} else {
+			m.kept = append(m.kept, m.rec...)
+		}
+	}
 	if m.keep != nil {
 		return m.keep(m.rec)
 	}
@@ -247,7 +282,7 @@ func (p *triePlanner) place(e *sstable.IndexEntry) error {
 	p.lastIndexed = e.IndexPos >= 0
 	p.lastKey = append(p.lastKey[:0], e.RowsKey...)
 	p.cur = len(p.children) - 1
-	if e.Ordinal > 0 {
+	if p.n > 0 { // (a plan in parts checks the partition before its second half's first)
 		before, err := p.keyAt(p.prevPos, p.prevIndexed, p.prevKey)
 		if err != nil {
 			return err

@@ -187,21 +187,14 @@ func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.Ran
 	case !opts.IndexLater:
 		m.keep = func(rec []byte) error { index = append(index, rec...); return nil }
 	case opts.IndexKeep > 0 && m.positions && keepable(spec, ranges, opts.IndexKeep):
-		dropped := false
-		m.keep = func(rec []byte) error {
-			switch {
-			case dropped:
-			case int64(len(index)+len(rec)) > opts.IndexKeep:
-				index, dropped = nil, true
-			default:
-				index = append(index, rec...)
-			}
-			return nil
-		}
+		m.keepMax = opts.IndexKeep
 	}
 	plans, _, partitions, ok, err := btiPlanMeasured(parent, ps, ranges, m)
 	if err != nil || !ok {
 		return nil, "", nil, false, err
+	}
+	if m.keepMax > 0 {
+		index = m.kept
 	}
 	if len(plans) == 0 {
 		return nil, "", nil, true, nil
