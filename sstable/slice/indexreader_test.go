@@ -341,18 +341,21 @@ func FuzzPartialRebuildPositions(f *testing.F) {
 	})
 }
 
+// smallPositionsParent is a compressed BTI parent of 3000 small partitions without row indexes.
+func smallPositionsParent(t *testing.T) *sstable.Table {
+	t.Helper()
+	v, _ := version.ParseWritable("da")
+	res := generate(t, filepath.Join(t.TempDir(), "da"), gen.Options{Version: v,
+		Partitions: 3000, PartitionSize: 512, RowSize: 128, IndexBlockSize: 4 << 10, Seed: 9})
+	return openTable(t, res.Desc.Prefix())
+}
+
 // IndexKeep keeps the IndexPositions slice the plan's own pass made when it fits the bound:
 // the very bytes IndexReader makes as the slice is sent. A slice past the bound is dropped
 // (the plan then locates its runs for IndexReader), so what a sender holds stays bounded
 // whatever the partition count.
 func TestIndexKeepHoldsThePlannedSliceWithinItsBound(t *testing.T) {
-	v, _ := version.ParseWritable("da")
-	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "da"), gen.Options{Version: v,
-		Partitions: 3000, PartitionSize: 512, RowSize: 128, IndexBlockSize: 4 << 10, Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := openTable(t, res.Desc.Prefix())
+	parent := smallPositionsParent(t)
 	ranges, err := token.ParseRanges(token.Murmur3, "(-9000000000000000000,-6000000000000000000],(0,3000000000000000000]")
 	if err != nil {
 		t.Fatal(err)
@@ -402,13 +405,7 @@ func TestIndexKeepHoldsThePlannedSliceWithinItsBound(t *testing.T) {
 // A slice expected at more than twice the bound (the parent's partitions times the ranges'
 // share of the ring, ~3 bytes a record) is not gathered at all.
 func TestKeepableFromThePartitionCountAndTheRingShare(t *testing.T) {
-	v, _ := version.ParseWritable("da")
-	res, err := gen.Generate(context.Background(), filepath.Join(t.TempDir(), "da"), gen.Options{Version: v,
-		Partitions: 3000, PartitionSize: 512, RowSize: 128, IndexBlockSize: 4 << 10, Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := SpecOf(openTable(t, res.Desc.Prefix()))
+	spec, err := SpecOf(smallPositionsParent(t))
 	if err != nil {
 		t.Fatal(err)
 	}
