@@ -84,10 +84,9 @@ func TestFetchRandomRanges(t *testing.T) {
 			})
 		}
 		if name == "bti_lz4" {
-			// The IndexPositions slices made as they are sent (a pass over each run of the
-			// parent's trie), not kept from the plan's pass (indexKeep): what a session of
-			// more partitions than the bound sends.
-			// With a budget of the shorter of the two parents' slices, one is kept and the
+			// IndexPositions slices made as they are sent (a pass over each run of the
+			// parent's trie) rather than kept from the plan's pass (indexKeep): with no
+			// budget, both; with the shorter of the two parents' slices, one is kept and the
 			// other made as sent, in one session.
 			ranges := randomRanges(r, 33)
 			var lengths []int64

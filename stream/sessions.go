@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -105,11 +104,11 @@ func SplitRanges(rs token.RangeSet, n int) []token.RangeSet {
 	for len(pieces) < n {
 		w := 0
 		for i := range pieces {
-			if width(pieces[i]) > width(pieces[w]) {
+			if pieces[i].Width() > pieces[w].Width() {
 				w = i
 			}
 		}
-		if width(pieces[w]) < 2 {
+		if pieces[w].Width() < 2 {
 			break
 		}
 		l, r := halve(pieces[w])
@@ -118,14 +117,14 @@ func SplitRanges(rs token.RangeSet, n int) []token.RangeSet {
 	groups := min(n, len(pieces))
 	total := 0.0
 	for _, p := range pieces {
-		total += width(p)
+		total += p.Width()
 	}
 	out := make([]token.RangeSet, 0, groups)
 	var cur token.RangeSet
 	acc := 0.0
 	for i, p := range pieces {
 		cur = append(cur, p)
-		acc += width(p)
+		acc += p.Width()
 		left := len(pieces) - i - 1   // pieces after this one
 		need := groups - len(out) - 1 // groups still to fill after cur
 		if need > 0 && (acc >= total*float64(len(out)+1)/float64(groups) || left == need) {
@@ -137,14 +136,6 @@ func SplitRanges(rs token.RangeSet, n int) []token.RangeSet {
 		out = append(out, cur)
 	}
 	return out
-}
-
-// width is the number of tokens of a Murmur3 range: 2^64 for the whole ring (Left == Right).
-func width(r token.Range) float64 {
-	if r.Left.Long == r.Right.Long {
-		return math.Exp2(64)
-	}
-	return float64(uint64(r.Right.Long) - uint64(r.Left.Long))
 }
 
 // halve cuts a Murmur3 range at its middle token.

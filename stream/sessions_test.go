@@ -61,7 +61,7 @@ func TestSplitRangesCoversTheSetOnceInBalancedGroups(t *testing.T) {
 			for _, g := range groups {
 				w := 0.0
 				for _, x := range g {
-					w += width(x)
+					w += x.Width()
 				}
 				lo, hi = min(lo, w), max(hi, w)
 			}

@@ -49,7 +49,7 @@ func btiPlan(parent *sstable.Table, ps *Pieces, ranges token.RangeSet) (plans []
 
 // btiPlanMeasured is btiPlan that, given m, also makes in the same pass what gatherIndex makes
 // for the one child Merge makes of the plans: its index slice's length (and its records, with
-// m.keep) and its rows slice. The keys of the children's partitions are then read as the walk
+// m.keepMax) and its rows slice. The keys of the children's partitions are then read as the walk
 // meets them, through one sequential cursor (sstable.IndexEntry.Key), each checked to lie in
 // its piece: the pass decodes the children's chunks once and no other. With m.positions
 // (IndexPositions) no member's key is read: the receiver reads them from the data it gets and
@@ -69,16 +69,8 @@ func btiPlanMeasured(parent *sstable.Table, ps *Pieces, ranges token.RangeSet, m
 // btiPlanWith is btiPlanMeasured's walk with p.
 func btiPlanWith(p *triePlanner, ranges token.RangeSet) (plans []ChildPlan, last []int64, partitions int64, ok bool, err error) {
 	parent := p.parent
-	if q, split := p.inParts(); split {
-		err = q.err
-		if err == nil && !q.merged {
-			// The halves touch (a child of each meets at the split): walked again as one.
-			err = parent.ScanIndex(p.add)
-			if err == nil && p.cur >= 0 {
-				err = p.close(nil, parent.DataLength())
-			}
-		}
-	} else {
+	merged, err := p.inParts()
+	if err == nil && !merged {
 		err = parent.ScanIndex(p.add)
 		if err == nil && p.cur >= 0 {
 			err = p.close(nil, parent.DataLength())
@@ -133,9 +125,8 @@ type trieMeasure struct {
 	rows    rowsSlice
 	lastEnd int64 // the end of the last Rows.db entry met
 	length  int64
-	keep    func(rec []byte) error
 	// keepMax, when positive, keeps the records in kept while they fit it (kept nil and
-	// dropped once they do not): PartialOptions.IndexKeep, which a plan in parts can merge.
+	// dropped once they do not): all of them (math.MaxInt64), or PartialOptions.IndexKeep.
 	keepMax int64
 	kept    []byte
 	dropped bool
@@ -201,9 +192,6 @@ func (m *trieMeasure) member(e *sstable.IndexEntry, ps *Pieces, k int, run bool)
 		} else {
 			m.kept = append(m.kept, m.rec...)
 		}
-	}
-	if m.keep != nil {
-		return m.keep(m.rec)
 	}
 	return nil
 }

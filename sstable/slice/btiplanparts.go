@@ -11,32 +11,25 @@ import (
 	"github.com/sluicedb/sluice/sstable/descriptor"
 )
 
-// planPartsMin (a variable for tests) is the Partitions.db size from which an IndexPositions plan walks the trie in
-// two halves at once: 1 MiB, some 100,000 partitions. A plan is the latency before a sender's
-// first byte (the receiver waits idle), ~100 ns a partition of the whole parent; two walks of
-// separate halves run side by side at the speed of one.
+// planPartsMin (a variable for tests) is the Partitions.db size from which an IndexPositions
+// plan walks the trie in two halves at once: 1 MiB, some 100,000 partitions. A plan is the
+// latency before a sender's first byte (the receiver waits idle), ~100 ns a partition of the
+// whole parent; two walks of separate halves run side by side at the speed of one.
 var planPartsMin int64 = 1 << 20
-
-// halvesPlan is what inParts did: the plan is in p (merged), or the halves touch and p is
-// untouched for a walk as one; or err.
-type halvesPlan struct {
-	merged bool
-	err    error
-}
 
 // inParts plans p in two halves of its pieces walked at once, split at the left bound of the
 // middle piece, and merges them into p: the same children, ordinals, measure and kept slice
 // as one walk. It serves an IndexPositions measure of a parent without row indexes (an empty
 // Rows.db: no rows slice to lay out across the halves) and of at least planPartsMin of trie;
-// false otherwise. When a child of each half meets at the split (no partition between the
-// pieces), the halves are dropped and the plan is left to one walk.
-func (p *triePlanner) inParts() (halvesPlan, bool) {
+// merged is false otherwise, p untouched for one walk: so too when a child of each half meets
+// at the split (no partition between the pieces).
+func (p *triePlanner) inParts() (merged bool, err error) {
 	m := p.m
-	if m == nil || !m.positions || m.keep != nil || len(m.rows.parent) > 0 || p.ps.Len() < 2 || p.cur >= 0 || p.n > 0 {
-		return halvesPlan{}, false
+	if m == nil || !m.positions || len(m.rows.parent) > 0 || p.ps.Len() < 2 || p.cur >= 0 || p.n > 0 {
+		return false, nil
 	}
 	if fi, err := os.Stat(p.parent.Path(descriptor.Partitions)); err != nil || fi.Size() < planPartsMin {
-		return halvesPlan{}, false
+		return false, nil
 	}
 	j := 2 * (p.ps.Len() / 2)
 	split := p.bounds[j]
@@ -51,23 +44,23 @@ func (p *triePlanner) inParts() (halvesPlan, bool) {
 	errA := a.walkUntil(split)
 	wg.Wait()
 	if err := errors.Join(errA, errB); err != nil {
-		return halvesPlan{err: err}, true
+		return false, err
 	}
 	if len(a.children) > 0 && len(b.children) > 0 && a.children[len(a.children)-1].Hi == b.children[0].Lo {
-		return halvesPlan{}, true
+		return false, nil
 	}
 	// The partition before b's first child, when b did not see it: a's last.
 	if len(b.children) > 0 && b.children[0].FirstOrdinal == int64(b.skipped) && a.n > 0 {
 		before, err := a.keyAt(a.prevPos, a.prevIndexed, a.prevKey)
 		if err != nil {
-			return halvesPlan{err: err}, true
+			return false, err
 		}
 		if p.ps.holds(b.children[0].Piece, p.parent.Partitioner.Token(before)) {
-			return halvesPlan{err: errUntrusted}, true
+			return false, errUntrusted
 		}
 	}
 	p.merge(a, b)
-	return halvesPlan{merged: true}, true
+	return true, nil
 }
 
 // fork is a planner of p's parent, pieces and bounds, j of them below where it starts, with a

@@ -856,29 +856,28 @@ func (f *InPlaceFill) KeyAt(pos int64) ([]byte, bool, error) {
 		}
 		f.keysChunks = inFile
 	}
-	emitted := inFile
 	f.mu.Unlock()
 	var n [2]byte
-	if ok, err := f.keyBytesAt(emitted, n[:], child); !ok || err != nil {
+	if ok, err := f.keyBytesAt(inFile, n[:], child); !ok || err != nil {
 		return nil, false, err
 	}
 	// The key is valid until the next call: one buffer serves them all.
 	f.keyBuf = slices.Grow(f.keyBuf[:0], int(n[0])<<8|int(n[1]))[:int(n[0])<<8|int(n[1])]
-	if ok, err := f.keyBytesAt(emitted, f.keyBuf, child+2); !ok || err != nil {
+	if ok, err := f.keyBytesAt(inFile, f.keyBuf, child+2); !ok || err != nil {
 		return nil, false, err
 	}
 	return f.keyBuf, true, nil
 }
 
-// keyBytesAt fills b from the written child at position pos, reading the first emitted
+// keyBytesAt fills b from the written child at position pos, reading its first inFile
 // chunks; false when they do not reach that far yet.
-func (f *InPlaceFill) keyBytesAt(emitted int, b []byte, pos int64) (bool, error) {
+func (f *InPlaceFill) keyBytesAt(inFile int, b []byte, pos int64) (bool, error) {
 	for len(b) > 0 {
 		c := int(pos / f.L)
-		if c >= emitted {
+		if c >= inFile {
 			return false, nil
 		}
-		data, err := f.keyAhead.get(c, emitted)
+		data, err := f.keyAhead.get(c, inFile)
 		if err != nil {
 			return false, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -181,11 +182,10 @@ func keepable(spec *Spec, ranges token.RangeSet, keep int64) bool {
 // out per child; plans is the plan, one child per piece), or the trie does not serve (plans
 // is nil).
 func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.RangeSet, opts PartialOptions) (out []Partial, reason string, plans []ChildPlan, done bool, err error) {
-	var index []byte
 	m := &trieMeasure{rows: rowsSlice{parent: spec.ParentRows}, positions: opts.Format == IndexPositions}
 	switch {
 	case !opts.IndexLater:
-		m.keep = func(rec []byte) error { index = append(index, rec...); return nil }
+		m.keepMax = math.MaxInt64
 	case opts.IndexKeep > 0 && m.positions && keepable(spec, ranges, opts.IndexKeep):
 		m.keepMax = opts.IndexKeep
 	}
@@ -193,9 +193,7 @@ func partialsBTI(parent *sstable.Table, spec *Spec, ps *Pieces, ranges token.Ran
 	if err != nil || !ok {
 		return nil, "", nil, false, err
 	}
-	if m.keepMax > 0 {
-		index = m.kept
-	}
+	index := m.kept
 	if len(plans) == 0 {
 		return nil, "", nil, true, nil
 	}

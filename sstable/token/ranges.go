@@ -29,6 +29,14 @@ func (r Range) Contains(t Token) bool {
 	}
 }
 
+// Width is the number of tokens of a Murmur3 range: 2^64 for the whole ring (Left == Right).
+func (r Range) Width() float64 {
+	if r.Left.Long == r.Right.Long {
+		return math.Exp2(64)
+	}
+	return float64(uint64(r.Right.Long) - uint64(r.Left.Long))
+}
+
 // RingShare is the share of the Murmur3 ring the set covers (1 for the whole ring, at most 1
 // for overlapping ranges); false for other partitioners' tokens, whose ring has no width.
 func (s RangeSet) RingShare() (float64, bool) {
@@ -37,10 +45,7 @@ func (s RangeSet) RingShare() (float64, bool) {
 		if r.Left.Kind != KindMurmur3 || r.Right.Kind != KindMurmur3 {
 			return 0, false
 		}
-		if r.Left.Long == r.Right.Long {
-			return 1, true
-		}
-		w += float64(uint64(r.Right.Long) - uint64(r.Left.Long))
+		w += r.Width()
 	}
 	return min(1, w/math.Exp2(64)), true
 }
